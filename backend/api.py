@@ -1,0 +1,165 @@
+"""REST API, version 1. Every error is JSON with a `detail.message`; bad input is never a 500."""
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from redis.exceptions import RedisError
+from starlette.datastructures import UploadFile
+
+from backend.services import Services
+from evaluator.registry import UnknownSuiteError, all_suites, get_task
+from leaderboard.store import StoreError
+from leaderboard.table import EXPORT_FORMATS, export
+from submissions.intake import SubmissionError, SubmissionForm, accept_predictions
+
+router = APIRouter(prefix="/api/v1")
+
+SUBMISSION_FORM_SCHEMA = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file", "suite", "task", "setting", "model_name"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary", "description": "predictions, JSONL"},
+                        "suite": {"type": "string", "example": "prefeval"},
+                        "task": {"type": "string", "example": "mcq"},
+                        "setting": {"type": "string", "example": "zero_shot"},
+                        "model_name": {"type": "string"},
+                        "link": {"type": "string", "description": "optional http(s) URL"},
+                        "description": {"type": "string"},
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+def services(request: Request) -> Services:
+    return request.app.state.services
+
+
+def not_found(message: str) -> HTTPException:
+    return HTTPException(404, {"message": message})
+
+
+@router.get("/health", summary="Liveness, and whether the queue answers")
+def health(request: Request):
+    svc = services(request)
+    try:
+        redis_ok = bool(svc.redis.ping())
+    except RedisError:
+        redis_ok = False
+    return {"status": "ok", "queue": "ok" if redis_ok else "unreachable", "results_revision": svc.results.head()}
+
+
+@router.get("/suites", summary="Suites with their tasks, tiers and settings")
+def suites():
+    return {"suites": [suite.describe() for suite in all_suites().values()]}
+
+
+@router.get(
+    "/suites/{suite}/tasks/{task}/inputs",
+    summary="The public inputs of a task's hidden split (JSONL, no gold labels)",
+    response_class=Response,
+    responses={200: {"content": {"application/x-ndjson": {}}}},
+)
+def task_inputs(suite: str, task: str):
+    try:
+        found = get_task(suite, task)
+    except UnknownSuiteError as exc:
+        raise not_found(str(exc)) from None
+    split = found.load_split()
+    return Response(
+        split.public_jsonl(),
+        media_type="application/x-ndjson",
+        headers={
+            "Content-Disposition": f'attachment; filename="{suite}-{task}-{split.name}-inputs.jsonl"',
+            "X-Split-Sha256": split.sha256,
+        },
+    )
+
+
+@router.post(
+    "/submissions", status_code=201, summary="Submit a predictions file (multipart form)",
+    openapi_extra=SUBMISSION_FORM_SCHEMA,
+)
+async def create_submission(request: Request):
+    svc = services(request)
+    content_type = request.headers.get("content-type", "")
+    if not content_type.startswith("multipart/form-data"):
+        raise HTTPException(415, {"message": "send multipart/form-data with fields file, suite, task, setting, model_name"})
+    async with request.form(max_files=1, max_fields=20) as form:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise HTTPException(422, {"message": "field 'file' is required: the predictions JSONL file",
+                                      "problems": [{"line": None, "field": "file", "message": "missing"}]})
+        missing = [name for name in ("suite", "task", "setting", "model_name") if not str(form.get(name) or "").strip()]
+        if missing:
+            raise HTTPException(422, {"message": f"missing form field(s): {', '.join(missing)}",
+                                      "problems": [{"line": None, "field": m, "message": "missing"} for m in missing]})
+        fields = SubmissionForm(
+            suite=str(form["suite"]).strip(), task=str(form["task"]).strip(), setting=str(form["setting"]).strip(),
+            model_name=str(form["model_name"]), model_link=str(form.get("link") or ""),
+            description=str(form.get("description") or ""),
+        )
+        try:
+            submission = await run_in_threadpool(
+                accept_predictions, fields, upload.file, upload.filename or "predictions.jsonl",
+                records=svc.records, uploads_dir=svc.settings.uploads_dir,
+                max_bytes=svc.settings.max_upload_bytes, redis=svc.redis,
+            )
+        except SubmissionError as exc:
+            raise HTTPException(exc.status, exc.detail) from None
+    body = svc.submission_status(submission)
+    return JSONResponse(body, status_code=201, headers={"Location": f"/api/v1/submissions/{submission.id}"})
+
+
+@router.get("/submissions/{submission_id}", summary="State, queue position, progress, error and result")
+def get_submission(submission_id: str, request: Request):
+    svc = services(request)
+    submission = svc.records.get(submission_id)
+    if submission is None:
+        raise not_found(f"no submission with id {submission_id!r}")
+    return svc.submission_status(submission)
+
+
+@router.get("/submissions", summary="Recent submissions")
+def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
+    svc = services(request)
+    return {"submissions": [s.public() for s in svc.records.list(limit=limit)]}
+
+
+@router.get(
+    "/leaderboard", summary="The leaderboard, filtered; JSON, CSV or parquet",
+    responses={200: {"content": {"application/json": {}, "text/csv": {}, "application/vnd.apache.parquet": {}}}},
+)
+def leaderboard(
+    request: Request,
+    suite: str | None = None,
+    task: str | None = None,
+    setting: str | None = None,
+    tier: str | None = None,
+    revision: str | None = Query(None, description="a results-dataset revision (commit sha); default the newest"),
+    format: Literal["json", "csv", "parquet"] = "json",
+):
+    svc = services(request)
+    try:
+        frame = svc.leaderboard(suite or None, task or None, setting or None, tier or None, revision or None)
+    except StoreError as exc:
+        raise not_found(str(exc)) from None
+    headers = {"X-Results-Revision": revision or svc.results.head()}
+    if format != "json":
+        headers["Content-Disposition"] = f'attachment; filename="leaderboard.{format}"'
+    return Response(export(frame, format), media_type=EXPORT_FORMATS[format], headers=headers)
+
+
+@router.get("/leaderboard/versions", summary="Every published version of the results dataset, newest first")
+def leaderboard_versions(request: Request):
+    return {"versions": [v.__dict__ for v in services(request).results.versions()]}

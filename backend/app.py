@@ -1,0 +1,65 @@
+"""The web app: the REST API under /api/v1 and the Gradio UI at /, in one FastAPI process.
+
+Run with `uvicorn backend.app:create_app --factory` (or `make serve`, which also starts Redis
+and the workers).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import asynccontextmanager
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+import gradio as gr  # noqa: E402
+from fastapi import FastAPI, Request  # noqa: E402
+from fastapi.exceptions import RequestValidationError  # noqa: E402
+from fastapi.responses import JSONResponse  # noqa: E402
+
+from backend.api import router  # noqa: E402
+from backend.limits import BodySizeLimit  # noqa: E402
+from backend.services import Services  # noqa: E402
+from backend.settings import Settings, load_settings  # noqa: E402
+from space.ui import build_ui  # noqa: E402
+
+log = logging.getLogger("personaboard")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or load_settings()
+    services = Services.create(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        services.start_reconciler()  # re-queue anything accepted but lost by the queue
+        yield
+        services.stop()
+
+    app = FastAPI(
+        title="PersonaBoard",
+        version="1.0.0",
+        description="Leaderboard and submission service for LLM personalization benchmarks.",
+        lifespan=lifespan,
+    )
+    app.state.services = services
+    app.include_router(router)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        problems = [
+            {"line": None, "field": ".".join(str(p) for p in err["loc"][1:]) or None, "message": err["msg"]}
+            for err in exc.errors()
+        ]
+        message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+        return JSONResponse({"detail": {"message": message, "problems": problems}}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(request: Request, exc: Exception):
+        # Logged with the traceback for the operator; the client gets no internals.
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse({"detail": {"message": "internal error; the operator has the details"}}, status_code=500)
+
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes, paths=("/api/v1/submissions",))
+    return gr.mount_gradio_app(app, build_ui(services), path="", footer_links=["api"])

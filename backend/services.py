@@ -1,0 +1,85 @@
+"""The objects every request handler and UI callback shares, built once per app."""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from redis import Redis
+from redis.exceptions import RedisError
+
+from backend.settings import Settings
+from evaluator.registry import all_suites
+from leaderboard.store import LocalDatasetStore
+from leaderboard.table import column_name, wide_view
+from submissions import queue
+from submissions.records import Submission, SubmissionStore
+
+log = logging.getLogger(__name__)
+
+RECONCILE_EVERY_S = 30
+
+
+@dataclass
+class Services:
+    settings: Settings
+    records: SubmissionStore
+    results: LocalDatasetStore
+    redis: Redis
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    @classmethod
+    def create(cls, settings: Settings) -> "Services":
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        results = LocalDatasetStore(settings.store_dir)
+        results.ensure()
+        return cls(settings, SubmissionStore(settings.submissions_db), results, queue.connect(settings.redis_url))
+
+    # -- background repair ------------------------------------------------------------------------
+    def reconcile(self) -> list[str]:
+        try:
+            return queue.reconcile(self.redis, self.records)
+        except RedisError as exc:
+            log.warning("queue unreachable, reconcile postponed: %s", exc)
+            return []
+
+    def start_reconciler(self) -> None:
+        def loop() -> None:
+            while not self._stop.wait(RECONCILE_EVERY_S):
+                self.reconcile()
+
+        self.reconcile()
+        threading.Thread(target=loop, name="reconcile", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # -- reads shared by the API and the UI ---------------------------------------------------
+    def submission_status(self, submission: Submission) -> dict[str, Any]:
+        status = submission.public()
+        live: dict[str, Any] = {"job_status": None}
+        if submission.state in ("queued", "running"):
+            try:
+                live = queue.live_status(self.redis, submission.id)
+            except RedisError:
+                live = {"job_status": "unknown (queue unreachable)"}
+        status["queue_position"] = live.get("queue_position")
+        status["job_status"] = live.get("job_status")
+        progress = live.get("progress") or {"done": submission.progress_done, "total": submission.progress_total}
+        status["progress"] = progress
+        return status
+
+    def leaderboard(self, suite=None, task=None, setting=None, tier=None, revision=None) -> pd.DataFrame:
+        return wide_view(self.results.scores(revision), suite, task, setting, tier, tier_order=manifest_tier_order())
+
+
+def manifest_tier_order() -> list[str]:
+    """Tier columns in the order the suites' manifests declare them."""
+    order = []
+    for suite in all_suites().values():
+        for task in suite.tasks.values():
+            for group in task.tier_groups:
+                order.extend(column_name(group.name, tier) for tier in group.tiers)
+    return order

@@ -1,0 +1,186 @@
+"""Suites as data: a manifest (YAML) per suite, plus a small hooks module per task.
+
+The manifest declares everything the service needs to know about a suite (tasks, tiers, settings,
+metrics, answer format, data source, license); the hooks module only builds the split's items
+from the suite's raw data (and, for model runs, renders prompts and parses answers).
+The web app, the queue and the store only ever see these dataclasses.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Item:
+    """One test item of a split. `public` is what submitters may see; `gold` never leaves the scorer."""
+
+    id: str
+    tiers: dict[str, str]  # tier group -> tier, e.g. {"form": "explicit", "topic": "travel_hotel"}
+    public: dict[str, Any]
+    gold: str
+
+
+@dataclass(frozen=True)
+class TierGroup:
+    name: str
+    label: str
+    tiers: tuple[str, ...]
+    labels: dict[str, str]
+
+    def label_of(self, tier: str) -> str:
+        return self.labels.get(tier, tier)
+
+
+@dataclass
+class Split:
+    """A versioned set of items. The hash covers inputs and gold, so any change to either shows."""
+
+    name: str
+    items: list[Item]
+
+    @cached_property
+    def by_id(self) -> dict[str, Item]:
+        return {item.id: item for item in self.items}
+
+    @cached_property
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for item in self.items:
+            digest.update(json.dumps([item.id, item.tiers, item.public, item.gold], sort_keys=True).encode())
+        return digest.hexdigest()
+
+    def public_jsonl(self) -> bytes:
+        return b"".join(
+            json.dumps(item.public, ensure_ascii=False).encode() + b"\n" for item in self.items
+        )
+
+
+@dataclass
+class Task:
+    suite: "Suite"
+    name: str
+    title: str
+    description: str
+    answer_field: str
+    answer_labels: tuple[str, ...]
+    metric: str
+    tier_groups: tuple[TierGroup, ...]
+    hooks_module: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite.name}/{self.name}"
+
+    @cached_property
+    def hooks(self):
+        return importlib.import_module(self.hooks_module)
+
+    def load_split(self) -> Split:
+        """Build the hidden test split from the suite's data (cached per process)."""
+        cached = _SPLIT_CACHE.get(self.key)
+        if cached is None:
+            items = self.hooks.build_items(self)
+            cached = _SPLIT_CACHE[self.key] = Split(name=self.options.get("split", "test"), items=items)
+        return cached
+
+    def tier_group(self, name: str) -> TierGroup:
+        for group in self.tier_groups:
+            if group.name == name:
+                return group
+        raise KeyError(name)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "metric": self.metric,
+            "answer_field": self.answer_field,
+            "answer_labels": list(self.answer_labels),
+            "tier_groups": [
+                {"name": g.name, "label": g.label, "tiers": [{"name": t, "label": g.label_of(t)} for t in g.tiers]}
+                for g in self.tier_groups
+            ],
+        }
+
+
+_SPLIT_CACHE: dict[str, Split] = {}
+
+
+@dataclass
+class Suite:
+    name: str
+    title: str
+    version: str
+    description: str
+    citation: str
+    license: str
+    homepage: str
+    settings: dict[str, str]  # setting name -> description
+    folder: Path
+    tasks: dict[str, Task] = field(default_factory=dict)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.folder / "data"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "version": self.version,
+            "description": self.description,
+            "citation": self.citation,
+            "license": self.license,
+            "homepage": self.homepage,
+            "settings": [{"name": k, "description": v} for k, v in self.settings.items()],
+            "tasks": [task.describe() for task in self.tasks.values()],
+        }
+
+
+def load_suite(manifest_path: Path) -> Suite:
+    spec = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+    suite = Suite(
+        name=spec["name"],
+        title=spec.get("title", spec["name"]),
+        version=str(spec["version"]),
+        description=spec.get("description", "").strip(),
+        citation=spec.get("citation", "").strip(),
+        license=spec.get("license", ""),
+        homepage=spec.get("homepage", ""),
+        settings=dict(spec["settings"]),
+        folder=manifest_path.parent,
+    )
+    package = f"evaluator.suites.{manifest_path.parent.name}"
+    for task_name, task_spec in spec["tasks"].items():
+        groups = tuple(
+            TierGroup(
+                name=group_name,
+                label=group.get("label", group_name),
+                tiers=tuple(str(t) for t in group["tiers"]),
+                labels={str(k): v for k, v in group.get("labels", {}).items()},
+            )
+            for group_name, group in task_spec["tier_groups"].items()
+        )
+        suite.tasks[task_name] = Task(
+            suite=suite,
+            name=task_name,
+            title=task_spec.get("title", task_name),
+            description=task_spec.get("description", "").strip(),
+            answer_field=task_spec["answer"]["field"],
+            answer_labels=tuple(task_spec["answer"]["labels"]),
+            metric=task_spec["metric"],
+            tier_groups=groups,
+            hooks_module=f"{package}.{task_spec.get('hooks', task_name)}",
+            options=dict(task_spec.get("options", {})),
+        )
+    return suite

@@ -1,0 +1,117 @@
+"""The leaderboard table: result records -> long scores table -> filtered wide view.
+
+The long table (one row per result x tier x metric) is what the store keeps, because suites have
+different tiers; the wide view (one row per result, one column per tier) is derived on read,
+with its tier columns driven by the suites' manifests.
+"""
+from __future__ import annotations
+
+import io
+from typing import Any, Iterable
+
+import pandas as pd
+
+TOTAL = "total"
+SCORE_COLUMNS = [
+    "submission_id", "suite", "task", "setting", "model_name", "model_link", "source", "row_kind",
+    "tier_group", "tier", "metric", "value", "ci_low", "ci_high", "n", "submitted_at",
+]
+ID_COLUMNS = ["model_name", "suite", "task", "setting", "source", "row_kind"]
+TRAILING_COLUMNS = ["n_items", "submitted_at", "submission_id", "model_link"]
+
+
+def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    rows = []
+    for record in records:
+        base = {
+            "submission_id": record["submission_id"],
+            "suite": record["suite"],
+            "task": record["task"],
+            "setting": record["setting"],
+            "model_name": record["model_name"],
+            "model_link": record.get("model_link") or "",
+            "source": record["source"],
+            "row_kind": record.get("row_kind", "computed"),
+            "submitted_at": record["submitted_at"],
+        }
+        metrics = record["metrics"]
+        blocks = [(TOTAL, TOTAL, metrics["total"])]
+        for group, tiers in metrics["tiers"].items():
+            blocks.extend((group, tier, values) for tier, values in tiers.items())
+        for group, tier, values in blocks:
+            for metric, stats in values.items():
+                low, high = stats.get("ci95") or [None, None]
+                rows.append({**base, "tier_group": group, "tier": tier, "metric": metric,
+                             "value": stats["value"], "ci_low": low, "ci_high": high, "n": stats["n"]})
+    frame = pd.DataFrame(rows, columns=SCORE_COLUMNS)
+    return frame.astype({"value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "int64"})
+
+
+def column_name(group: str, tier: str) -> str:
+    return TOTAL if group == TOTAL else f"{group}/{tier}"
+
+
+def wide_view(
+    scores: pd.DataFrame,
+    suite: str | None = None,
+    task: str | None = None,
+    setting: str | None = None,
+    tier: str | None = None,
+    tier_order: list[str] | None = None,
+) -> pd.DataFrame:
+    """One row per result; columns: ids, `total`, one column per tier (`group/tier`), counts.
+
+    `tier` keeps only the matching tier columns (by `group/tier` or bare tier name) and ranks by
+    the first of them; otherwise rows rank by `total`. `tier_order` orders the tier columns
+    (the manifests' order) instead of alphabetically.
+    """
+    frame = scores
+    for column, wanted in (("suite", suite), ("task", task), ("setting", setting)):
+        if wanted:
+            frame = frame[frame[column] == wanted]
+    if frame.empty:
+        return pd.DataFrame(columns=[*ID_COLUMNS, TOTAL, "n_items", "submitted_at", "submission_id", "model_link"])
+    frame = frame.assign(column=[column_name(g, t) for g, t in zip(frame["tier_group"], frame["tier"])])
+    values = frame.pivot_table(index="submission_id", columns="column", values="value", aggfunc="first", dropna=False)
+    ids = frame.drop_duplicates("submission_id").set_index("submission_id")
+    totals = frame[frame["tier_group"] == TOTAL].set_index("submission_id")
+    tier_columns = [c for c in values.columns if c != TOTAL]
+    if tier_order:
+        rank = {name: i for i, name in enumerate(tier_order)}
+        tier_columns.sort(key=lambda c: (rank.get(c, len(rank)), c))
+    else:
+        tier_columns.sort()
+    if tier:
+        tier_columns = [c for c in tier_columns if c == tier or c.split("/", 1)[-1] == tier]
+    wide = ids[ID_COLUMNS].join(values[[TOTAL, *tier_columns]])
+    wide["total_ci_low"] = totals["ci_low"]
+    wide["total_ci_high"] = totals["ci_high"]
+    wide["n_items"] = totals["n"]
+    wide["submitted_at"] = ids["submitted_at"]
+    wide["model_link"] = ids["model_link"]
+    wide = wide.reset_index()
+    sort_by = tier_columns[0] if tier and tier_columns else TOTAL
+    # Reported (paper) rows never rank among verified ones: computed rows first, then by score.
+    wide["_reported"] = wide["row_kind"] != "computed"
+    wide = wide.sort_values(["_reported", sort_by, "submitted_at"], ascending=[True, False, True], na_position="last")
+    ordered = [*ID_COLUMNS, TOTAL, "total_ci_low", "total_ci_high", *tier_columns, *TRAILING_COLUMNS]
+    return wide[ordered].reset_index(drop=True)
+
+
+EXPORT_FORMATS = {
+    "csv": "text/csv; charset=utf-8",
+    "json": "application/json",
+    "parquet": "application/vnd.apache.parquet",
+}
+
+
+def export(frame: pd.DataFrame, fmt: str) -> bytes:
+    if fmt == "csv":
+        return frame.to_csv(index=False).encode()
+    if fmt == "json":
+        return frame.to_json(orient="records", double_precision=15).encode()
+    if fmt == "parquet":
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        return buffer.getvalue()
+    raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")

@@ -1,0 +1,132 @@
+"""Accepting a predictions file: store it, validate it, record it durably, then queue it.
+
+Shared by the REST API, the Gradio UI and anything else that takes submissions, so every entry
+point gives the same answers. Nothing is recorded or queued unless the whole file is valid.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import urlparse
+
+from redis import Redis
+from redis.exceptions import RedisError
+
+from evaluator.predictions import PredictionsError, iter_lines, read_predictions
+from evaluator.registry import UnknownSuiteError, check_setting, get_task
+from submissions import queue
+from submissions.records import Submission, SubmissionStore, new_submission_id, utc_now
+
+log = logging.getLogger(__name__)
+
+MAX_MODEL_NAME = 200
+MAX_DESCRIPTION = 5000
+COPY_CHUNK = 1 << 20
+
+
+class SubmissionError(ValueError):
+    """A rejected submission: `status` is the HTTP status, `detail` the JSON body's detail."""
+
+    def __init__(self, status: int, message: str, problems: list[dict] | None = None, field: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.detail = {"message": message, "problems": problems or ([{"line": None, "field": field, "message": message}] if field else [])}
+
+
+@dataclass(frozen=True)
+class SubmissionForm:
+    suite: str
+    task: str
+    setting: str
+    model_name: str
+    model_link: str = ""
+    description: str = ""
+
+
+def check_form(form: SubmissionForm):
+    try:
+        task = get_task(form.suite, form.task)
+        check_setting(task, form.setting)
+    except UnknownSuiteError as exc:
+        field = "setting" if "setting" in str(exc) else "task" if "no task" in str(exc) else "suite"
+        raise SubmissionError(422, str(exc), field=field) from None
+    name = form.model_name.strip()
+    if not name:
+        raise SubmissionError(422, "model_name is required: the name shown on the leaderboard", field="model_name")
+    if len(name) > MAX_MODEL_NAME:
+        raise SubmissionError(422, f"model_name is longer than {MAX_MODEL_NAME} characters", field="model_name")
+    if form.model_link:
+        parsed = urlparse(form.model_link)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise SubmissionError(422, "link must be an http(s) URL", field="link")
+    if len(form.description) > MAX_DESCRIPTION:
+        raise SubmissionError(422, f"description is longer than {MAX_DESCRIPTION} characters", field="description")
+    return task
+
+
+def save_stream(source: BinaryIO, uploads_dir: Path, max_bytes: int, filename: str) -> tuple[Path, str, int]:
+    """Copy an upload to a private temp file, hashing it and enforcing the size limit as it streams."""
+    uploads_dir.mkdir(parents=True, exist_ok=True)
+    target = uploads_dir / f".incoming-{uuid.uuid4().hex}"
+    digest, size = hashlib.sha256(), 0
+    try:
+        with open(target, "wb") as out:
+            while chunk := source.read(COPY_CHUNK):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise SubmissionError(
+                        413, f"{filename} is larger than the limit of {max_bytes} bytes", field="file"
+                    )
+                digest.update(chunk)
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+    return target, digest.hexdigest(), size
+
+
+def accept_predictions(
+    form: SubmissionForm,
+    source: BinaryIO,
+    filename: str,
+    *,
+    records: SubmissionStore,
+    uploads_dir: Path,
+    max_bytes: int,
+    redis: Redis | None,
+) -> Submission:
+    task = check_form(form)
+    filename = Path(filename or "predictions.jsonl").name
+    temp, sha256, size = save_stream(source, uploads_dir, max_bytes, filename)
+    try:
+        with open(temp, "rb") as stream:
+            read_predictions(iter_lines(stream), task, task.load_split(), filename)
+    except PredictionsError as exc:
+        temp.unlink(missing_ok=True)
+        raise SubmissionError(422, str(exc), exc.as_dict()["problems"]) from None
+    submission = Submission(
+        id=new_submission_id(), created_at=utc_now(), kind="predictions",
+        suite=form.suite, task=form.task, setting=form.setting,
+        model_name=form.model_name.strip(), model_link=form.model_link.strip(),
+        description=form.description.strip(), filename=filename,
+        file_sha256=sha256, file_bytes=size, state="queued",
+        progress_total=len(task.load_split().items),
+    )
+    final = uploads_dir / f"{submission.id}.jsonl"
+    os.replace(temp, final)
+    submission.file_path = str(final)
+    records.add(submission)  # durable before it is queued
+    if redis is not None:
+        try:
+            queue.enqueue(redis, submission.id)
+        except RedisError as exc:
+            # Accepted and recorded: reconcile() queues it once Redis answers again.
+            log.warning("submission %s recorded but not queued yet (%s)", submission.id, exc)
+    return submission

@@ -1,0 +1,86 @@
+"""The RQ queue: putting submissions on it, reading their live status, and repairing drift.
+
+The job id is the submission id, so status lookups need nothing but the id, and enqueueing the
+same submission twice is a no-op while its job exists.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from redis import Redis
+from redis.exceptions import RedisError
+from rq import Callback, Queue, Retry
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from backend.settings import QUEUE_NAME
+from submissions.records import ACTIVE_STATES, SubmissionStore
+
+log = logging.getLogger(__name__)
+
+JOB_FUNCTION = "submissions.jobs.evaluate_submission"
+JOB_TIMEOUT_S = 6 * 3600
+RETRIES = 3
+
+
+def job_id_for(submission_id: str) -> str:
+    return f"submission-{submission_id}"
+
+
+def connect(redis_url: str) -> Redis:
+    return Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=30)
+
+
+def enqueue(redis: Redis, submission_id: str) -> Job:
+    queue = Queue(QUEUE_NAME, connection=redis)
+    return queue.enqueue(
+        JOB_FUNCTION,
+        submission_id,
+        job_id=job_id_for(submission_id),
+        job_timeout=JOB_TIMEOUT_S,
+        retry=Retry(max=RETRIES),
+        on_failure=Callback("submissions.jobs.on_job_failure"),
+        result_ttl=7 * 24 * 3600,
+        failure_ttl=30 * 24 * 3600,
+        description=f"evaluate submission {submission_id}",
+    )
+
+
+def live_status(redis: Redis, submission_id: str) -> dict[str, Any]:
+    """What Redis knows of the job: its status, queue position and progress (best effort)."""
+    try:
+        job = Job.fetch(job_id_for(submission_id), connection=redis)
+    except NoSuchJobError:
+        return {"job_status": None}
+    position = None
+    if job.get_status() == JobStatus.QUEUED:
+        position = Queue(QUEUE_NAME, connection=redis).get_job_position(job.id)
+    return {"job_status": job.get_status().value, "queue_position": position, "progress": job.meta.get("progress")}
+
+
+def reconcile(redis: Redis, store: SubmissionStore) -> list[str]:
+    """Re-enqueue accepted submissions whose job Redis no longer has (or never got).
+
+    Runs at app start and periodically. A job that is queued, started or scheduled for retry is
+    left alone; only a missing job is recreated. Returns the re-enqueued submission ids.
+    """
+    requeued = []
+    for submission in store.list(states=ACTIVE_STATES, limit=100_000):
+        try:
+            Job.fetch(job_id_for(submission.id), connection=redis)
+            continue
+        except NoSuchJobError:
+            pass
+        enqueue(redis, submission.id)
+        store.update(submission.id, state="queued")
+        requeued.append(submission.id)
+        log.warning("re-enqueued submission %s: its job was missing from Redis", submission.id)
+    return requeued
+
+
+def queue_is_reachable(redis: Redis) -> bool:
+    try:
+        return bool(redis.ping())
+    except RedisError:
+        return False

@@ -1,0 +1,149 @@
+"""Durable submission records (SQLite in the data folder).
+
+A submission is written here, with its file already on disk, before it is put on the queue:
+Redis is the queue, this is the record. If Redis loses a job, `submissions.queue.reconcile`
+finds the record still queued and enqueues it again.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from contextlib import closing
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+STATES = ("queued", "running", "finished", "failed")
+ACTIVE_STATES = ("queued", "running")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS submissions (
+    id            TEXT PRIMARY KEY,
+    created_at    TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    suite         TEXT NOT NULL,
+    task          TEXT NOT NULL,
+    setting       TEXT NOT NULL,
+    model_name    TEXT NOT NULL,
+    model_link    TEXT NOT NULL DEFAULT '',
+    description   TEXT NOT NULL DEFAULT '',
+    filename      TEXT NOT NULL DEFAULT '',
+    file_path     TEXT NOT NULL DEFAULT '',
+    file_sha256   TEXT NOT NULL DEFAULT '',
+    file_bytes    INTEGER NOT NULL DEFAULT 0,
+    state         TEXT NOT NULL,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    progress_done INTEGER NOT NULL DEFAULT 0,
+    progress_total INTEGER NOT NULL DEFAULT 0,
+    error         TEXT,
+    result        TEXT,
+    revision      TEXT,
+    started_at    TEXT,
+    finished_at   TEXT
+);
+CREATE INDEX IF NOT EXISTS submissions_state ON submissions(state);
+"""
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def new_submission_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+@dataclass
+class Submission:
+    id: str
+    created_at: str
+    kind: str  # "predictions" (a file); model runs come later
+    suite: str
+    task: str
+    setting: str
+    model_name: str
+    model_link: str = ""
+    description: str = ""
+    filename: str = ""
+    file_path: str = ""
+    file_sha256: str = ""
+    file_bytes: int = 0
+    state: str = "queued"
+    attempts: int = 0
+    progress_done: int = 0
+    progress_total: int = 0
+    error: str | None = None
+    result: dict[str, Any] | None = field(default=None)
+    revision: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        """What the API and the UI show: everything but the server-side file path."""
+        data = asdict(self)
+        data.pop("file_path")
+        return data
+
+
+class SubmissionStore:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(self._connect()) as db, db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA synchronous=FULL")  # an answered submission survives a power cut
+        return db
+
+    def add(self, submission: Submission) -> None:
+        row = asdict(submission)
+        row["result"] = json.dumps(row["result"]) if row["result"] is not None else None
+        columns = ", ".join(row)
+        marks = ", ".join(f":{name}" for name in row)
+        with closing(self._connect()) as db, db:
+            db.execute(f"INSERT INTO submissions ({columns}) VALUES ({marks})", row)
+
+    def get(self, submission_id: str) -> Submission | None:
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT * FROM submissions WHERE id = ?", (submission_id,)).fetchone()
+        return self._from_row(row) if row else None
+
+    def list(self, states: tuple[str, ...] | None = None, limit: int = 1000) -> list[Submission]:
+        query, args = "SELECT * FROM submissions", []
+        if states:
+            query += f" WHERE state IN ({', '.join('?' for _ in states)})"
+            args = list(states)
+        query += " ORDER BY created_at DESC LIMIT ?"
+        with closing(self._connect()) as db:
+            rows = db.execute(query, [*args, limit]).fetchall()
+        return [self._from_row(row) for row in rows]
+
+    def update(self, submission_id: str, **changes: Any) -> None:
+        if "result" in changes and changes["result"] is not None:
+            changes["result"] = json.dumps(changes["result"])
+        assignments = ", ".join(f"{name} = :{name}" for name in changes)
+        with closing(self._connect()) as db, db:
+            db.execute(f"UPDATE submissions SET {assignments} WHERE id = :_id", {**changes, "_id": submission_id})
+
+    def start_attempt(self, submission_id: str) -> Submission | None:
+        """Mark running and count the attempt; None if it already finished (a duplicate delivery)."""
+        with closing(self._connect()) as db, db:
+            db.execute(
+                "UPDATE submissions SET state='running', attempts=attempts+1, started_at=?, error=NULL "
+                "WHERE id=? AND state != 'finished'",
+                (utc_now(), submission_id),
+            )
+        found = self.get(submission_id)
+        return found if found and found.state == "running" else None
+
+    @staticmethod
+    def _from_row(row: sqlite3.Row) -> Submission:
+        data = dict(row)
+        data["result"] = json.loads(data["result"]) if data["result"] else None
+        return Submission(**data)
