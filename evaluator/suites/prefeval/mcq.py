@@ -19,18 +19,21 @@ FORM_SOURCES = {
 }
 
 
-def shuffled_options(options: list[str], seed: int, topic: str, row: int) -> tuple[dict[str, str], str]:
-    """Shuffle the four options for one (topic, row) and return (lettered options, gold letter).
+def shuffled_topic(rows: list[dict], seed: int) -> list[tuple[dict[str, str], str]]:
+    """Letter the four options of every row of one topic as the official PrefEval run does.
 
-    The shuffle depends only on (seed, topic, row), not on iteration order, so the same pair has
-    the same letters in all three forms and a split rebuilt from the same data is identical.
+    Upstream seeds `random` with 41 once per topic run and calls `random.sample(options, 4)` row by
+    row, the aligned option being index 0; replaying that stream gives the official letters, and
+    the same (topic, row) has the same letters in all three forms.
     """
-    order = list(range(len(options)))
-    random.Random(f"{seed}:{topic}:{row}").shuffle(order)
-    letters = "ABCD"
-    lettered = {letters[pos]: options[index] for pos, index in enumerate(order)}
-    gold = letters[order.index(0)]  # upstream puts the aligned option at index 0
-    return lettered, gold
+    rng = random.Random(seed)
+    lettered = []
+    for row in rows:
+        options = row["classification_task_options"]
+        shuffled = rng.sample(options, len(options))
+        letters = "ABCD"
+        lettered.append(({letters[i]: text for i, text in enumerate(shuffled)}, letters[shuffled.index(options[0])]))
+    return lettered
 
 
 def _context(form: str, record: dict) -> list[dict[str, str]]:
@@ -61,8 +64,8 @@ def build_items(task: Task) -> list[Item]:
         for topic in topics:
             mcq_rows = _read(data / "mcq_options" / f"{topic}.json")
             context_rows = mcq_rows if source is None else _read(data / source / f"{topic}.json")
-            for row, (mcq, ctx) in enumerate(zip(mcq_rows, context_rows, strict=True)):
-                options, gold = shuffled_options(mcq["classification_task_options"], seed, topic, row)
+            letters = shuffled_topic(mcq_rows, seed)
+            for row, (mcq, ctx, (options, gold)) in enumerate(zip(mcq_rows, context_rows, letters, strict=True)):
                 item_id = f"{form}-{topic}-{row:03d}"
                 items.append(
                     Item(
