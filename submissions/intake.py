@@ -18,7 +18,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from evaluator.predictions import PredictionsError, iter_lines, read_predictions
-from evaluator.registry import UnknownSuiteError, check_setting, get_task
+from evaluator.registry import UnknownSuiteError, check_setting, get_suite, get_task
 from submissions import queue
 from submissions.records import Submission, SubmissionStore, new_submission_id, utc_now
 
@@ -49,11 +49,14 @@ class SubmissionForm:
 
 
 def check_form(form: SubmissionForm):
+    field = "suite"  # which lookup failed, not guessed from the message (which quotes user input)
     try:
+        get_suite(form.suite)
+        field = "task"
         task = get_task(form.suite, form.task)
+        field = "setting"
         check_setting(task, form.setting)
     except UnknownSuiteError as exc:
-        field = "setting" if "setting" in str(exc) else "task" if "no task" in str(exc) else "suite"
         raise SubmissionError(422, str(exc), field=field) from None
     name = form.model_name.strip()
     if not name:

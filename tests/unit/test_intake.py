@@ -1,0 +1,106 @@
+"""Accepting a predictions file (no Redis): recorded only when the whole file is valid."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+import pytest
+
+from evaluator.registry import get_task
+from submissions.intake import SubmissionError, SubmissionForm, accept_predictions
+from submissions.records import SubmissionStore
+
+FORM = SubmissionForm(suite="prefeval", task="mcq", setting="zero_shot", model_name="  my model  ",
+                      model_link="https://example.org/m", description="d")
+
+
+@pytest.fixture(scope="module")
+def split():
+    return get_task("prefeval", "mcq").load_split()
+
+
+@pytest.fixture(scope="module")
+def valid_bytes(split):
+    return b"".join(json.dumps({"id": i.id, "answer": "A"}).encode() + b"\n" for i in split.items)
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {"records": SubmissionStore(tmp_path / "subs.sqlite3"), "uploads_dir": tmp_path / "uploads",
+            "max_bytes": 10 << 20, "redis": None}
+
+
+def accept(env, data: bytes, form=FORM, filename="preds.jsonl", **overrides):
+    return accept_predictions(form, io.BytesIO(data), filename, **{**env, **overrides})
+
+
+def test_valid_file_is_recorded(env, valid_bytes, split):
+    sub = accept(env, valid_bytes, filename="../../etc/preds.jsonl")
+    stored = env["records"].get(sub.id)
+    assert stored == sub
+    assert sub.state == "queued" and sub.kind == "predictions"
+    assert sub.file_sha256 == hashlib.sha256(valid_bytes).hexdigest()
+    assert sub.file_bytes == len(valid_bytes)
+    assert sub.model_name == "my model" and sub.progress_total == len(split.items) == 3000
+    assert sub.filename == "preds.jsonl"  # no directories from the client
+    final = env["uploads_dir"] / f"{sub.id}.jsonl"
+    assert sub.file_path == str(final) and final.read_bytes() == valid_bytes
+    assert sorted(p.name for p in env["uploads_dir"].iterdir()) == [final.name]
+
+
+def test_invalid_file_leaves_nothing(env, valid_bytes):
+    lines = valid_bytes.splitlines()
+    lines[9] = b'{"id": "explicit-travel_hotel-000", "answer": "Z"}'  # also duplicates a real id
+    with pytest.raises(SubmissionError) as info:
+        accept(env, b"\n".join(lines))
+    error = info.value
+    assert error.status == 422
+    problems = error.detail["problems"]
+    assert problems and problems[0]["line"] == 10 and problems[0]["field"] in ("id", "answer")
+    assert any(p["field"] == "id" and p["line"] is None for p in problems)  # the replaced line's id is missing
+    assert env["records"].list() == []
+    assert list(env["uploads_dir"].iterdir()) == []
+
+
+def test_bad_answer_problem_names_line_and_field(env, valid_bytes):
+    lines = valid_bytes.splitlines()
+    first = json.loads(lines[0])
+    lines[0] = json.dumps({"id": first["id"], "answer": "E"}).encode()
+    with pytest.raises(SubmissionError) as info:
+        accept(env, b"\n".join(lines) + b"\n")
+    assert info.value.detail["problems"] == [{"line": 1, "field": "answer", "message": "'E' is not one of A-D"}]
+    assert env["records"].list() == [] and list(env["uploads_dir"].iterdir()) == []
+
+
+def test_too_large_gives_413_and_leaves_nothing(env, valid_bytes):
+    with pytest.raises(SubmissionError) as info:
+        accept(env, valid_bytes, max_bytes=len(valid_bytes) - 1)
+    assert info.value.status == 413
+    assert info.value.detail["problems"][0]["field"] == "file"
+    assert env["records"].list() == [] and list(env["uploads_dir"].iterdir()) == []
+    # exactly at the limit is fine
+    assert accept(env, valid_bytes, max_bytes=len(valid_bytes)).file_bytes == len(valid_bytes)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"suite": "nosuch"}, "suite"),
+    ({"task": "nosuch"}, "task"),
+    ({"setting": "nosuch"}, "setting"),
+    # the field comes from which lookup failed, not from words in the (user-quoted) message
+    ({"suite": "my_setting"}, "suite"),
+    ({"task": "no task at all"}, "task"),
+    ({"task": "setting"}, "task"),
+    ({"model_name": "   "}, "model_name"),
+    ({"model_name": "x" * 201}, "model_name"),
+    ({"model_link": "ftp://example.org/x"}, "link"),
+    ({"description": "x" * 5001}, "description"),
+])
+def test_bad_form_names_the_field(env, valid_bytes, change, field):
+    form = SubmissionForm(**{**FORM.__dict__, **change})
+    with pytest.raises(SubmissionError) as info:
+        accept(env, valid_bytes, form=form)
+    assert info.value.status == 422
+    assert [p["field"] for p in info.value.detail["problems"]] == [field]
+    assert env["records"].list() == []
+    assert not env["uploads_dir"].exists() or list(env["uploads_dir"].iterdir()) == []

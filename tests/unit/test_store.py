@@ -1,0 +1,128 @@
+"""The results store: a git-versioned folder laid out like a Hub dataset repository."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import subprocess
+
+import pandas as pd
+import pytest
+import yaml
+
+from leaderboard.store import SCORES_PATH, LocalDatasetStore, StoreError
+
+
+def make_record(submission_id: str, value: float, model: str = "m", suite: str = "prefeval", task: str = "mcq") -> dict:
+    stats = {"accuracy": {"value": value, "ci95": [max(0.0, value - 0.1), min(1.0, value + 0.1)], "n": 4}}
+    return {
+        "submission_id": submission_id, "suite": suite, "task": task, "setting": "zero_shot",
+        "model_name": model, "model_link": "", "source": "predictions", "row_kind": "computed",
+        "submitted_at": f"2025-01-01T00:00:{len(submission_id):02d}+00:00",
+        "metrics": {"total": stats, "tiers": {"form": {"explicit": stats, "implicit_choice": stats}}},
+    }
+
+
+def commit_count(root) -> int:
+    out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=root, capture_output=True, check=True)
+    return int(out.stdout)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return LocalDatasetStore(tmp_path / "results")
+
+
+def test_layout(store):
+    store.ensure()
+    readme = (store.root / "README.md").read_text()
+    assert readme.startswith("---\n")
+    card = yaml.safe_load(readme.split("---\n")[1])
+    assert card["configs"] == [{"config_name": "scores", "data_files": SCORES_PATH}]
+    assert (store.root / SCORES_PATH).is_file()
+    assert store.scores().empty
+
+    store.publish(make_record("s1", 0.5))
+    path = store.root / "results" / "prefeval" / "mcq" / "s1.json"
+    assert json.loads(path.read_text()) == make_record("s1", 0.5)
+    scores = pd.read_parquet(store.root / SCORES_PATH)
+    assert len(scores) == 3  # total + 2 tiers
+    assert set(scores["tier"]) == {"total", "explicit", "implicit_choice"}
+    tracked = subprocess.run(["git", "ls-files"], cwd=store.root, capture_output=True, check=True, text=True).stdout.split()
+    assert sorted(tracked) == ["README.md", SCORES_PATH, "results/prefeval/mcq/s1.json"]
+
+
+def test_each_publish_is_a_version_newest_first(store):
+    store.ensure()
+    created = store.head()
+    r1 = store.publish(make_record("s1", 0.5))
+    r2 = store.publish(make_record("s2", 0.75))
+    assert len({created, r1, r2}) == 3
+    versions = store.versions()
+    assert [v.revision for v in versions] == [r2, r1, created]
+    assert "s2" in versions[0].message and versions[-1].message == "Create the results dataset"
+    assert store.head() == r2
+
+
+def test_old_revision_shows_rows_of_that_time(store):
+    r1 = store.publish(make_record("s1", 0.5))
+    r2 = store.publish(make_record("s2", 0.75))
+    old = store.scores(r1)
+    assert set(old["submission_id"]) == {"s1"}
+    assert set(store.scores(r2)["submission_id"]) == {"s1", "s2"}
+    assert set(store.scores()["submission_id"]) == {"s1", "s2"}
+    total = old[old["tier"] == "total"]
+    assert total["value"].tolist() == [0.5]
+    assert [r["submission_id"] for r in store.records(r1)] == ["s1"]
+    assert sorted(r["submission_id"] for r in store.records(r2)) == ["s1", "s2"]
+    assert store.records(r2)[1] == make_record("s2", 0.75)  # ordered by path: s1, s2
+    assert sorted(r["submission_id"] for r in store.records()) == ["s1", "s2"]
+    # a short sha works too
+    assert set(store.scores(r1[:10])["submission_id"]) == {"s1"}
+
+
+def test_publish_is_idempotent_per_submission(store):
+    r1 = store.publish(make_record("s1", 0.5))
+    before = commit_count(store.root)
+    again = store.publish(make_record("s1", 0.9))  # a retried job: the first result stands
+    assert again == r1
+    assert commit_count(store.root) == before
+    assert store.records()[0]["metrics"]["total"]["accuracy"]["value"] == 0.5
+    r2 = store.publish(make_record("s2", 0.5))
+    assert store.publish(make_record("s1", 0.1)) == r1  # still the revision that first published it
+    assert store.head() == r2
+
+
+@pytest.mark.parametrize("revision", ["deadbeef", "0" * 40, "", "HEAD~1", "main; rm -rf /", "--all"])
+def test_unknown_revision_raises(store, revision):
+    store.publish(make_record("s1", 0.5))
+    with pytest.raises(StoreError):
+        store.scores(revision)
+    with pytest.raises(StoreError):
+        store.records(revision)
+
+
+def _publish_many(root, worker: int, count: int) -> None:
+    store = LocalDatasetStore(root)
+    for i in range(count):
+        store.publish(make_record(f"w{worker}-{i}", (i + 1) / 10, model=f"model-{worker}"))
+
+
+def test_concurrent_publishers(tmp_path):
+    root = tmp_path / "results"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_publish_many, args=(root, w, 5)) for w in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=120)
+    assert [proc.exitcode for proc in procs] == [0, 0]
+    store = LocalDatasetStore(root)
+    records = store.records()
+    assert len(records) == 10
+    assert {r["submission_id"] for r in records} == {f"w{w}-{i}" for w in range(2) for i in range(5)}
+    assert commit_count(root) == 11
+    assert len(store.versions()) == 11
+    scores = store.scores()
+    assert scores["submission_id"].nunique() == 10 and len(scores) == 30
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True)
+    assert status.stdout == ""
