@@ -1,0 +1,50 @@
+# PersonaBoard. Works on a fresh Debian machine with Python 3.11:
+#   make serve   run the service (Redis + RQ workers + web app) until Ctrl-C
+#   make test    run the test suite (installs Debian's chromium for the browser tests if missing)
+#   make bench   run the scoring benchmark
+# PERSONABOARD_HOST, PERSONABOARD_PORT, PERSONABOARD_DATA_DIR (and the other PERSONABOARD_*
+# variables, see backend/settings.py) pass through, from the environment or the command line:
+#   make serve PERSONABOARD_PORT=8000 PERSONABOARD_DATA_DIR=/srv/personaboard
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+# sudo only when not root (a fresh container has no sudo, but is root)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+OFFLINE_ENV := GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
+
+.PHONY: all install serve test bench browser-deps clean-venv
+all: test
+
+$(PY):
+	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
+	  echo "python3-venv is missing: installing it with apt-get"; \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y python3-venv; }
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall only when pyproject.toml changed since the last successful install.
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+serve: $(STAMP)
+	$(OFFLINE_ENV) $(PY) -m backend.serve
+
+test: $(STAMP) browser-deps
+	$(OFFLINE_ENV) $(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(OFFLINE_ENV) $(PY) bench/bench_scoring.py
+
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  echo "installing Debian's chromium (browser tests)"; \
+	  $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; \
+	fi
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,182 @@
+"""Shared fixtures: a real redis-server, the service's environment, and a live service.
+
+Everything listens on 127.0.0.1 on free ports under pytest's tmp dirs, and everything started
+here is stopped by PID at teardown (children also get SIGTERM if pytest itself dies).
+
+    redis_server            -> str, a redis:// URL to a fresh, empty server (function scope)
+    service_env             -> dict, environment for the app/CLI/workers: data dir + that Redis
+    live_service            -> LiveService: Redis + 2 workers + web app (function scope)
+    shared_live_service     -> the same, started once per test session (do not break it)
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+if str(PROJECT_ROOT) not in sys.path:  # works without `pip install -e .` too
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+# The app reads these at import time in some libraries: set them before anything imports gradio.
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+from backend import processes  # noqa: E402
+from backend.redis_server import RedisServer, log_tail  # noqa: E402
+
+WEB_START_TIMEOUT = float(os.environ.get("PERSONABOARD_TEST_WEB_TIMEOUT", "180"))
+
+
+@dataclass
+class LiveService:
+    """A running service. `workers` holds the current worker Popens (index = worker slot)."""
+
+    base_url: str
+    redis_url: str
+    data_dir: Path
+    env: dict
+    redis: RedisServer
+    web: subprocess.Popen
+    web_port: int
+    log_dir: Path
+    workers: list[subprocess.Popen] = field(default_factory=list)
+    _retired: list[subprocess.Popen] = field(default_factory=list)
+
+    # -- web -------------------------------------------------------------------------------
+    def url(self, path: str = "/") -> str:
+        return self.base_url + (path if path.startswith("/") else "/" + path)
+
+    def start_web(self) -> None:
+        log = self.log_dir / "web.log"
+        self.web = processes.start_web("127.0.0.1", self.web_port, self.env, log_path=log)
+        processes.wait_http(self.base_url, timeout=WEB_START_TIMEOUT, proc=self.web, log_path=log)
+
+    def stop_web(self) -> None:
+        processes.stop_process(self.web, timeout=20)
+
+    def restart_web(self) -> None:
+        """Stop the web app (SIGTERM) and start it again on the same port and data dir."""
+        self.stop_web()
+        self.start_web()
+
+    # -- workers ---------------------------------------------------------------------------
+    def start_worker(self) -> subprocess.Popen:
+        i = len(self.workers) + len(self._retired)
+        proc = processes.start_worker(self.redis_url, self.env, log_path=self.log_dir / f"worker-{i}.log")
+        self.workers.append(proc)
+        return proc
+
+    def kill_worker(self, i: int = 0) -> subprocess.Popen:
+        """SIGKILL worker i and its whole process group (its work-horse too); it leaves self.workers."""
+        proc = self.workers.pop(i)
+        processes.kill_group(proc)
+        self._retired.append(proc)
+        return proc
+
+    def registered_workers(self) -> list:
+        """rq Worker objects registered in Redis (a SIGKILLed one stays until its TTL, 20 s)."""
+        from rq import Worker
+
+        return Worker.all(connection=self.redis_client())
+
+    def wait_workers_registered(self, timeout: float = 60.0) -> None:
+        """Wait until every live worker in self.workers has registered with Redis."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = {w.pid for w in self.registered_workers()}
+            missing = [p for p in self.workers if p.pid not in pids]
+            if not missing:
+                return
+            for p in missing:
+                if p.poll() is not None:
+                    raise RuntimeError(f"worker pid {p.pid} exited with code {p.returncode}:\n{self.logs()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"workers {[p.pid for p in missing]} did not register:\n{self.logs()}")
+            time.sleep(0.2)
+
+    # -- misc ------------------------------------------------------------------------------
+    def redis_client(self):
+        import redis
+
+        return redis.Redis.from_url(self.redis_url)
+
+    def logs(self, lines: int = 30) -> str:
+        """Tails of every log (web, workers, redis): handy in assertion messages."""
+        parts = []
+        for path in sorted(self.log_dir.glob("*.log")) + [self.redis.logfile]:
+            parts.append(f"--- {path.name}\n{log_tail(path, lines)}")
+        return "\n".join(parts)
+
+    def stop(self) -> None:
+        processes.stop_process(self.web, timeout=20)
+        processes.stop_processes(self.workers + self._retired, timeout=20)
+        self.redis.stop(timeout=20)
+
+
+def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
+    """Redis + workers + web app under `root` (data in root/data, logs in root/logs)."""
+    data_dir = root / "data"
+    log_dir = root / "logs"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    redis = processes.start_redis(processes.free_port(), data_dir / "redis")
+    env = processes.child_env(data_dir, redis.url)
+    web_port = processes.free_port()
+    svc = LiveService(
+        base_url=processes.base_url("127.0.0.1", web_port), redis_url=redis.url, data_dir=data_dir,
+        env=env, redis=redis, web=None, web_port=web_port, log_dir=log_dir,  # type: ignore[arg-type]
+    )
+    try:
+        for _ in range(n_workers):
+            svc.start_worker()
+        svc.start_web()
+        svc.wait_workers_registered()
+    except BaseException:
+        svc.stop()
+        raise
+    return svc
+
+
+@pytest.fixture
+def redis_server(tmp_path_factory):
+    """A real, empty redis-server (append-only persistence) on a free port; yields its URL."""
+    server = processes.start_redis(processes.free_port(), tmp_path_factory.mktemp("redis"))
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def service_env(tmp_path, redis_server) -> dict:
+    """Environment for running the app, CLI or a worker: data dir tmp_path/data, Redis from redis_server."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(exist_ok=True)
+    return processes.child_env(data_dir, redis_server)
+
+
+@pytest.fixture
+def live_service(tmp_path):
+    """Redis + 2 RQ workers + the web app (backend.app:create_app) on free ports; stopped at teardown."""
+    svc = start_live_service(tmp_path / "service")
+    try:
+        yield svc
+    finally:
+        svc.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_live_service(tmp_path_factory):
+    """One live service for the whole session, for tests that only submit and read."""
+    svc = start_live_service(tmp_path_factory.mktemp("shared-service"))
+    try:
+        yield svc
+    finally:
+        svc.stop()
