@@ -7,6 +7,7 @@ item ids: never a gold label.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import BinaryIO, Iterable
 
@@ -52,6 +53,26 @@ def _shorten(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_WS = r"[ \t\n\r]*"  # JSON whitespace, exactly what json.loads skips
+_STRING = r'"((?:[^"\\\x00-\x1f])*)"'  # a JSON string without escapes or control characters
+
+
+def _canonical_matchers(answer_field: str):
+    """Fast path for the common line shape {"id": "...", "<answer field>": "..."} (either order).
+
+    A line these patterns match is valid JSON whose json.loads value is exactly that two-key
+    object of strings, so using the captured groups changes no outcome; any other line (escapes,
+    other keys, other types, invalid JSON) goes through json.loads as before.
+    """
+    if answer_field == "id":
+        return ()
+    key = lambda name: '"' + re.escape(name) + '"'  # noqa: E731
+    pair = lambda name: key(name) + _WS + ":" + _WS + _STRING  # noqa: E731
+    id_first = re.compile(_WS + r"\{" + _WS + pair("id") + _WS + "," + _WS + pair(answer_field) + _WS + r"\}" + _WS)
+    answer_first = re.compile(_WS + r"\{" + _WS + pair(answer_field) + _WS + "," + _WS + pair("id") + _WS + r"\}" + _WS)
+    return ((id_first.fullmatch, 1, 2), (answer_first.fullmatch, 2, 1))
+
+
 def read_predictions(
     lines: Iterable[bytes], task: Task, split: Split, filename: str = "predictions file"
 ) -> dict[str, str]:
@@ -69,6 +90,7 @@ def read_predictions(
     labels = frozenset(task.answer_labels)
     label_text = "-".join((task.answer_labels[0], task.answer_labels[-1])) if len(labels) > 2 else "/".join(task.answer_labels)
     answer_field = task.answer_field
+    matchers = _canonical_matchers(answer_field)
     answers: dict[str, str] = {}
     first_seen: dict[str, int] = {}
     line_no = 0
@@ -78,13 +100,19 @@ def read_predictions(
         except UnicodeDecodeError as exc:
             report(line_no, None, f"not valid UTF-8 (byte {exc.start + 1} of the line)")
             continue
-        if not text.strip():
-            continue  # blank lines (a trailing newline) are harmless
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            report(line_no, None, f"not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
+        for fullmatch, id_group, answer_group in matchers:
+            match = fullmatch(text)
+            if match is not None:
+                record = {"id": match.group(id_group), answer_field: match.group(answer_group)}
+                break
+        else:
+            if not text.strip():
+                continue  # blank lines (a trailing newline) are harmless
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                report(line_no, None, f"not valid JSON ({exc.msg} at column {exc.colno})")
+                continue
         if not isinstance(record, dict):
             report(line_no, None, "expected a JSON object like {\"id\": ..., \"" + answer_field + "\": ...}")
             continue
@@ -109,7 +137,8 @@ def read_predictions(
         answers[item_id] = answer
     if line_no == 0:
         report(None, None, "the file is empty")
-    missing = [item.id for item in split.items if item.id not in first_seen]
+    # first_seen holds only known ids, so as many of them as items means none is missing
+    missing = [] if len(first_seen) == len(split.items) else [item.id for item in split.items if item.id not in first_seen]
     if missing:
         listed = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
         report(None, "id", f"{len(missing)} of {len(split.items)} item ids have no prediction ({listed})")

@@ -41,8 +41,10 @@ def score_answers(task: Task, split: Split, answers: dict[str, str]) -> dict[str
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     tiers: dict[str, dict[str, Any]] = {}
     for group in task.tier_groups:
+        position = {tier: i for i, tier in enumerate(group.tiers)}  # a dict lookup, not tuple.index per item
+        name = group.name
         codes = np.fromiter(
-            (group.tiers.index(item.tiers[group.name]) for item in split.items), dtype=np.int32, count=len(split.items)
+            (position[item.tiers[name]] for item in split.items), dtype=np.int32, count=len(split.items)
         )
         n_per_tier = np.bincount(codes, minlength=len(group.tiers))
         correct_per_tier = np.bincount(codes, weights=correct, minlength=len(group.tiers))

@@ -193,3 +193,41 @@ def test_iter_lines_splits_on_newline_only():
     # a line spanning chunk boundaries is reassembled
     long_line = b'{"id": "' + b"x" * 100 + b'"}'
     assert list(iter_lines(io.BytesIO(long_line + b"\n" + long_line), chunk_size=7)) == [long_line, long_line]
+
+
+# Lines near the fast path's edge: each must give the same outcome with and without it.
+TRICKY_LINES = [
+    '{"id": "q1", "answer": "A"}', '{"id":"q1","answer":"A"}', ' \t{ "id" : "q1" ,\r"answer" : "A" } \r',
+    '{"answer": "A", "id": "q1"}', '{"id": "q1", "answer": "A", "answer": "B"}', '{"id": "q1", "id": "q2", "answer": "A"}',
+    '{"id": "q\\u0031", "answer": "\\u0041"}', '{"id": "q1", "answer": "A\\n"}', '{"id": "q1", "answer": "A\t"}',
+    '{"id": "q1\x00", "answer": "A"}', '\ufeff{"id": "q1", "answer": "A"}', '{"id": "q1", "answer": "A"}\x0b',
+    '{"id": "q1", "answer": "A"}\u00a0', '{"id": "q1", "answer": "A"} x', '{"id": "q1", "answer": "A",}',
+    '{"id": "q1", "answer": "A"', '{"id": "q1", "Answer": "A"}', '{"ID": "q1", "answer": "A"}',
+    '{"id": "q1", "answer": 1}', '{"id": "q1", "answer": null}', '{"id": 1, "answer": "A"}',
+    '{"id": "q1", "answer": "Ä"}', '{"id": "q1 ", "answer": "A"}', "{'id': 'q1', 'answer': 'A'}",
+    '{"id": "q1", "answer": "A"}\n', '{"id": "q1", "answer": "\\"A"}', '{"id": "q1", "answer": "A\\\\"}',
+]
+
+
+@pytest.mark.parametrize("line", TRICKY_LINES)
+def test_fast_path_matches_json_loads(tiny_task, monkeypatch, line):
+    from evaluator import predictions
+
+    def outcome():
+        try:
+            return check(tiny_task, jsonl(line, *GOOD[1:]))
+        except PredictionsError as exc:
+            return str(exc)
+
+    fast = outcome()
+    monkeypatch.setattr(predictions, "_canonical_matchers", lambda answer_field: ())
+    assert outcome() == fast
+
+
+def test_fast_path_is_taken_for_plain_lines():
+    from evaluator.predictions import _canonical_matchers
+
+    (id_first, _, _), (answer_first, _, _) = _canonical_matchers("answer")
+    assert id_first('{"id": "q1", "answer": "A"}').groups() == ("q1", "A")
+    assert answer_first('{"answer":"A","id":"q1"}').groups() == ("A", "q1")
+    assert id_first('{"id": "q\\u0031", "answer": "A"}') is None  # escapes go to json.loads
