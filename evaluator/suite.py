@@ -75,6 +75,11 @@ class Task:
     tier_groups: tuple[TierGroup, ...]
     hooks_module: str
     options: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)  # how models run: protocols, token caps
+
+    @property
+    def model_protocols(self) -> list[str]:
+        return list(self.model.get("protocols", []))
 
     @property
     def key(self) -> str:
@@ -104,6 +109,7 @@ class Task:
             "title": self.title,
             "description": self.description,
             "metric": self.metric,
+            "model_protocols": self.model_protocols,
             "answer_field": self.answer_field,
             "answer_labels": list(self.answer_labels),
             "tier_groups": [
@@ -182,5 +188,6 @@ def load_suite(manifest_path: Path) -> Suite:
             tier_groups=groups,
             hooks_module=f"{package}.{task_spec.get('hooks', task_name)}",
             options=dict(task_spec.get("options", {})),
+            model=dict(task_spec.get("model", {})),
         )
     return suite

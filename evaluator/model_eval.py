@@ -1,0 +1,178 @@
+"""Running a model on a task's hidden split: suite hooks -> protocol -> backend, with checkpoints.
+
+The same function serves the queue workers and `personaboard evaluate`. Decisions are appended
+to a checkpoint file as batches finish, so a worker killed mid-run resumes where it stopped.
+The checkpoint holds the model's answers only; gold labels stay in the split, read by the scorer.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from evaluator.backends.base import Backend, BackendError, Messages
+from evaluator.protocols import (
+    PROTOCOL_VERSION, Decision, choose_by_generation, choose_by_logprobs, choose_by_reward,
+)
+from evaluator.suite import Item, Split, Task
+
+BATCH_ITEMS = 64
+
+
+class ModelTools:
+    """What suite hooks may ask of the model while building requests (e.g. PrefEval's explicit
+    form needs the model's own reply to the preference; `rag` needs retrieval)."""
+
+    def __init__(self, backend: Backend, protocol: str, embedder_factory: Callable[[], Any] | None = None):
+        self.backend = backend
+        self.protocol = protocol
+        self._embedder_factory = embedder_factory
+        self._embedder = None
+        self.generated_tokens = 0
+
+    def generate(self, conversations: list[Messages], max_new_tokens: int) -> list[str]:
+        return self.backend.generate([self.backend.render(m) for m in conversations], max_new_tokens)
+
+    def retrieve(self, query: str, passages: list[str], k: int) -> list[str]:
+        if self._embedder is None:
+            from evaluator.backends.embedding import shared_embedder
+
+            self._embedder = (self._embedder_factory or shared_embedder)()
+        return self._embedder.top_k(query, passages, k)
+
+
+class Checkpoint:
+    """Append-only JSONL of finished decisions; a torn last line (killed mid-write) is ignored."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def load(self) -> dict[str, dict]:
+        done: dict[str, dict] = {}
+        if not self.path.exists():
+            return done
+        with open(self.path, encoding="utf-8") as stream:
+            for line in stream:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                done[record["id"]] = record
+        return done
+
+    def append(self, decisions: list[Decision]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as stream:
+            for d in decisions:
+                stream.write(json.dumps({"id": d.id, "answer": d.answer, "prompt_tokens": d.prompt_tokens}) + "\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+
+
+@dataclass
+class ProgressMeter:
+    total: int
+    done: int = 0
+    tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+    resumed: int = 0
+
+    def report(self) -> dict[str, Any]:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        fresh = self.done - self.resumed
+        rate = fresh / elapsed if fresh else 0.0
+        return {
+            "done": self.done, "total": self.total, "tokens_per_s": self.tokens / elapsed,
+            "items_per_s": rate, "eta_s": (self.total - self.done) / rate if rate else None,
+        }
+
+
+@dataclass
+class ModelRun:
+    split: Split  # the items evaluated (the whole split, or a deterministic subset for --limit)
+    answers: dict[str, str | None]
+    stats: dict[str, Any]
+    partial: bool
+
+
+def select_items(split: Split, limit: int | None) -> Split:
+    """The whole split, or `limit` items spread evenly over it (every tier represented), same every time."""
+    if not limit or limit >= len(split.items):
+        return split
+    step = len(split.items) / limit
+    chosen = [split.items[int(i * step)] for i in range(limit)]
+    return Split(name=f"{split.name}[{limit} of {len(split.items)}]", items=chosen)
+
+
+def prompt_template_hash(task: Task) -> str:
+    """Hash of what shapes the prompts: the hooks' source and the suite's prompt texts."""
+    digest = hashlib.sha256(inspect.getsource(task.hooks).encode())
+    prompts = task.suite.folder / "prompts.yaml"
+    if prompts.exists():
+        digest.update(prompts.read_bytes())
+    return digest.hexdigest()
+
+
+def run_model(
+    task: Task,
+    setting: str,
+    backend: Backend,
+    protocol: str | None = None,
+    limit: int | None = None,
+    checkpoint: Checkpoint | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    tools: ModelTools | None = None,
+    batch_items: int = BATCH_ITEMS,
+) -> ModelRun:
+    protocol = protocol or task.model.get("default_protocol")
+    if protocol not in task.model_protocols:
+        raise BackendError(f"{task.key} runs models with {', '.join(task.model_protocols) or 'no protocol'}, not {protocol!r}")
+    if (protocol == "reward") != (backend.spec.model_type == "reward"):
+        raise BackendError(f"protocol {protocol!r} does not fit a {backend.spec.model_type} model")
+    split = select_items(task.load_split(), limit)
+    tools = tools or ModelTools(backend, protocol)
+    done = checkpoint.load() if checkpoint else {}
+    answers: dict[str, str | None] = {i.id: done[i.id]["answer"] for i in split.items if i.id in done}
+    meter = ProgressMeter(total=len(split.items), done=len(answers), resumed=len(answers))
+    todo: list[Item] = [i for i in split.items if i.id not in answers]
+    started = time.monotonic()
+    for start in range(0, len(todo), batch_items):
+        chunk = todo[start : start + batch_items]
+        requests = task.hooks.build_requests(task, [i.public for i in chunk], setting, tools)
+
+        def count(_items: int, tokens: int) -> None:
+            meter.tokens += tokens
+
+        if protocol == "choice_logprobs":
+            decisions = choose_by_logprobs(backend, requests, count)
+        elif protocol == "generate_parse":
+            decisions = choose_by_generation(backend, requests, int(task.model.get("max_new_tokens", 16)),
+                                             task.hooks.parse_answer, count)
+        elif protocol == "reward":
+            decisions = choose_by_reward(backend, requests, count)
+        else:
+            raise BackendError(f"unknown protocol {protocol!r}")
+        if checkpoint:
+            checkpoint.append(decisions)
+        for d in decisions:
+            answers[d.id] = d.answer
+        meter.done += len(chunk)
+        if on_progress:
+            on_progress(meter.report())
+    stats = {
+        "protocol": protocol,
+        "protocol_version": PROTOCOL_VERSION,
+        "prompt_template_sha256": prompt_template_hash(task),
+        "items": len(split.items),
+        "items_resumed": meter.resumed,
+        "unparsed": sum(1 for a in answers.values() if a is None),
+        "prompt_tokens": meter.tokens,
+        "seconds": time.monotonic() - started,
+        **backend.describe(),
+    }
+    return ModelRun(split=split, answers=answers, stats=stats, partial=len(split.items) < len(task.load_split().items))
