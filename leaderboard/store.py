@@ -106,11 +106,15 @@ class LocalDatasetStore:
         with self._locked():
             target = self.root / relative
             if target.exists():
-                return self._git("log", "-1", "--format=%H", "--", relative).decode().strip()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(".tmp")
-            tmp.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, target)
+                published = self._git("log", "-1", "--format=%H", "--", relative).decode().strip()
+                if published:
+                    return published
+                # Written but never committed (the publisher died in between): finish that publish.
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_suffix(".tmp")
+                tmp.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+                os.replace(tmp, target)
             self._write_scores(self._read_records_from_disk())
             self._git("add", "-A")
             self._git("commit", "-q", "-m", f"Add result {record['submission_id']} ({record['suite']}/{record['task']})")

@@ -114,6 +114,9 @@ def accept_predictions(
     except PredictionsError as exc:
         temp.unlink(missing_ok=True)
         raise SubmissionError(422, str(exc), exc.as_dict()["problems"]) from None
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
     submission = Submission(
         id=new_submission_id(), created_at=utc_now(), kind="predictions",
         suite=form.suite, task=form.task, setting=form.setting,

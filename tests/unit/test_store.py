@@ -126,3 +126,31 @@ def test_concurrent_publishers(tmp_path):
     assert scores["submission_id"].nunique() == 10 and len(scores) == 30
     status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True)
     assert status.stdout == ""
+
+
+def test_publish_finishes_a_publish_that_died_before_its_commit(tmp_path):
+    """A record file written but never committed (publisher killed in between) is committed by the retry."""
+    import json as _json
+
+    from leaderboard.store import LocalDatasetStore
+
+    store = LocalDatasetStore(tmp_path / "ds")
+    store.ensure()
+    record = _sample_record_for_crash_test()
+    target = store.root / store.record_path(record)
+    target.parent.mkdir(parents=True)
+    target.write_text(_json.dumps(record))
+    revision = store.publish(record)
+    assert len(revision) == 40
+    assert [v.revision for v in store.versions()][0] == revision
+    assert len(store.records(revision)) == 1
+    assert store.publish(record) == revision  # and idempotent afterwards
+
+
+def _sample_record_for_crash_test() -> dict:
+    total = {"accuracy": {"value": 0.5, "ci95": [0.4, 0.6], "n": 2}}
+    return {
+        "submission_id": "crashed0001", "suite": "prefeval", "task": "mcq", "setting": "zero_shot",
+        "model_name": "m", "source": "predictions file", "submitted_at": "2026-01-01T00:00:00+00:00",
+        "metrics": {"metric": "accuracy", "total": total, "tiers": {"form": {"explicit": total}}},
+    }
