@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
+from pydantic import BaseModel, Field, ValidationError
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from redis.exceptions import RedisError
@@ -13,7 +14,7 @@ from backend.services import Services
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from leaderboard.store import StoreError
 from leaderboard.table import EXPORT_FORMATS, export
-from submissions.intake import SubmissionError, SubmissionForm, accept_predictions
+from submissions.intake import ModelForm, SubmissionError, SubmissionForm, accept_model, accept_predictions
 
 router = APIRouter(prefix="/api/v1")
 
@@ -38,6 +39,25 @@ SUBMISSION_FORM_SCHEMA = {
             }
         },
     }
+}
+
+
+class ModelSubmission(BaseModel):
+    """A model to run on a task's hidden split (one run per submission)."""
+
+    model: str = Field(description="a Hugging Face Hub id, or the name of a model the operator registered")
+    revision: str | None = Field(None, description="branch, tag or commit; pinned to a commit sha before queueing")
+    model_type: Literal["generative", "reward", "auto"] = "auto"
+    suite: str
+    task: str
+    setting: str
+    protocol: str | None = Field(None, description="how the decision is read, e.g. choice_logprobs or generate_parse")
+    limit: int | None = Field(None, ge=1, description="smoke run on N items spread over the split; marked partial")
+    description: str = ""
+
+
+SUBMISSION_FORM_SCHEMA["requestBody"]["content"]["application/json"] = {
+    "schema": ModelSubmission.model_json_schema(ref_template="#/components/schemas/{model}")
 }
 
 
@@ -87,14 +107,18 @@ def task_inputs(suite: str, task: str):
 
 
 @router.post(
-    "/submissions", status_code=201, summary="Submit a predictions file (multipart form)",
+    "/submissions", status_code=201,
+    summary="Submit a predictions file (multipart form) or a model to evaluate (JSON body)",
     openapi_extra=SUBMISSION_FORM_SCHEMA,
 )
 async def create_submission(request: Request):
     svc = services(request)
     content_type = request.headers.get("content-type", "")
+    if content_type.startswith("application/json"):
+        return await _create_model_submission(request, svc)
     if not content_type.startswith("multipart/form-data"):
-        raise HTTPException(415, {"message": "send multipart/form-data with fields file, suite, task, setting, model_name"})
+        raise HTTPException(415, {"message": "send multipart/form-data (a predictions file: fields file, suite, task, "
+                                             "setting, model_name) or application/json (a model: model, suite, task, setting)"})
     async with request.form(max_files=1, max_fields=20) as form:
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
@@ -119,6 +143,31 @@ async def create_submission(request: Request):
             raise HTTPException(exc.status, exc.detail) from None
     body = svc.submission_status(submission)
     return JSONResponse(body, status_code=201, headers={"Location": f"/api/v1/submissions/{submission.id}"})
+
+
+async def _create_model_submission(request: Request, svc: Services):
+    try:
+        body = ModelSubmission.model_validate_json(await request.body())
+    except ValidationError as exc:
+        problems = [{"line": None, "field": ".".join(str(p) for p in err["loc"]) or None, "message": err["msg"]}
+                    for err in exc.errors()]
+        message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+        raise HTTPException(422, {"message": message, "problems": problems}) from None
+    form = ModelForm(model=body.model, suite=body.suite, task=body.task, setting=body.setting, revision=body.revision,
+                     model_type=body.model_type, protocol=body.protocol, limit=body.limit, description=body.description)
+    try:
+        submission = await run_in_threadpool(accept_model, form, records=svc.records, registry=svc.models, redis=svc.redis)
+    except SubmissionError as exc:
+        raise HTTPException(exc.status, exc.detail) from None
+    return JSONResponse(svc.submission_status(submission), status_code=201,
+                        headers={"Location": f"/api/v1/submissions/{submission.id}"})
+
+
+@router.get("/models", summary="Local models the operator registered (submit them by name)")
+def list_models(request: Request):
+    models = services(request).models.all()
+    return {"models": [{"name": name, "model_type": m["model_type"], "revision": m["revision"],
+                        "parameters": m.get("parameters")} for name, m in sorted(models.items())]}
 
 
 @router.get("/submissions/{submission_id}", summary="State, queue position, progress, error and result")

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from evaluator.predictions import PredictionsError
-from evaluator.registry import UnknownSuiteError, all_suites, get_task
+from evaluator.backends.base import BackendError
+from evaluator.registry import UnknownSuiteError, all_suites, check_setting, get_task
 from evaluator.scoring import score_predictions_file
 
 
@@ -37,6 +38,69 @@ def _suites(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    """Run a model on a task's hidden split, as a worker would, with a progress bar."""
+    from tqdm import tqdm
+
+    from backend.settings import load_settings
+    from evaluator.backends import ModelSpec, load_backend
+    from evaluator.model_eval import run_model, select_items
+    from evaluator.scoring import score_answers
+    from submissions.models import ModelRegistry, download_hub_model, resolve_model
+
+    task = get_task(args.suite, args.task)
+    check_setting(task, args.setting)
+    registry = ModelRegistry(load_settings().data_dir)
+    if Path(args.model).is_dir():
+        registry = _ad_hoc_registry(Path(args.model))
+    resolved = resolve_model(str(Path(args.model).resolve()) if Path(args.model).is_dir() else args.model,
+                             args.revision, args.model_type, registry)
+    path = resolved.path or download_hub_model(resolved)
+    backend = load_backend(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), args.backend)
+    total = len(select_items(task.load_split(), args.limit).items)
+    with tqdm(total=total, unit="item", file=sys.stderr) as bar:
+        def on_progress(report):
+            bar.n = report["done"]
+            bar.set_postfix(tok_s=f"{report['tokens_per_s']:.0f}")
+            bar.refresh()
+
+        run = run_model(task, args.setting, backend, args.protocol, args.limit, on_progress=on_progress)
+    metrics = score_answers(task, run.split, run.answers)
+    print(json.dumps({"suite": args.suite, "task": args.task, "setting": args.setting, "model": resolved.name,
+                      "revision": resolved.revision, "partial": run.partial, "run": run.stats, **metrics}, indent=2))
+    return 0
+
+
+def _ad_hoc_registry(folder: Path):
+    """A model folder given by path on the command line: registered in a throwaway registry."""
+    import tempfile
+
+    from submissions.models import ModelRegistry
+
+    registry = ModelRegistry(Path(tempfile.mkdtemp(prefix="personaboard-cli-")))
+    registry.add(str(folder.resolve()), folder, converted_dir=folder.parent / (folder.name + "-converted"))
+    return registry
+
+
+def _models_add(args: argparse.Namespace) -> int:
+    from backend.settings import load_settings
+    from submissions.models import ModelRegistry
+
+    settings = load_settings()
+    entry = ModelRegistry(settings.data_dir).add(args.name, Path(args.path),
+                                                 converted_dir=settings.data_dir / "models" / args.name)
+    print(json.dumps({args.name: entry}, indent=2))
+    return 0
+
+
+def _models_list(args: argparse.Namespace) -> int:
+    from backend.settings import load_settings
+    from submissions.models import ModelRegistry
+
+    print(json.dumps(ModelRegistry(load_settings().data_dir).all(), indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="personaboard", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -52,6 +116,25 @@ def build_parser() -> argparse.ArgumentParser:
     inputs.set_defaults(run=_inputs)
     suites = commands.add_parser("suites", help="list suites, tasks, tiers and settings")
     suites.set_defaults(run=_suites)
+    evaluate = commands.add_parser("evaluate", help="run a model on a task's hidden split and print the metrics as JSON")
+    evaluate.add_argument("--model", required=True, help="registered local name, Hub id, or a model folder")
+    evaluate.add_argument("--revision")
+    evaluate.add_argument("--model-type", default="auto", choices=["auto", "generative", "reward"])
+    evaluate.add_argument("--suite", required=True)
+    evaluate.add_argument("--task", required=True)
+    evaluate.add_argument("--setting", required=True)
+    evaluate.add_argument("--protocol", help="default: the task's default for the model's type")
+    evaluate.add_argument("--limit", type=int, help="evaluate N items spread over the split (a partial run)")
+    evaluate.add_argument("--backend", default="transformers", choices=["transformers", "vllm"])
+    evaluate.set_defaults(run=_evaluate)
+    models = commands.add_parser("models", help="the operator's registry of local models")
+    models_commands = models.add_subparsers(dest="models_command", required=True)
+    add = models_commands.add_parser("add", help="register a local model folder (a GGUF checkpoint is converted once)")
+    add.add_argument("name")
+    add.add_argument("path")
+    add.set_defaults(run=_models_add)
+    listing = models_commands.add_parser("list", help="list registered models")
+    listing.set_defaults(run=_models_list)
     return parser
 
 
@@ -59,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (UnknownSuiteError, PredictionsError) as exc:
+    except (UnknownSuiteError, PredictionsError, BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

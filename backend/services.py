@@ -15,6 +15,7 @@ from evaluator.registry import all_suites
 from leaderboard.store import LocalDatasetStore
 from leaderboard.table import column_name, wide_view
 from submissions import queue
+from submissions.models import ModelRegistry
 from submissions.records import Submission, SubmissionStore
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class Services:
     records: SubmissionStore
     results: LocalDatasetStore
     redis: Redis
+    models: ModelRegistry
     _stop: threading.Event = field(default_factory=threading.Event)
 
     @classmethod
@@ -35,7 +37,8 @@ class Services:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         results = LocalDatasetStore(settings.store_dir)
         results.ensure()
-        return cls(settings, SubmissionStore(settings.submissions_db), results, queue.connect(settings.redis_url))
+        return cls(settings, SubmissionStore(settings.submissions_db), results, queue.connect(settings.redis_url),
+                   ModelRegistry(settings.data_dir))
 
     # -- background repair ------------------------------------------------------------------------
     def reconcile(self) -> list[str]:

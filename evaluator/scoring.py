@@ -51,6 +51,7 @@ def score_answers(task: Task, split: Split, answers: dict[str, str]) -> dict[str
         tiers[group.name] = {
             tier: {task.metric: accuracy_with_ci(int(correct_per_tier[i]), int(n_per_tier[i]), rng)}
             for i, tier in enumerate(group.tiers)
+            if n_per_tier[i]  # a partial run may not reach every tier: no column rather than an empty one
         }
     return {
         "metric": task.metric,

@@ -6,6 +6,7 @@ point gives the same answers. Nothing is recorded or queued unless the whole fil
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import uuid
@@ -134,5 +135,77 @@ def accept_predictions(
             queue.enqueue(redis, submission.id)
         except RedisError as exc:
             # Accepted and recorded: reconcile() queues it once Redis answers again.
+            log.warning("submission %s recorded but not queued yet (%s)", submission.id, exc)
+    return submission
+
+
+# -- model submissions ---------------------------------------------------------------------------
+
+MAX_LIMIT = 1_000_000
+
+
+@dataclass(frozen=True)
+class ModelForm:
+    model: str
+    suite: str
+    task: str
+    setting: str
+    revision: str | None = None
+    model_type: str = "auto"
+    protocol: str | None = None
+    limit: int | None = None  # a smoke run on an even spread of N items; marked partial, never ranked
+    description: str = ""
+
+
+def model_dedup_key(resolved, form: ModelForm, protocol: str) -> str:
+    from evaluator.protocols import PROTOCOL_VERSION
+
+    key = [resolved.name, resolved.revision, form.suite, form.task, form.setting, protocol, PROTOCOL_VERSION, form.limit]
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()
+
+
+def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: Redis | None) -> Submission:
+    """Resolve the model (pinning its revision), refuse duplicates, record, then queue."""
+    from submissions.models import ModelError, resolve_model
+
+    task = check_form(SubmissionForm(form.suite, form.task, form.setting, form.model or "-", "", form.description))
+    if not task.model_protocols:
+        raise SubmissionError(422, f"{task.key} takes prediction files only; models cannot be run on it", field="task")
+    if form.limit is not None and not (1 <= form.limit <= MAX_LIMIT):
+        raise SubmissionError(422, "limit must be a positive number of items", field="limit")
+    try:
+        resolved = resolve_model(form.model, form.revision, form.model_type, registry)
+    except ModelError as exc:
+        raise SubmissionError(exc.status, str(exc), field="model") from None
+    protocol = form.protocol or ("reward" if resolved.model_type == "reward" else task.model.get("default_protocol"))
+    if protocol not in task.model_protocols:
+        raise SubmissionError(422, f"{task.key} runs models with {', '.join(task.model_protocols)}, not {protocol!r}",
+                              field="protocol")
+    if (protocol == "reward") != (resolved.model_type == "reward"):
+        raise SubmissionError(422, f"protocol {protocol!r} does not fit a {resolved.model_type} model", field="protocol")
+    key = model_dedup_key(resolved, form, protocol)
+    existing = records.find_duplicate(key)
+    if existing is not None:
+        error = SubmissionError(409, f"{resolved.name}@{resolved.revision[:19]} on {task.key} ({form.setting}, {protocol}) "
+                                     f"is already {existing.state} as submission {existing.id}", field="model")
+        error.detail["existing_id"] = existing.id
+        raise error
+    total = len(task.load_split().items)
+    submission = Submission(
+        id=new_submission_id(), created_at=utc_now(), kind="model",
+        suite=form.suite, task=form.task, setting=form.setting,
+        model_name=resolved.name,
+        model_link=f"https://huggingface.co/{resolved.name}/tree/{resolved.revision}" if resolved.source == "hub" else "",
+        description=form.description.strip(), state="queued",
+        progress_total=min(form.limit or total, total),
+        details={"model": resolved.as_dict(), "protocol": protocol, "limit": form.limit,
+                 "requested_revision": form.revision},
+        dedup_key=key,
+    )
+    records.add(submission)  # durable before it is queued
+    if redis is not None:
+        try:
+            queue.enqueue(redis, submission.id)
+        except RedisError as exc:
             log.warning("submission %s recorded but not queued yet (%s)", submission.id, exc)
     return submission

@@ -13,6 +13,7 @@ from typing import Any
 from rq import get_current_job
 
 from backend.settings import load_settings
+from evaluator.backends.base import BackendError
 from evaluator.predictions import PredictionsError
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import score_predictions_file
@@ -37,8 +38,25 @@ def _report_progress(done: int, total: int) -> None:
         job.save_meta()
 
 
-def result_record(submission: Submission, metrics: dict[str, Any], timings: dict[str, Any]) -> dict[str, Any]:
+def result_record(submission: Submission, metrics: dict[str, Any], timings: dict[str, Any],
+                  run: dict[str, Any] | None = None) -> dict[str, Any]:
     """The published record: the result with everything needed to reproduce or audit it."""
+    provenance = {
+        "suite_version": metrics["suite_version"],
+        "split": metrics["split"],
+        "scorer_version": metrics["scorer_version"],
+        "attempts": submission.attempts,
+    }
+    if submission.kind == "model":
+        details = submission.details or {}
+        model = {k: v for k, v in details["model"].items() if k != "path"}
+        provenance.update({"model": model, **(run or {})})
+        partial = bool(details.get("limit")) and metrics["n_items"] < metrics["split"]["full_n_items"]
+        source, row_kind = f"model run ({provenance.get('protocol')})", "partial" if partial else "computed"
+    else:
+        provenance.update({"predictions_sha256": submission.file_sha256, "predictions_bytes": submission.file_bytes,
+                           "protocol": "uploaded predictions"})
+        source, row_kind = "predictions file", "computed"
     return {
         "submission_id": submission.id,
         "suite": submission.suite,
@@ -47,22 +65,55 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
         "model_name": submission.model_name,
         "model_link": submission.model_link,
         "description": submission.description,
-        "source": "predictions file",
-        "row_kind": "computed",
+        "source": source,
+        "row_kind": row_kind,
         "submitted_at": submission.created_at,
-        "provenance": {
-            "suite_version": metrics["suite_version"],
-            "split": metrics["split"],
-            "scorer_version": metrics["scorer_version"],
-            "predictions_sha256": submission.file_sha256,
-            "predictions_bytes": submission.file_bytes,
-            "protocol": "uploaded predictions",
-            "attempts": submission.attempts,
-        },
+        "provenance": provenance,
         "timings": timings,
         "n_items": metrics["n_items"],
         "metrics": {"metric": metrics["metric"], "total": metrics["total"], "tiers": metrics["tiers"]},
     }
+
+
+def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) -> tuple[dict, dict]:
+    """Run the model on the hidden split (resuming from the checkpoint) and score its answers."""
+    from evaluator.backends import ModelSpec, load_backend
+    from evaluator.model_eval import Checkpoint, run_model
+    from evaluator.scoring import SCORER_VERSION, score_answers
+    from submissions.models import ResolvedModel, download_hub_model
+
+    details = submission.details or {}
+    resolved = ResolvedModel(**details["model"])
+    path = resolved.path or download_hub_model(resolved)
+    backend_name = os.environ.get("PERSONABOARD_BACKEND", "transformers")
+    backend = load_backend(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), backend_name)
+    checkpoint = Checkpoint(load_settings().data_dir / "checkpoints" / f"{submission.id}.jsonl")
+    last_saved = [0.0]
+
+    def on_progress(report: dict[str, Any]) -> None:
+        job = get_current_job()
+        if job is not None:
+            job.meta["progress"] = report
+            job.save_meta()
+        if time.monotonic() - last_saved[0] > 2 or report["done"] == report["total"]:
+            submissions.update(submission.id, progress_done=report["done"], progress_total=report["total"])
+            last_saved[0] = time.monotonic()
+
+    run = run_model(task, submission.setting, backend, details.get("protocol"), details.get("limit"),
+                    checkpoint, on_progress)
+    metrics = score_answers(task, run.split, run.answers)
+    full = task.load_split()
+    metrics["split"] = {"name": run.split.name, "sha256": full.sha256, "n_items": len(run.split.items),
+                        "full_n_items": len(full.items)}
+    metrics["suite_version"] = task.suite.version
+    metrics["scorer_version"] = SCORER_VERSION
+    stats = dict(run.stats)
+    stats["seeds"] = {"option_shuffle": task.options.get("shuffle_seed"), "decoding": "greedy (no sampling)"}
+    if submission.setting == "rag":
+        from evaluator.backends.embedding import default_embedding_model
+
+        stats["retrieval_model"] = default_embedding_model()
+    return metrics, stats
 
 
 def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
@@ -74,27 +125,32 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
     started = time.time()
     if pause := float(os.environ.get(FAULT_PAUSE_ENV, "0") or 0):
         time.sleep(pause)
+    run_stats = None
     try:
         task = get_task(submission.suite, submission.task)
-        total = len(task.load_split().items)
-        _report_progress(0, total)
-        metrics = score_predictions_file(task, submission.file_path, submission.filename or "predictions file")
-    except (PredictionsError, UnknownSuiteError, FileNotFoundError) as exc:
+        _report_progress(0, submission.progress_total)
+        if submission.kind == "model":
+            metrics, run_stats = _evaluate_model(submission, task, submissions)
+        else:
+            metrics = score_predictions_file(task, submission.file_path, submission.filename or "predictions file")
+            metrics["split"]["full_n_items"] = metrics["split"]["n_items"]
+    except (PredictionsError, UnknownSuiteError, BackendError, FileNotFoundError) as exc:
         # Deterministic failures: retrying cannot help, so fail now with the reason.
         submissions.update(submission_id, state="failed", error=str(exc), finished_at=utc_now())
         return None
-    _report_progress(total, total)
+    done = metrics["n_items"]
+    _report_progress(done, done)
     timings = {
         "submitted_at": submission.created_at,
         "started_at": submission.started_at,
-        "scoring_seconds": metrics["scoring_seconds"],
+        "scoring_seconds": metrics.get("scoring_seconds"),
         "job_seconds": time.time() - started,
     }
-    record = result_record(submission, metrics, timings)
+    record = result_record(submission, metrics, timings, run_stats)
     revision = results.publish(record)
     submissions.update(
         submission_id, state="finished", result=record["metrics"], revision=revision,
-        progress_done=total, progress_total=total, finished_at=utc_now(),
+        progress_done=done, progress_total=done, finished_at=utc_now(),
     )
     return {"revision": revision}
 

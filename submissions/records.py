@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 STATES = ("queued", "running", "finished", "failed")
+JSON_COLUMNS = ("result", "details")
 ACTIVE_STATES = ("queued", "running")
 
 SCHEMA = """
@@ -45,6 +46,13 @@ CREATE TABLE IF NOT EXISTS submissions (
 );
 CREATE INDEX IF NOT EXISTS submissions_state ON submissions(state);
 """
+
+# Columns added after the first release: (name, declaration). Added in place on open, so a data
+# folder from an older version keeps every submission it had.
+ADDED_COLUMNS = [
+    ("details", "TEXT"),  # JSON: for model runs, the resolved model, protocol and limit
+    ("dedup_key", "TEXT"),  # same (model, revision, task, setting, protocol) => same key
+]
 
 
 def utc_now() -> str:
@@ -79,11 +87,17 @@ class Submission:
     revision: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    details: dict[str, Any] | None = None
+    dedup_key: str | None = None
 
     def public(self) -> dict[str, Any]:
-        """What the API and the UI show: everything but the server-side file path."""
+        """What the API and the UI show: no server-side paths."""
         data = asdict(self)
         data.pop("file_path")
+        data.pop("dedup_key")
+        model = (data.get("details") or {}).get("model")
+        if model:
+            data["details"] = {**data["details"], "model": {k: v for k, v in model.items() if k != "path"}}
         return data
 
 
@@ -94,6 +108,11 @@ class SubmissionStore:
         with closing(self._connect()) as db, db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            present = {row["name"] for row in db.execute("PRAGMA table_info(submissions)")}
+            for name, declaration in ADDED_COLUMNS:
+                if name not in present:
+                    db.execute(f"ALTER TABLE submissions ADD COLUMN {name} {declaration}")
+            db.execute("CREATE INDEX IF NOT EXISTS submissions_dedup ON submissions(dedup_key)")
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=30)
@@ -103,7 +122,8 @@ class SubmissionStore:
 
     def add(self, submission: Submission) -> None:
         row = asdict(submission)
-        row["result"] = json.dumps(row["result"]) if row["result"] is not None else None
+        for name in JSON_COLUMNS:
+            row[name] = json.dumps(row[name]) if row[name] is not None else None
         columns = ", ".join(row)
         marks = ", ".join(f":{name}" for name in row)
         with closing(self._connect()) as db, db:
@@ -124,9 +144,19 @@ class SubmissionStore:
             rows = db.execute(query, [*args, limit]).fetchall()
         return [self._from_row(row) for row in rows]
 
+    def find_duplicate(self, dedup_key: str) -> Submission | None:
+        """A submission with this key that is queued, running or finished (a failed one may be retried)."""
+        with closing(self._connect()) as db:
+            row = db.execute(
+                "SELECT * FROM submissions WHERE dedup_key = ? AND state != 'failed' ORDER BY created_at LIMIT 1",
+                (dedup_key,),
+            ).fetchone()
+        return self._from_row(row) if row else None
+
     def update(self, submission_id: str, **changes: Any) -> None:
-        if "result" in changes and changes["result"] is not None:
-            changes["result"] = json.dumps(changes["result"])
+        for name in JSON_COLUMNS:
+            if changes.get(name) is not None:
+                changes[name] = json.dumps(changes[name])
         assignments = ", ".join(f"{name} = :{name}" for name in changes)
         with closing(self._connect()) as db, db:
             db.execute(f"UPDATE submissions SET {assignments} WHERE id = :_id", {**changes, "_id": submission_id})
@@ -145,5 +175,6 @@ class SubmissionStore:
     @staticmethod
     def _from_row(row: sqlite3.Row) -> Submission:
         data = dict(row)
-        data["result"] = json.loads(data["result"]) if data["result"] else None
+        for name in JSON_COLUMNS:
+            data[name] = json.loads(data[name]) if data[name] else None
         return Submission(**data)
