@@ -19,6 +19,15 @@ from submissions.intake import SubmissionError, SubmissionForm, accept_predictio
 
 ALL = "(all)"
 TERMINAL_STATES = ("finished", "failed")
+ROW_KINDS = {"computed": "verified", "reported": "reported (paper)"}
+
+
+def _pretty(name: str, label: str) -> str:
+    """A manifest label; a bare identifier (`lifestyle_dietary`) is made readable (`Lifestyle dietary`)."""
+    if label == name and "_" in name and " " not in name:
+        words = name.replace("_", " ").strip()
+        return words[:1].upper() + words[1:]
+    return label
 
 
 def _suite_choices() -> list[tuple[str, str]]:
@@ -46,35 +55,60 @@ def _tier_choices(suite: str | None, task: str | None) -> list[tuple[str, str]]:
             if task and task != ALL and task_name != task:
                 continue
             for group in task_.tier_groups:
-                choices.extend((f"{group.label}: {group.label_of(t)}", f"{group.name}/{t}") for t in group.tiers)
+                choices.extend((f"{group.label}: {_pretty(t, group.label_of(t))}", f"{group.name}/{t}") for t in group.tiers)
     return list(dict.fromkeys(choices))
 
 
 def _column_labels() -> dict[str, str]:
     labels = {TOTAL: "Total", "model_name": "Model", "suite": "Suite", "task": "Task", "setting": "Setting",
-              "source": "Source", "row_kind": "Row", "n_items": "Items", "submitted_at": "Submitted"}
+              "source": "Source", "row_kind": "Kind", "n_items": "Items", "submitted_at": "Submitted"}
     for suite in all_suites().values():
         for task in suite.tasks.values():
             for group in task.tier_groups:
                 for tier in group.tiers:
-                    labels[f"{group.name}/{tier}"] = group.label_of(tier)
+                    labels[f"{group.name}/{tier}"] = _pretty(tier, group.label_of(tier))
     return labels
 
 
-def display_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Percentages rounded to one decimal, labelled columns, reported rows marked."""
+def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Percentages (x100, full precision kept), labelled columns, reported rows marked."""
     shown = frame.drop(columns=["total_ci_low", "total_ci_high", "submission_id", "model_link"], errors="ignore").copy()
     ci = frame.get("total_ci_low"), frame.get("total_ci_high")
     score_columns = [c for c in shown.columns if c == TOTAL or "/" in c]
     for column in score_columns:
-        shown[column] = (shown[column] * 100).round(1)
-    if ci[0] is not None and len(frame):
+        shown[column] = pd.to_numeric(shown[column], errors="coerce") * 100
+    if ci[0] is not None and TOTAL in shown:
         shown.insert(shown.columns.get_loc(TOTAL) + 1, "95% CI",
-                     [f"{lo * 100:.1f}-{hi * 100:.1f}" if pd.notna(lo) else "" for lo, hi in zip(*ci)])
-    shown["row_kind"] = shown["row_kind"].map({"computed": "verified", "reported": "reported (paper)"}).fillna(shown["row_kind"])
+                     [f"{lo * 100:.1f}-{hi * 100:.1f}" if pd.notna(lo) and pd.notna(hi) else "" for lo, hi in zip(*ci)])
+    if "row_kind" in shown:
+        shown["row_kind"] = shown["row_kind"].map(ROW_KINDS).fillna(shown["row_kind"])
+    if "suite" in shown:
+        titles = {name: suite.title for name, suite in all_suites().items()}
+        shown["suite"] = shown["suite"].map(titles).fillna(shown["suite"])
     if "submitted_at" in shown:
         shown["submitted_at"] = shown["submitted_at"].astype(str).str.slice(0, 16).str.replace("T", " ")
     return shown.rename(columns=_column_labels())
+
+
+def display_table(frame: pd.DataFrame):
+    """The table as shown: a Styler, so numbers stay numbers (sortable) but show one decimal,
+    and reported (paper) rows are greyed and italic so they never read as verified scores."""
+    shown = display_frame(frame)
+    labels = _column_labels()
+    score_labels = [labels.get(c, c) for c in frame.columns if c == TOTAL or "/" in c and not c.startswith("total_")]
+    score_labels = [c for c in score_labels if c in shown.columns]
+    kind = labels["row_kind"]
+
+    def mark_reported(row):
+        style = "color: #6b7280; font-style: italic" if row.get(kind) == ROW_KINDS["reported"] else ""
+        return [style] * len(row)
+
+    styler = shown.style.format("{:.1f}", subset=score_labels, na_rep="")
+    if labels["n_items"] in shown.columns:
+        styler = styler.format("{:.0f}", subset=[labels["n_items"]], na_rep="")
+    if len(shown):
+        styler = styler.apply(mark_reported, axis=1)
+    return styler
 
 
 def _download_links(suite, task, setting, tier) -> str:
@@ -83,7 +117,7 @@ def _download_links(suite, task, setting, tier) -> str:
     for fmt in ("csv", "json", "parquet"):
         url = "/api/v1/leaderboard?" + urlencode({**params, "format": fmt})
         links.append(f'<a class="pb-download" href="{html.escape(url)}" download="leaderboard.{fmt}">{fmt.upper()}</a>')
-    return "Download this table: " + " · ".join(links)
+    return "Download this table (full precision): " + " · ".join(links)
 
 
 def format_status(status: dict) -> str:
@@ -104,10 +138,31 @@ def format_status(status: dict) -> str:
     return "\n\n".join(lines)
 
 
+def format_error(exc: SubmissionError) -> str:
+    """A rejected submission: the message, then one bullet per problem (line and field named)."""
+    problems = exc.detail.get("problems") or []
+    if not problems or (" rejected:" not in str(exc) and all(p.get("line") is None for p in problems)):
+        return "**Error:** " + html.escape(str(exc))
+    head = str(exc).split(":", 1)[0] if " rejected:" in str(exc) else "Submission rejected"
+    lines = [f"**Error:** {html.escape(head)}. Nothing was queued; fix the file and submit again."]
+    for p in problems:
+        where = f"line {p['line']}" if p.get("line") is not None else "file"
+        if p.get("field"):
+            where += f", field `{p['field']}`"
+        lines.append(f"- {where}: {html.escape(str(p.get('message', '')))}")
+    extra = exc.detail.get("problem_count", len(problems)) - len(problems)
+    if extra > 0:
+        lines.append(f"- ... and {extra} more")
+    return "\n".join(lines)
+
+
 def build_ui(services: Services) -> gr.Blocks:
     def leaderboard_table(suite, task, setting, tier):
         frame = services.leaderboard(*(None if v in (None, "", ALL) else v for v in (suite, task, setting, tier)))
-        return display_table(frame), _download_links(suite, task, setting, tier)
+        links = _download_links(suite, task, setting, tier)
+        if frame.empty:
+            links = "<p><em>No results match these filters yet.</em></p>" + links
+        return display_table(frame), links
 
     def on_suite(suite):
         tasks = _task_choices(suite)
@@ -122,19 +177,27 @@ def build_ui(services: Services) -> gr.Blocks:
         if not suite or not task:
             return ""
         url = f"/api/v1/suites/{suite}/tasks/{task}/inputs"
-        return (f'<a class="pb-inputs" href="{url}" download="{suite}-{task}-inputs.jsonl">'
-                f"Download the public inputs of {html.escape(suite)}/{html.escape(task)} (JSONL)</a>")
+        return (f'<a class="pb-inputs" href="{html.escape(url)}" download="{html.escape(suite)}-{html.escape(task)}-inputs.jsonl">'
+                f"Download public inputs</a> of {html.escape(suite)}/{html.escape(task)} (JSONL, one item a line, "
+                f"no gold answers): run your model on these and upload one prediction per item.")
 
     def on_submit_suite(suite):
         tasks = _task_choices(suite)
         task = tasks[0][1] if tasks else None
         settings = _setting_choices(suite)
-        return (gr.update(choices=tasks, value=task), gr.update(choices=settings, value=settings[0] if settings else None),
-                submit_inputs_link(suite, task))
+        setting = settings[0] if settings else None
+        return (gr.update(choices=tasks, value=task), gr.update(choices=settings, value=setting),
+                submit_inputs_link(suite, task), setting_info(suite, setting))
+
+    def setting_info(suite, setting):
+        if not suite or not setting or suite not in all_suites():
+            return ""
+        described = all_suites()[suite].settings.get(setting, "")
+        return f"**{html.escape(setting)}**: {html.escape(described)}" if described else ""
 
     def submit(file_path, suite, task, setting, model_name, link, description):
         if not file_path:
-            return "**Error:** choose a predictions file (JSONL) first.", None
+            return "**Error:** choose a predictions file (JSONL) first.", None, gr.Timer(active=False)
         form = SubmissionForm(suite or "", task or "", setting or "", model_name or "", link or "", description or "")
         try:
             with open(file_path, "rb") as stream:
@@ -144,14 +207,17 @@ def build_ui(services: Services) -> gr.Blocks:
                     redis=services.redis,
                 )
         except SubmissionError as exc:
-            return "**Error:** " + html.escape(str(exc)), None
-        return format_status(services.submission_status(submission)), submission.id
+            return format_error(exc), None, gr.Timer(active=False)
+        status = services.submission_status(submission)
+        return format_status(status), submission.id, gr.Timer(active=status["state"] not in TERMINAL_STATES)
 
     def poll(submission_id):
-        if not submission_id:
-            return gr.skip()
-        found = services.records.get(submission_id)
-        return format_status(services.submission_status(found)) if found else gr.skip()
+        """Every second while a submission of this page is in flight; stops at a terminal state."""
+        found = services.records.get(submission_id) if submission_id else None
+        if not found:
+            return gr.skip(), gr.Timer(active=False)
+        status = services.submission_status(found)
+        return format_status(status), gr.Timer(active=status["state"] not in TERMINAL_STATES)
 
     def lookup(submission_id):
         found = services.records.get((submission_id or "").strip())
@@ -171,14 +237,19 @@ def build_ui(services: Services) -> gr.Blocks:
                 f_task = gr.Dropdown([(ALL, ALL)], value=ALL, label="Task", elem_id="filter-task")
                 f_setting = gr.Dropdown([ALL, *_setting_choices(None)], value=ALL, label="Setting", elem_id="filter-setting")
                 f_tier = gr.Dropdown([(ALL, ALL), *_tier_choices(None, None)], value=ALL, label="Tier", elem_id="filter-tier")
-            refresh = gr.Button("Refresh", size="sm", elem_id="refresh-leaderboard")
-            table = gr.DataFrame(interactive=False, wrap=True, elem_id="leaderboard-table", show_search="filter")
+            with gr.Row(equal_height=True):
+                gr.Markdown("Scores are accuracy in percent (one decimal; the downloads keep full precision). "
+                            "Pick a tier to rank by it.", elem_id="leaderboard-help")
+                refresh = gr.Button("Refresh", size="sm", scale=0, min_width=110, elem_id="refresh-leaderboard")
+            table = gr.DataFrame(interactive=False, wrap=False, elem_id="leaderboard-table", show_search="filter",
+                                 pinned_columns=1, max_height=600)
             downloads = gr.HTML(elem_id="leaderboard-downloads")
         with gr.Tab("Submit predictions", id="submit"):
             with gr.Row():
                 s_suite = gr.Dropdown(suites, value=first_suite, label="Suite", elem_id="submit-suite")
                 s_task = gr.Dropdown(_task_choices(first_suite), label="Task", elem_id="submit-task")
                 s_setting = gr.Dropdown(_setting_choices(first_suite), label="Setting you ran", elem_id="submit-setting")
+            s_setting_info = gr.Markdown(elem_id="submit-setting-info")
             inputs_link = gr.HTML(elem_id="inputs-link")
             gr.Markdown('Predictions: one JSON line per item, `{"id": ..., "answer": "A"}`.')
             s_file = gr.File(label="Predictions file (JSONL)", file_types=[".jsonl", ".json", ".txt"], type="filepath", elem_id="submit-file")
@@ -189,7 +260,7 @@ def build_ui(services: Services) -> gr.Blocks:
             s_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
             s_status = gr.Markdown(elem_id="submit-status")
             current = gr.State(None)
-            timer = gr.Timer(1.0)
+            timer = gr.Timer(1.0, active=False)
         with gr.Tab("Submission status", id="status"):
             q_id = gr.Textbox(label="Submission id", elem_id="status-id")
             q_button = gr.Button("Look up", elem_id="status-button")
@@ -202,10 +273,11 @@ def build_ui(services: Services) -> gr.Blocks:
             control.change(leaderboard_table, filters, [table, downloads])
         refresh.click(leaderboard_table, filters, [table, downloads])
         ui.load(leaderboard_table, filters, [table, downloads])
-        ui.load(on_submit_suite, s_suite, [s_task, s_setting, inputs_link])
-        s_suite.change(on_submit_suite, s_suite, [s_task, s_setting, inputs_link])
+        ui.load(on_submit_suite, s_suite, [s_task, s_setting, inputs_link, s_setting_info])
+        s_suite.change(on_submit_suite, s_suite, [s_task, s_setting, inputs_link, s_setting_info])
+        s_setting.change(setting_info, [s_suite, s_setting], s_setting_info)
         s_task.change(submit_inputs_link, [s_suite, s_task], inputs_link)
-        s_button.click(submit, [s_file, s_suite, s_task, s_setting, s_model, s_link, s_description], [s_status, current])
-        timer.tick(poll, current, s_status)
+        s_button.click(submit, [s_file, s_suite, s_task, s_setting, s_model, s_link, s_description], [s_status, current, timer])
+        timer.tick(poll, current, [s_status, timer], show_progress="hidden")
         q_button.click(lookup, q_id, q_status)
     return ui

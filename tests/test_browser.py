@@ -1,0 +1,295 @@
+"""The Gradio UI driven through Debian's chromium (Playwright, sync API) against a live service.
+
+    1. Submit tab: download the public inputs, upload a predictions file of known accuracy, watch
+       the status reach "finished"; Leaderboard tab: the row, the filters, the downloads.
+    2. A bad file: the status names the line and the field, and nothing is queued.
+
+Screenshots go to pytest's tmp_path (and to $PERSONABOARD_BROWSER_ARTIFACTS when set), so a
+person can look at what the browser saw.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SUITE, TASK = "prefeval", "mcq"
+SUBMIT_SETTING = "rag"  # not the default choice, so the test really drives the dropdown
+STATE_TIMEOUT_S = 120
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+]
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
+expect = sync_api.expect
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def ui(browser, shared_live_service):
+    """A fresh context (own cookies/storage, downloads allowed) on the live service's page."""
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000},
+                                  base_url=shared_live_service.base_url)
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    page.goto("/")
+    expect(page.locator("#leaderboard-table")).to_be_visible()
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def items():
+    from evaluator.registry import get_task
+
+    return get_task(SUITE, TASK).load_split().items
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def screenshot(page, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    extra = os.environ.get("PERSONABOARD_BROWSER_ARTIFACTS")
+    if extra:
+        Path(extra).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(extra) / path.name)
+    return path
+
+
+def open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+    expect(page.get_by_role("tab", name=name)).to_have_attribute("aria-selected", "true")
+
+
+def choose(page, elem_id: str, option: str) -> None:
+    """Pick `option` (its label) in the Gradio dropdown #elem_id: a custom combobox, not a <select>.
+
+    Open the list by clicking the input, click the option by its aria-label inside this
+    component's own listbox, and check the input shows it (Gradio then fires .change)."""
+    box = page.locator(f"#{elem_id} input[role='combobox']")
+    expect(box).to_be_enabled()
+    for _ in range(3):
+        box.click()
+        choice = page.locator(f"#{elem_id} [role='listbox'] [role='option'][aria-label={json.dumps(option)}]")
+        try:
+            choice.first.wait_for(state="visible", timeout=5_000)
+        except sync_api.TimeoutError:
+            page.keyboard.press("Escape")
+            continue
+        choice.first.scroll_into_view_if_needed()
+        choice.first.click()
+        break
+    expect(box).to_have_value(option)
+    page.keyboard.press("Escape")  # leave no list open over the next control
+
+
+def read_table(page) -> tuple[list[str], list[dict[str, str]]]:
+    """Headers and rendered rows of the leaderboard grid, read in one go (it is a virtual table:
+    header cells are [role=columnheader], body rows [role=row] of [role=gridcell])."""
+    headers, cells = page.locator("#leaderboard-table [role='grid']").first.evaluate("""grid => [
+        [...grid.querySelectorAll("[role='columnheader']")].map(h => h.innerText.trim()),
+        [...grid.querySelectorAll("[role='row']")]
+            .map(r => [...r.querySelectorAll("[role='gridcell']")].map(c => c.innerText.trim()))
+            .filter(r => r.length),
+    ]""")
+    return headers, [dict(zip(headers, row)) for row in cells if len(row) == len(headers)]
+
+
+def wait_table(page, check, what: str, timeout: float = 30.0):
+    """Re-read the leaderboard table until check(headers, rows) is truthy; return (headers, rows)."""
+    deadline = time.monotonic() + timeout
+    headers, rows = [], []
+    while time.monotonic() < deadline:
+        try:
+            headers, rows = read_table(page)
+            if check(headers, rows):
+                return headers, rows
+        except sync_api.Error:
+            pass  # the table re-rendered under us
+        page.wait_for_timeout(250)
+    raise AssertionError(f"leaderboard never showed {what}; last headers={headers} rows={rows}")
+
+
+def row_for(rows, model):
+    return next((r for r in rows if r.get("Model") == model), None)
+
+
+def download(page, link) -> bytes:
+    with page.expect_download() as info:
+        link.click()
+    path = info.value.path()
+    assert info.value.failure() is None, info.value.failure()
+    return Path(path).read_bytes()
+
+
+def write_predictions(path: Path, items, correct_form: str) -> float:
+    """Right exactly on the items whose form is correct_form, wrong elsewhere; returns the accuracy."""
+    wrong = {"A": "B", "B": "C", "C": "D", "D": "A"}
+    right = 0
+    with open(path, "w") as out:
+        for item in items:
+            ok = item.tiers["form"] == correct_form
+            right += ok
+            out.write(json.dumps({"id": item.id, "answer": item.gold if ok else wrong[item.gold]}) + "\n")
+    return right / len(items)
+
+
+def submissions(page) -> list[dict]:
+    response = page.request.get("/api/v1/submissions?limit=1000")
+    assert response.ok, response.text()
+    return response.json()["submissions"]
+
+
+def upload(page, path: Path) -> None:
+    page.set_input_files("#submit-file input[type='file']", str(path))
+    # Gradio uploads the file to the server first; Submit before that sees no file.
+    expect(page.locator("#submit-file")).to_contain_text(path.name, timeout=30_000)
+
+
+# -- tests ----------------------------------------------------------------------------------------
+def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
+    page = ui
+    model = f"browser-model-{uuid.uuid4().hex[:8]}"
+
+    # Submit tab: the public inputs, 3000 lines without gold.
+    open_tab(page, "Submit predictions")
+    expect(page.locator("#submit-suite input[role='combobox']")).to_have_value("PrefEval")
+    link = page.locator("#inputs-link a", has_text="Download public inputs")
+    expect(link).to_be_visible()
+    body = download(page, link).decode("utf-8")
+    lines = body.splitlines()
+    assert len(lines) == 3000 == len(items)
+    records = [json.loads(line) for line in lines]
+    assert all("gold" not in r and "answer" not in r for r in records), "public inputs leak gold labels"
+    assert [r["id"] for r in records] == [item.id for item in items]
+
+    # A predictions file right on exactly the 'explicit' items: 1000 of 3000 -> 33.3.
+    predictions = tmp_path / "predictions.jsonl"
+    accuracy = write_predictions(predictions, items, "explicit")
+    assert f"{accuracy * 100:.1f}" == "33.3"
+
+    before = {s["id"] for s in submissions(page)}
+    upload(page, predictions)
+    choose(page, "submit-setting", SUBMIT_SETTING)
+    expect(page.locator("#submit-setting-info")).to_contain_text(SUBMIT_SETTING)
+    page.locator("#submit-model textarea, #submit-model input").first.fill(model)
+    page.locator("#submit-button").click()
+
+    status = page.locator("#submit-status")
+    expect(status).to_contain_text(model, timeout=30_000)
+    deadline = time.monotonic() + STATE_TIMEOUT_S
+    while "State: finished" not in (text := status.inner_text()):
+        assert "State: failed" not in text and "Error" not in text, text
+        assert time.monotonic() < deadline, f"submission never finished; status:\n{text}"
+        page.wait_for_timeout(500)
+    assert "accuracy: 33.3" in text, text
+    submission_id = re.search(r"Submission ([0-9a-f]{8,})", text).group(1)
+    new = [s for s in submissions(page) if s["id"] not in before]
+    assert [s["id"] for s in new] == [submission_id]
+    assert new[0]["setting"] == SUBMIT_SETTING and new[0]["model_name"] == model
+    screenshot(page, tmp_path, "submit")
+
+    # Leaderboard: refresh, then the row with Total 33.3 among all tiers' columns.
+    open_tab(page, "Leaderboard")
+    page.locator("#refresh-leaderboard").click()
+    headers, rows = wait_table(page, lambda h, r: row_for(r, model), f"a row for {model}")
+    row = row_for(rows, model)
+    assert row["Total"] == "33.3", row
+    assert row["Kind"] == "verified" and row["Setting"] == SUBMIT_SETTING and row["Suite"] == "PrefEval", row
+    assert {"Explicit", "Implicit (choice)", "Implicit (persona)"} <= set(headers), headers
+    assert (row["Explicit"], row["Implicit (choice)"], row["Implicit (persona)"]) == ("100.0", "0.0", "0.0"), row
+    screenshot(page, tmp_path, "leaderboard")
+
+    # Filters: suite, setting, then a tier: the columns narrow to that tier.
+    choose(page, "filter-suite", "PrefEval")
+    choose(page, "filter-setting", SUBMIT_SETTING)
+    headers, rows = wait_table(
+        page, lambda h, r: r and all(x["Setting"] == SUBMIT_SETTING for x in r) and row_for(r, model),
+        f"only setting {SUBMIT_SETTING} rows")
+    assert all(x["Suite"] == "PrefEval" for x in rows), rows
+    choose(page, "filter-tier", "Preference form: Explicit")
+    headers, rows = wait_table(
+        page, lambda h, r: "Explicit" in h and "Implicit (choice)" not in h and row_for(r, model),
+        "only the Explicit tier column")
+    assert not any(h.startswith("Topic") or h in ("Implicit (persona)",) for h in headers), headers
+    row = row_for(rows, model)
+    assert row["Explicit"] == "100.0" and row["Total"] == "33.3", row
+    shown_models = [r["Model"] for r in rows]
+    screenshot(page, tmp_path, "leaderboard-filtered")
+
+    # Downloads: the filtered table, at full precision, in all three formats.
+    import pandas as pd
+
+    links = page.locator("#leaderboard-downloads a")
+    for fmt in ("CSV", "JSON", "PARQUET"):
+        href = links.filter(has_text=fmt).get_attribute("href")
+        assert f"setting={SUBMIT_SETTING}" in href and "tier=form%2Fexplicit" in href and "suite=prefeval" in href, href
+    frames = {
+        "CSV": pd.read_csv(io.BytesIO(download(page, links.filter(has_text="CSV")))),
+        "JSON": pd.read_json(io.BytesIO(download(page, links.filter(has_text="JSON"))), orient="records"),
+        "PARQUET": pd.read_parquet(io.BytesIO(download(page, links.filter(has_text="PARQUET")))),
+    }
+    for fmt, frame in frames.items():
+        assert list(frame["model_name"]) == shown_models, (fmt, list(frame["model_name"]), shown_models)
+        assert set(frame["setting"]) == {SUBMIT_SETTING} and set(frame["suite"]) == {SUITE}, fmt
+        tier_columns = [c for c in frame.columns if "/" in c]
+        assert tier_columns == ["form/explicit"], (fmt, list(frame.columns))
+        mine = frame[frame["model_name"] == model].iloc[0]
+        assert mine["form/explicit"] == pytest.approx(1.0), fmt
+        assert mine["total"] == pytest.approx(accuracy), fmt  # full precision, not the rounded 33.3
+
+
+def test_bad_file_is_rejected_with_line_and_field_and_nothing_is_queued(ui, items, tmp_path):
+    page = ui
+    model = f"browser-bad-{uuid.uuid4().hex[:8]}"
+    bad = tmp_path / "bad-predictions.jsonl"
+    lines = [json.dumps({"id": item.id, "answer": item.gold}) for item in items]
+    lines[1] = "{this is not json"
+    lines[2] = json.dumps({"id": items[2].id, "answer": "E"})
+    bad.write_text("\n".join(lines) + "\n")
+
+    before = submissions(page)
+    open_tab(page, "Submit predictions")
+    upload(page, bad)
+    page.locator("#submit-model textarea, #submit-model input").first.fill(model)
+    page.locator("#submit-button").click()
+
+    status = page.locator("#submit-status")
+    expect(status).to_contain_text("Error", timeout=30_000)
+    text = status.inner_text()
+    assert "line 2" in text and "not valid JSON" in text, text
+    assert re.search(r"line 3, field .?answer.?: 'E' is not one of A-D", text), text
+    assert "State:" not in text, text
+    screenshot(page, tmp_path, "submit-error")
+
+    page.wait_for_timeout(1500)  # the 1 s status poll must not replace the error with anything
+    assert status.inner_text() == text
+    after = submissions(page)
+    assert [s["id"] for s in after] == [s["id"] for s in before], "a rejected file was recorded"
+    assert not any(s["model_name"] == model for s in after)
