@@ -15,11 +15,11 @@ import pandas as pd
 from backend.services import Services
 from evaluator.registry import all_suites, get_task
 from leaderboard.table import TOTAL
-from submissions.intake import SubmissionError, SubmissionForm, accept_predictions
+from submissions.intake import ModelForm, SubmissionError, SubmissionForm, accept_model, accept_predictions
 
 ALL = "(all)"
 TERMINAL_STATES = ("finished", "failed")
-ROW_KINDS = {"computed": "verified", "reported": "reported (paper)"}
+ROW_KINDS = {"computed": "verified", "reported": "reported (paper)", "partial": "partial run (not ranked)"}
 
 
 def _pretty(name: str, label: str) -> str:
@@ -57,6 +57,12 @@ def _tier_choices(suite: str | None, task: str | None) -> list[tuple[str, str]]:
             for group in task_.tier_groups:
                 choices.extend((f"{group.label}: {_pretty(t, group.label_of(t))}", f"{group.name}/{t}") for t in group.tiers)
     return list(dict.fromkeys(choices))
+
+
+def _protocol_choices(suite: str | None, task: str | None) -> list[str]:
+    if not suite or not task:
+        return ["default"]
+    return ["default", *get_task(suite, task).model_protocols]
 
 
 def _column_labels() -> dict[str, str]:
@@ -127,7 +133,12 @@ def format_status(status: dict) -> str:
         lines.append(f"Position in queue: {status['queue_position'] + 1}")
     progress = status.get("progress") or {}
     if status["state"] == "running" and progress.get("total"):
-        lines.append(f"Progress: {progress['done']} of {progress['total']} items")
+        line = f"Progress: {progress['done']} of {progress['total']} items"
+        if progress.get("tokens_per_s"):
+            line += f", {progress['tokens_per_s']:.0f} tokens/s"
+        if progress.get("eta_s") is not None:
+            line += f", about {_duration(progress['eta_s'])} left"
+        lines.append(line)
     if status.get("error"):
         lines.append(f"Reason: {status['error']}")
     if status["state"] == "finished" and status.get("result"):
@@ -136,6 +147,11 @@ def format_status(status: dict) -> str:
             lines.append(f"{metric}: **{stats['value'] * 100:.1f}** (95% CI {stats['ci95'][0] * 100:.1f}-{stats['ci95'][1] * 100:.1f}, n={stats['n']})")
         lines.append(f"Published in results revision `{(status.get('revision') or '')[:12]}`")
     return "\n\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
 
 
 def format_error(exc: SubmissionError) -> str:
@@ -219,6 +235,49 @@ def build_ui(services: Services) -> gr.Blocks:
         status = services.submission_status(found)
         return format_status(status), gr.Timer(active=status["state"] not in TERMINAL_STATES)
 
+    def model_choices():
+        return sorted(services.models.all())
+
+    def on_model_suite(suite):
+        tasks = [(title, name) for title, name in _task_choices(suite) if get_task(suite, name).model_protocols]
+        task = tasks[0][1] if tasks else None
+        settings = _setting_choices(suite)
+        return (gr.update(choices=tasks, value=task), gr.update(choices=settings, value=settings[:1]),
+                gr.update(choices=_protocol_choices(suite, task), value="default"))
+
+    def on_model_task(suite, task):
+        return gr.update(choices=_protocol_choices(suite, task), value="default")
+
+    def submit_model(model, revision, model_type, suite, task, settings, protocol, limit, description):
+        """One submission per chosen setting; each is resolved, deduplicated and queued on its own."""
+        if not settings:
+            return "**Error:** choose at least one setting.", [], gr.Timer(active=False)
+        accepted, messages = [], []
+        for setting in settings:
+            form = ModelForm(model=model or "", suite=suite or "", task=task or "", setting=setting,
+                             revision=(revision or "").strip() or None, model_type=model_type or "auto",
+                             protocol=None if protocol in (None, "", "default") else protocol,
+                             limit=int(limit) if limit else None, description=description or "")
+            try:
+                accepted.append(accept_model(form, records=services.records, registry=services.models,
+                                             redis=services.redis).id)
+            except SubmissionError as exc:
+                messages.append(f"**{html.escape(setting)}:** " + format_error(exc).removeprefix("**Error:** "))
+        return _model_statuses(accepted, messages), accepted, gr.Timer(active=bool(accepted))
+
+    def _model_statuses(ids, messages=()):
+        parts = list(messages)
+        for found in filter(None, (services.records.get(i) for i in ids)):
+            parts.append(format_status(services.submission_status(found)))
+        return "\n\n---\n\n".join(parts)
+
+    def poll_models(ids):
+        """Every second while a run of this page is in flight; stops when all are finished or failed."""
+        if not ids:
+            return gr.skip(), gr.Timer(active=False)
+        running = any(s.state not in TERMINAL_STATES for s in filter(None, (services.records.get(i) for i in ids)))
+        return _model_statuses(ids), gr.Timer(active=running)
+
     def lookup(submission_id):
         found = services.records.get((submission_id or "").strip())
         if not found:
@@ -261,6 +320,28 @@ def build_ui(services: Services) -> gr.Blocks:
             s_status = gr.Markdown(elem_id="submit-status")
             current = gr.State(None)
             timer = gr.Timer(1.0, active=False)
+        with gr.Tab("Submit a model", id="submit-model-tab"):
+            gr.Markdown("The service runs the model itself on the hidden split. Give a Hugging Face Hub id "
+                        "(pinned to a commit before it is queued) or the name of a model the operator registered. "
+                        "Each chosen setting is its own run.")
+            with gr.Row():
+                m_model = gr.Dropdown(model_choices(), allow_custom_value=True, label="Model (registered name or Hub id)",
+                                      elem_id="model-name")
+                m_revision = gr.Textbox(label="Revision (optional: branch, tag or commit)", elem_id="model-revision")
+                m_type = gr.Radio(["auto", "generative", "reward"], value="auto", label="Model type", elem_id="model-type")
+            with gr.Row():
+                m_suite = gr.Dropdown(suites, value=first_suite, label="Suite", elem_id="model-suite")
+                m_task = gr.Dropdown([], label="Task", elem_id="model-task")
+                m_protocol = gr.Dropdown(["default"], value="default", label="Protocol", elem_id="model-protocol")
+            m_settings = gr.CheckboxGroup(_setting_choices(first_suite), label="Settings", elem_id="model-settings")
+            with gr.Row():
+                m_limit = gr.Number(label="Items (optional smoke run on N items: marked partial, not ranked)",
+                                    precision=0, minimum=1, elem_id="model-limit")
+                m_description = gr.Textbox(label="Description (optional)", elem_id="model-description")
+            m_button = gr.Button("Evaluate", variant="primary", elem_id="model-submit")
+            m_status = gr.Markdown(elem_id="model-status")
+            m_current = gr.State([])
+            m_timer = gr.Timer(1.0, active=False)
         with gr.Tab("Submission status", id="status"):
             q_id = gr.Textbox(label="Submission id", elem_id="status-id")
             q_button = gr.Button("Look up", elem_id="status-button")
@@ -280,4 +361,11 @@ def build_ui(services: Services) -> gr.Blocks:
         s_button.click(submit, [s_file, s_suite, s_task, s_setting, s_model, s_link, s_description], [s_status, current, timer])
         timer.tick(poll, current, [s_status, timer], show_progress="hidden")
         q_button.click(lookup, q_id, q_status)
+        ui.load(on_model_suite, m_suite, [m_task, m_settings, m_protocol])
+        ui.load(lambda: gr.update(choices=model_choices()), None, m_model)
+        m_suite.change(on_model_suite, m_suite, [m_task, m_settings, m_protocol])
+        m_task.change(on_model_task, [m_suite, m_task], m_protocol)
+        m_button.click(submit_model, [m_model, m_revision, m_type, m_suite, m_task, m_settings, m_protocol, m_limit,
+                                      m_description], [m_status, m_current, m_timer])
+        m_timer.tick(poll_models, m_current, [m_status, m_timer], show_progress="hidden")
     return ui
