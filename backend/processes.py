@@ -28,6 +28,8 @@ HEALTH_PATH = "/api/v1/health"
 
 # Faster detection of dead workers than RQ's defaults (see shared/docs/ENVIRONMENT.md).
 WORKER_ARGS = ["--worker-ttl", "20", "--maintenance-interval", "5", "--job-monitoring-interval", "5"]
+# Imports the job code once per worker, not once per job (submissions/worker.py).
+WORKER_CLASS = "submissions.worker.PreloadWorker"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -100,7 +102,8 @@ def start_redis(port: int, redis_dir: Path | str, host: str = "127.0.0.1", timeo
 
 
 def worker_argv(redis_url: str, name: str | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "rq.cli", "worker", "--url", redis_url, *WORKER_ARGS, "--with-scheduler"]
+    argv = [sys.executable, "-m", "rq.cli", "worker", "--url", redis_url, *WORKER_ARGS, "--with-scheduler",
+            "--worker-class", WORKER_CLASS]
     if name:
         argv += ["--name", name]
     return argv + [QUEUE_NAME]

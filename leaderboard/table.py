@@ -7,6 +7,7 @@ with its tier columns driven by the suites' manifests.
 from __future__ import annotations
 
 import io
+import json
 from typing import Any, Iterable
 
 import pandas as pd
@@ -105,11 +106,21 @@ EXPORT_FORMATS = {
 }
 
 
+def _json_default(value: Any) -> Any:
+    """numpy scalars (and anything else with .item()) as plain Python values."""
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
 def export(frame: pd.DataFrame, fmt: str) -> bytes:
     if fmt == "csv":
         return frame.to_csv(index=False).encode()
     if fmt == "json":
-        return frame.to_json(orient="records", double_precision=15).encode()
+        # Not DataFrame.to_json: it keeps at most 15 significant digits, so e.g. 1/3 would not
+        # read back as the value the scorer computed (CSV and parquet are exact).
+        records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+        return json.dumps(records, allow_nan=False, default=_json_default).encode()
     if fmt == "parquet":
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)

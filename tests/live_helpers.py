@@ -1,0 +1,132 @@
+"""Helpers shared by the end-to-end tests, the fault tests and bench/bench_queue_latency.py.
+
+They talk to a running service over HTTP only (httpx, never through a proxy). Gold labels are read
+here, in the test process, to build predictions files with known scores: the tests are the
+scorer's side; the service never sends gold to anyone.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+import httpx
+
+SUITE, TASK = "prefeval", "mcq"
+LABELS = "ABCD"
+TERMINAL = ("finished", "failed")
+
+
+def client(base_url: str, timeout: float = 60.0) -> httpx.Client:
+    return httpx.Client(base_url=base_url, trust_env=False, timeout=timeout)
+
+
+@lru_cache(maxsize=1)
+def split_items():
+    from evaluator.registry import get_task
+
+    return get_task(SUITE, TASK).load_split().items
+
+
+@lru_cache(maxsize=1)
+def tier_groups() -> dict[str, tuple[str, ...]]:
+    from evaluator.registry import get_task
+
+    return {g.name: g.tiers for g in get_task(SUITE, TASK).tier_groups}
+
+
+def wrong_letter(gold: str) -> str:
+    return next(letter for letter in LABELS if letter != gold)
+
+
+@dataclass
+class Predictions:
+    body: bytes
+    total: float  # expected total accuracy, computed exactly as correct / n
+    tiers: dict[str, dict[str, float]]  # group -> tier -> expected accuracy
+
+    def column_values(self) -> dict[str, float]:
+        values = {"total": self.total}
+        for group, tiers in self.tiers.items():
+            for tier, value in tiers.items():
+                values[f"{group}/{tier}"] = value
+        return values
+
+
+def make_predictions(correct: Callable[[object], bool]) -> Predictions:
+    """A complete predictions file answering item i correctly iff correct(item); its exact scores."""
+    lines, n_all, c_all = [], 0, 0
+    counts: dict[str, dict[str, list[int]]] = {g: {t: [0, 0] for t in ts} for g, ts in tier_groups().items()}
+    for item in split_items():
+        ok = bool(correct(item))
+        lines.append(json.dumps({"id": item.id, "answer": item.gold if ok else wrong_letter(item.gold)}))
+        n_all += 1
+        c_all += ok
+        for group, tier in item.tiers.items():
+            counts[group][tier][0] += ok
+            counts[group][tier][1] += 1
+    tiers = {g: {t: c / n for t, (c, n) in ts.items()} for g, ts in counts.items()}
+    return Predictions(("\n".join(lines) + "\n").encode(), c_all / n_all, tiers)
+
+
+def explicit_only() -> Predictions:
+    """Correct on the explicit form only: total exactly 1/3."""
+    return make_predictions(lambda item: item.tiers["form"] == "explicit")
+
+
+def submit(http: httpx.Client, body: bytes, setting: str = "zero_shot", model_name: str = "test-model",
+           suite: str = SUITE, task: str = TASK, filename: str = "predictions.jsonl", **extra) -> httpx.Response:
+    data = {"suite": suite, "task": task, "setting": setting, "model_name": model_name, **extra}
+    data = {k: v for k, v in data.items() if v is not None}
+    return http.post("/api/v1/submissions", files={"file": (filename, body, "application/x-ndjson")}, data=data)
+
+
+def submit_ok(http: httpx.Client, body: bytes, **kwargs) -> str:
+    response = submit(http, body, **kwargs)
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def status(http: httpx.Client, submission_id: str) -> dict:
+    response = http.get(f"/api/v1/submissions/{submission_id}")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def wait_state(http: httpx.Client, submission_id: str, states=TERMINAL, timeout: float = 120.0,
+               interval: float = 0.1, logs: Callable[[], str] | None = None) -> dict:
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            last = status(http, submission_id)
+        except httpx.TransportError:
+            last = last  # the web app may be restarting
+        else:
+            if last["state"] in states:
+                return last
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"submission {submission_id} not in {states} after {timeout}s; last status: {last}"
+                + (f"\n{logs()}" if logs else "")
+            )
+        time.sleep(interval)
+
+
+def wait_finished(http: httpx.Client, submission_id: str, timeout: float = 120.0, logs=None) -> dict:
+    final = wait_state(http, submission_id, TERMINAL, timeout, logs=logs)
+    assert final["state"] == "finished", f"submission {submission_id} ended {final['state']}: {final.get('error')}"
+    return final
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
