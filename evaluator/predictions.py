@@ -29,6 +29,44 @@ class Problem:
         return f"{where}: {self.message}"
 
 
+class PredictionProblem(ValueError):
+    """Raised by a task's `parse_prediction` hook: what is wrong with one line, and in which field."""
+
+    def __init__(self, field: str | None, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def default_parser(task: Task):
+    """The answer check a manifest declares: a label from `answer.labels`, or a rating in a range."""
+    field = task.answer_field
+    if task.answer_kind == "rating":
+        low, high = task.answer_range
+
+        def parse_rating(record: dict):
+            if field not in record:
+                raise PredictionProblem(field, "missing")
+            value = record[field]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+                raise PredictionProblem(field, f"{_shorten(value)} is not a number from {low} to {high}")
+            return float(value)
+
+        return parse_rating
+    labels = frozenset(task.answer_labels)
+    label_text = "-".join((task.answer_labels[0], task.answer_labels[-1])) if len(labels) > 2 else "/".join(task.answer_labels)
+
+    def parse_label(record: dict):
+        if field not in record:
+            raise PredictionProblem(field, "missing")
+        value = record[field]
+        if not isinstance(value, str) or value not in labels:
+            raise PredictionProblem(field, f"{_shorten(value)} is not one of {label_text}")
+        return value
+
+    return parse_label
+
+
 class PredictionsError(ValueError):
     """The file was rejected; `problems` lists the first problems found, in file order."""
 
@@ -75,7 +113,7 @@ def _canonical_matchers(answer_field: str):
 
 def read_predictions(
     lines: Iterable[bytes], task: Task, split: Split, filename: str = "predictions file"
-) -> dict[str, str]:
+) -> dict[str, object]:
     """Parse and check every line; return {item id: answer} or raise PredictionsError."""
     problems: list[Problem] = []
     total = 0
@@ -87,11 +125,12 @@ def read_predictions(
             problems.append(Problem(line, field, message))
 
     known = split.by_id
-    labels = frozenset(task.answer_labels)
-    label_text = "-".join((task.answer_labels[0], task.answer_labels[-1])) if len(labels) > 2 else "/".join(task.answer_labels)
     answer_field = task.answer_field
-    matchers = _canonical_matchers(answer_field)
-    answers: dict[str, str] = {}
+    custom = getattr(task.hooks, "parse_prediction", None)
+    parse = custom or default_parser(task)
+    # The regex fast path yields string answers only: it serves the default label check alone.
+    matchers = _canonical_matchers(answer_field) if custom is None and task.answer_kind == "label" else ()
+    answers: dict[str, object] = {}
     first_seen: dict[str, int] = {}
     line_no = 0
     for line_no, raw in enumerate(lines, start=1):
@@ -127,14 +166,10 @@ def read_predictions(
             report(line_no, "id", f"duplicate id {item_id!r} (first on line {first_seen[item_id]})")
             continue
         first_seen[item_id] = line_no
-        if answer_field not in record:
-            report(line_no, answer_field, "missing")
-            continue
-        answer = record[answer_field]
-        if not isinstance(answer, str) or answer not in labels:
-            report(line_no, answer_field, f"{_shorten(answer)} is not one of {label_text}")
-            continue
-        answers[item_id] = answer
+        try:
+            answers[item_id] = parse(record)
+        except PredictionProblem as problem:
+            report(line_no, problem.field, problem.message)
     if line_no == 0:
         report(None, None, "the file is empty")
     # first_seen holds only known ids, so as many of them as items means none is missing

@@ -10,35 +10,30 @@ from typing import Any
 
 import numpy as np
 
+from evaluator.metrics import available, metric_stats
 from evaluator.predictions import iter_lines, read_predictions
 from evaluator.suite import Split, Task
 
 SCORER_VERSION = "1.0.0"
-BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 20251122
 
 
-def accuracy_with_ci(correct: int, n: int, rng: np.random.Generator) -> dict[str, Any]:
-    """Accuracy and its 95% percentile-bootstrap interval.
-
-    Resampling n binary outcomes with replacement and taking the mean is distributed exactly as
-    Binomial(n, p)/n, so we draw from that instead of materialising B x n resamples: the same
-    bootstrap, in O(B) time and memory whatever the split size.
-    """
-    if n == 0:
-        return {"value": None, "ci95": [None, None], "n": 0}
-    p = correct / n
-    draws = rng.binomial(n, p, size=BOOTSTRAP_SAMPLES) / n
-    low, high = np.quantile(draws, [0.025, 0.975])
-    return {"value": p, "ci95": [float(low), float(high)], "n": n}
+def item_arrays(task: Task, split: Split, answers: dict[str, object]) -> dict[str, np.ndarray]:
+    """Per-item arrays the metrics read: the task's hook, or exact-match correctness by default."""
+    hook = getattr(task.hooks, "item_arrays", None)
+    if hook is not None:
+        return hook(task, split.items, answers)
+    correct = np.fromiter((answers[item.id] == item.gold for item in split.items), dtype=bool, count=len(split.items))
+    return {"correct": correct}
 
 
-def score_answers(task: Task, split: Split, answers: dict[str, str]) -> dict[str, Any]:
-    """Aggregate metrics for a complete, validated set of answers."""
-    correct = np.fromiter(
-        (answers[item.id] == item.gold for item in split.items), dtype=bool, count=len(split.items)
-    )
+def score_answers(task: Task, split: Split, answers: dict[str, object]) -> dict[str, Any]:
+    """Aggregate metrics for a complete, validated set of answers: every metric on the total,
+    the primary metric on every tier."""
+    arrays = item_arrays(task, split, answers)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
+    everything = np.arange(len(split.items))
+    total = {m: metric_stats(m, arrays, everything, rng) for m in task.metrics if available(m, arrays)}
     tiers: dict[str, dict[str, Any]] = {}
     for group in task.tier_groups:
         position = {tier: i for i, tier in enumerate(group.tiers)}  # a dict lookup, not tuple.index per item
@@ -46,16 +41,16 @@ def score_answers(task: Task, split: Split, answers: dict[str, str]) -> dict[str
         codes = np.fromiter(
             (position[item.tiers[name]] for item in split.items), dtype=np.int32, count=len(split.items)
         )
-        n_per_tier = np.bincount(codes, minlength=len(group.tiers))
-        correct_per_tier = np.bincount(codes, weights=correct, minlength=len(group.tiers))
-        tiers[group.name] = {
-            tier: {task.metric: accuracy_with_ci(int(correct_per_tier[i]), int(n_per_tier[i]), rng)}
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(group.tiers) + 1))
+        tiers[name] = {
+            tier: {task.metric: metric_stats(task.metric, arrays, order[bounds[i]:bounds[i + 1]], rng)}
             for i, tier in enumerate(group.tiers)
-            if n_per_tier[i]  # a partial run may not reach every tier: no column rather than an empty one
+            if bounds[i + 1] > bounds[i]  # a partial run may not reach every tier: no column rather than an empty one
         }
     return {
         "metric": task.metric,
-        "total": {task.metric: accuracy_with_ci(int(correct.sum()), len(correct), rng)},
+        "total": total,
         "tiers": tiers,
         "n_items": len(split.items),
     }

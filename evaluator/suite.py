@@ -71,11 +71,18 @@ class Task:
     description: str
     answer_field: str
     answer_labels: tuple[str, ...]
-    metric: str
+    metric: str  # the primary metric: tier columns and ranking use it
     tier_groups: tuple[TierGroup, ...]
     hooks_module: str
     options: dict[str, Any] = field(default_factory=dict)
     model: dict[str, Any] = field(default_factory=dict)  # how models run: protocols, token caps
+    metrics: tuple[str, ...] = ()  # every metric reported for the total, primary first
+    answer_kind: str = "label"  # "label" (one of answer_labels) | "rating" (a number in answer_range)
+    answer_range: tuple[float, float] = (1, 5)
+
+    def __post_init__(self) -> None:
+        if not self.metrics:
+            self.metrics = (self.metric,)
 
     @property
     def model_protocols(self) -> list[str]:
@@ -109,6 +116,7 @@ class Task:
             "title": self.title,
             "description": self.description,
             "metric": self.metric,
+            "metrics": list(self.metrics),
             "model_protocols": self.model_protocols,
             "answer_field": self.answer_field,
             "answer_labels": list(self.answer_labels),
@@ -183,8 +191,11 @@ def load_suite(manifest_path: Path) -> Suite:
             title=task_spec.get("title", task_name),
             description=task_spec.get("description", "").strip(),
             answer_field=task_spec["answer"]["field"],
-            answer_labels=tuple(task_spec["answer"]["labels"]),
-            metric=task_spec["metric"],
+            answer_labels=tuple(task_spec["answer"].get("labels", ())),
+            answer_kind=task_spec["answer"].get("kind", "label"),
+            answer_range=tuple(task_spec["answer"].get("range", (1, 5))),
+            metric=task_spec.get("metric") or task_spec["metrics"][0],
+            metrics=tuple(task_spec.get("metrics") or [task_spec["metric"]]),
             tier_groups=groups,
             hooks_module=f"{package}.{task_spec.get('hooks', task_name)}",
             options=dict(task_spec.get("options", {})),

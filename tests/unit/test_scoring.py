@@ -8,7 +8,8 @@ import pytest
 
 from evaluator import suite as suite_module
 from evaluator.predictions import PredictionsError
-from evaluator.scoring import BOOTSTRAP_SAMPLES, accuracy_with_ci, score_answers, score_predictions_file
+from evaluator.metrics import BOOTSTRAP_SAMPLES, metric_stats
+from evaluator.scoring import score_answers, score_predictions_file
 from evaluator.suite import TierGroup
 from unit_helpers import item, make_task
 
@@ -75,7 +76,7 @@ def test_binomial_bootstrap_matches_resampling_bootstrap():
     n, k = 500, 350
     outcomes = np.zeros(n, dtype=bool)
     outcomes[:k] = True
-    ours = accuracy_with_ci(k, n, np.random.default_rng(1))
+    ours = metric_stats("accuracy", {"correct": outcomes}, np.arange(n), np.random.default_rng(1))
     assert ours["value"] == 0.7 and ours["n"] == n
 
     rng = np.random.default_rng(2)
@@ -106,3 +107,34 @@ def test_score_predictions_file_end_to_end(tiny_task, tmp_path):
     with pytest.raises(PredictionsError) as info:
         score_predictions_file(tiny_task, path, filename="mine.jsonl")
     assert str(info.value).startswith("mine.jsonl rejected: file, field 'id': 3 of 4")
+
+
+
+def test_three_level_scores_bootstrap_matches_resampling():
+    """Both-order pairwise scores (0, 0.5, 1): the multinomial draw is the resampling bootstrap."""
+    values = np.array([0.0] * 100 + [0.5] * 150 + [1.0] * 250)
+    ours = metric_stats("accuracy", {"correct": values}, np.arange(len(values)), np.random.default_rng(3))
+    assert ours["value"] == (75 + 250) / 500
+    rng = np.random.default_rng(4)
+    resampled = values[rng.integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))].mean(axis=1)
+    low, high = np.quantile(resampled, [0.025, 0.975])
+    width = ours["ci95"][1] - ours["ci95"][0]
+    assert abs(width - (high - low)) / (high - low) < 0.2
+
+
+def test_precision_recall_f1_and_spearman_on_hand_cases():
+    from evaluator.metrics import f1, precision, recall, spearman
+
+    pred = np.array([1, 1, 0, 0, 1], dtype=bool)  # tp=2 (items 0, 1), fp=1 (item 4), fn=1 (item 2)
+    gold = np.array([1, 1, 1, 0, 0], dtype=bool)
+    arrays, idx = {"pred_pos": pred, "gold_pos": gold}, np.arange(5)
+    assert precision(arrays, idx) == 2 / 3
+    assert recall(arrays, idx) == 2 / 3
+    assert f1(arrays, idx) == 2 / 3
+    ratings = {"pred": np.array([1.0, 2, 3, 4, 5]), "gold": np.array([2.0, 1, 4, 3, 5])}
+    # rank differences d = (1, 1, 1, 1, 0): rho = 1 - 6*4/(5*24) = 0.8
+    assert abs(spearman(ratings, idx) - 0.8) < 1e-12
+    tied = {"pred": np.array([1.0, 1, 2, 2]), "gold": np.array([1.0, 2, 3, 4])}
+    # average ranks (1.5, 1.5, 3.5, 3.5) vs (1, 2, 3, 4): Pearson of ranks = 0.894427...
+    assert abs(spearman(tied, np.arange(4)) - 0.8944271909999159) < 1e-12
+    assert spearman({"pred": np.ones(4), "gold": np.arange(4.0)}, np.arange(4)) is not None

@@ -28,7 +28,7 @@ def make_task(
     task = Task(
         suite=suite, name="tiny", title="Tiny", description="", answer_field=answer_field,
         answer_labels=labels, metric="accuracy", tier_groups=tier_groups,
-        hooks_module="no.such.hooks.module", options={"split": split_name},
+        hooks_module="tests.unit.unit_helpers", options={"split": split_name},
     )
     suite.tasks[task.name] = task
     suite_module._SPLIT_CACHE[task.key] = Split(name=split_name, items=list(items))

@@ -1,0 +1,118 @@
+"""Metrics over per-item arrays, with 95% bootstrap confidence intervals.
+
+A task's hooks turn (items, answers) into named per-item arrays (`correct`, `pred_pos`/`gold_pos`,
+`pred`/`gold` ratings, `consistent`); a metric reads those arrays at a set of item indices, so
+the same function serves the total and every tier. Metrics are micro averages over items.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+Arrays = dict[str, np.ndarray]
+BOOTSTRAP_SAMPLES = 2000
+RESAMPLE_SAMPLES = 1000  # for metrics that are not means (F1, Spearman): each draw recomputes them
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return float(numerator / denominator) if denominator else float("nan")
+
+
+def precision(a: Arrays, idx: np.ndarray) -> float:
+    pred, gold = a["pred_pos"][idx], a["gold_pos"][idx]
+    return _ratio((pred & gold).sum(), pred.sum())
+
+
+def recall(a: Arrays, idx: np.ndarray) -> float:
+    pred, gold = a["pred_pos"][idx], a["gold_pos"][idx]
+    return _ratio((pred & gold).sum(), gold.sum())
+
+
+def f1(a: Arrays, idx: np.ndarray) -> float:
+    pred, gold = a["pred_pos"][idx], a["gold_pos"][idx]
+    tp = (pred & gold).sum()
+    return _ratio(2 * tp, pred.sum() + gold.sum())
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share the mean rank), as Spearman's rho needs."""
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), dtype=float)
+    sorted_values = values[order]
+    boundaries = np.flatnonzero(np.diff(sorted_values)) + 1
+    starts = np.concatenate(([0], boundaries))
+    ends = np.concatenate((boundaries, [len(values)]))
+    for start, end in zip(starts, ends):
+        ranks[order[start:end]] = (start + end - 1) / 2 + 1
+    return ranks
+
+
+def spearman(a: Arrays, idx: np.ndarray) -> float:
+    pred, gold = a["pred"][idx], a["gold"][idx]
+    if len(idx) < 2:
+        return float("nan")
+    rp, rg = _ranks(pred), _ranks(gold)
+    if rp.std() == 0 or rg.std() == 0:
+        return float("nan")  # a constant rating has no rank correlation
+    return float(np.corrcoef(rp, rg)[0, 1])
+
+
+# Metrics that are the mean of one per-item array: their bootstrap is exact and cheap (below).
+MEAN_METRICS = {
+    "accuracy": "correct",
+    "yes_rate": "pred_pos",
+    "human_yes_rate": "gold_pos",
+    "mean_rating": "pred",
+    "human_mean_rating": "gold",
+    "position_consistency": "consistent",
+}
+OTHER_METRICS: dict[str, tuple[Callable[[Arrays, np.ndarray], float], tuple[str, ...]]] = {
+    "precision": (precision, ("pred_pos", "gold_pos")),
+    "recall": (recall, ("pred_pos", "gold_pos")),
+    "f1": (f1, ("pred_pos", "gold_pos")),
+    "spearman": (spearman, ("pred", "gold")),
+}
+KNOWN_METRICS = (*MEAN_METRICS, *OTHER_METRICS)
+
+
+def available(metric: str, arrays: Arrays) -> bool:
+    if metric in MEAN_METRICS:
+        return MEAN_METRICS[metric] in arrays
+    return all(name in arrays for name in OTHER_METRICS[metric][1])
+
+
+def _mean_stats(values: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
+    """Mean and its percentile bootstrap interval.
+
+    Resampling n items with replacement makes the counts of each distinct value
+    Multinomial(n, observed frequencies); for binary outcomes that is Binomial(n, p). Drawing the
+    counts instead of materialising B x n resamples is the same bootstrap in O(B x distinct values).
+    Values with many distinct levels fall back to resampling indices.
+    """
+    values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
+    n = len(values)
+    if n == 0:
+        return {"value": None, "ci95": [None, None], "n": 0}
+    levels, counts = np.unique(values, return_counts=True)
+    if len(levels) <= 64:
+        draws = rng.multinomial(n, counts / n, size=BOOTSTRAP_SAMPLES) @ levels.astype(float) / n
+    else:
+        draws = values[rng.integers(0, n, size=(RESAMPLE_SAMPLES, n))].mean(axis=1)
+    low, high = np.quantile(draws, [0.025, 0.975])
+    return {"value": float(values.mean()), "ci95": [float(low), float(high)], "n": n}
+
+
+def metric_stats(metric: str, arrays: Arrays, idx: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
+    if metric in MEAN_METRICS:
+        return _mean_stats(arrays[MEAN_METRICS[metric]][idx], rng)
+    function, _ = OTHER_METRICS[metric]
+    n = len(idx)
+    if n == 0:
+        return {"value": None, "ci95": [None, None], "n": 0}
+    value = function(arrays, idx)
+    draws = np.array([function(arrays, idx[rng.integers(0, n, size=n)]) for _ in range(RESAMPLE_SAMPLES)])
+    draws = draws[~np.isnan(draws)]
+    low, high = (np.quantile(draws, [0.025, 0.975]) if len(draws) else (np.nan, np.nan))
+    clean = lambda x: None if np.isnan(x) else float(x)  # noqa: E731
+    return {"value": clean(value), "ci95": [clean(low), clean(high)], "n": n}
