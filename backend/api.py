@@ -11,6 +11,7 @@ from redis.exceptions import RedisError
 from starlette.datastructures import UploadFile
 
 from backend.services import Services
+from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from leaderboard.store import StoreError
 from leaderboard.table import EXPORT_FORMATS, export
@@ -95,7 +96,10 @@ def task_inputs(suite: str, task: str):
         found = get_task(suite, task)
     except UnknownSuiteError as exc:
         raise not_found(str(exc)) from None
-    split = found.load_split()
+    try:
+        split = found.load_split()
+    except SplitNotInstalled as exc:
+        raise HTTPException(409, {"message": str(exc)}) from None
     return Response(
         split.public_jsonl(),
         media_type="application/x-ndjson",

@@ -101,6 +101,20 @@ def _models_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _splits_install(args: argparse.Namespace) -> int:
+    from evaluator.registry import get_suite
+    from evaluator.splits import install
+
+    info = install(get_suite(args.suite), args.source, args.revision)
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def _splits_list(args: argparse.Namespace) -> int:
+    print(json.dumps({name: suite.split_status() for name, suite in all_suites().items()}, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="personaboard", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
     add.set_defaults(run=_models_add)
     listing = models_commands.add_parser("list", help="list registered models")
     listing.set_defaults(run=_models_list)
+    splits = commands.add_parser("splits", help="hidden splits that are installed, not shipped")
+    splits_commands = splits.add_subparsers(dest="splits_command", required=True)
+    install = splits_commands.add_parser("install", help="install a suite's split from a Hub dataset or a folder")
+    install.add_argument("suite")
+    install.add_argument("--source", required=True, help="Hugging Face Hub dataset id, or a local folder")
+    install.add_argument("--revision", help="Hub revision (pinned to its commit sha)")
+    install.set_defaults(run=_splits_install)
+    splits_list = splits_commands.add_parser("list", help="which splits are installed, from where, at which revision")
+    splits_list.set_defaults(run=_splits_list)
     return parser
 
 
@@ -142,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (UnknownSuiteError, PredictionsError, BackendError, ValueError) as exc:
+    except (UnknownSuiteError, PredictionsError, BackendError, ValueError, LookupError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -12,6 +12,7 @@ from redis.exceptions import RedisError
 
 from backend.settings import Settings
 from evaluator.registry import all_suites
+from leaderboard.reported import publish_reported
 from leaderboard.store import LocalDatasetStore
 from leaderboard.table import column_name, wide_view
 from submissions import queue
@@ -37,6 +38,7 @@ class Services:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         results = LocalDatasetStore(settings.store_dir)
         results.ensure()
+        publish_reported(results)  # the papers' own rows, once per store (idempotent)
         return cls(settings, SubmissionStore(settings.submissions_db), results, queue.connect(settings.redis_url),
                    ModelRegistry(settings.data_dir))
 

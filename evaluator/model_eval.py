@@ -67,7 +67,14 @@ class Checkpoint:
 
     def append(self, decisions: list[Decision]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        torn = False
+        if self.path.exists() and self.path.stat().st_size:
+            with open(self.path, "rb") as existing:
+                existing.seek(-1, os.SEEK_END)
+                torn = existing.read(1) != b"\n"  # a write cut short: end it, or the next record joins it
         with open(self.path, "a", encoding="utf-8") as stream:
+            if torn:
+                stream.write("\n")
             for d in decisions:
                 stream.write(json.dumps({"id": d.id, "answer": d.answer, "prompt_tokens": d.prompt_tokens}) + "\n")
             stream.flush()

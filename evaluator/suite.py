@@ -97,12 +97,26 @@ class Task:
         return importlib.import_module(self.hooks_module)
 
     def load_split(self) -> Split:
-        """Build the hidden test split from the suite's data (cached per process)."""
+        """Build the hidden test split from the suite's data (cached per process, rebuilt when an
+        installed split changes). Raises SplitNotInstalled for a split the operator has not installed."""
+        from evaluator.splits import split_files, split_marker
+
+        marker = split_marker(self.suite)
         cached = _SPLIT_CACHE.get(self.key)
-        if cached is None:
-            items = self.hooks.build_items(self)
+        if cached is None or _SPLIT_MARKERS.get(self.key) != marker:
+            items = self.hooks.build_items(self, split_files(self.suite))
             cached = _SPLIT_CACHE[self.key] = Split(name=self.options.get("split", "test"), items=items)
+            _SPLIT_MARKERS[self.key] = marker
         return cached
+
+    def split_available(self) -> bool:
+        from evaluator.splits import SplitNotInstalled
+
+        try:
+            self.load_split()
+        except SplitNotInstalled:
+            return False
+        return True
 
     def tier_group(self, name: str) -> TierGroup:
         for group in self.tier_groups:
@@ -128,6 +142,13 @@ class Task:
 
 
 _SPLIT_CACHE: dict[str, Split] = {}
+_SPLIT_MARKERS: dict[str, object] = {}
+
+
+def clear_split_cache(suite_name: str | None = None) -> None:
+    for key in [k for k in _SPLIT_CACHE if suite_name is None or k.startswith(suite_name + "/")]:
+        _SPLIT_CACHE.pop(key, None)
+        _SPLIT_MARKERS.pop(key, None)
 
 
 @dataclass
@@ -142,10 +163,31 @@ class Suite:
     settings: dict[str, str]  # setting name -> description
     folder: Path
     tasks: dict[str, Task] = field(default_factory=dict)
+    split_spec: dict[str, Any] = field(default_factory=dict)  # source: bundled | installed; hub_id; fields
 
     @property
     def data_dir(self) -> Path:
+        """The suite's own bundled files (data/, with their license)."""
         return self.folder / "data"
+
+    def split_status(self) -> dict[str, Any]:
+        from evaluator.splits import install_command, installed_info
+
+        if self.split_spec.get("source", "bundled") == "bundled":
+            return {"source": "bundled", "installed": True}
+        info = installed_info(self)
+        status = {"source": "installed", "installed": info is not None, "hub_id": self.split_spec.get("hub_id")}
+        if info:
+            status.update({"revision": info.get("revision"), "fixture": info.get("fixture", False),
+                           "installed_at": info.get("installed_at")})
+        else:
+            status["install"] = install_command(self)
+        return status
+
+    @property
+    def split_fields(self) -> dict[str, str]:
+        """Our field name -> the split's field name, as the manifest declares them."""
+        return dict(self.split_spec.get("fields", {}))
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -157,6 +199,7 @@ class Suite:
             "license": self.license,
             "homepage": self.homepage,
             "settings": [{"name": k, "description": v} for k, v in self.settings.items()],
+            "split": self.split_status(),
             "tasks": [task.describe() for task in self.tasks.values()],
         }
 
@@ -173,6 +216,7 @@ def load_suite(manifest_path: Path) -> Suite:
         homepage=spec.get("homepage", ""),
         settings=dict(spec["settings"]),
         folder=manifest_path.parent,
+        split_spec=dict(spec.get("split", {"source": "bundled"})),
     )
     package = f"evaluator.suites.{manifest_path.parent.name}"
     for task_name, task_spec in spec["tasks"].items():

@@ -120,6 +120,22 @@ class LocalDatasetStore:
             self._git("commit", "-q", "-m", f"Add result {record['submission_id']} ({record['suite']}/{record['task']})")
             return self._git("rev-parse", "HEAD").decode().strip()
 
+    def publish_many(self, records: list[dict[str, Any]], message: str) -> str | None:
+        """Add the records not yet in the store, all in one new version (None if nothing was new)."""
+        self.ensure()
+        with self._locked():
+            fresh = [r for r in records if not (self.root / self.record_path(r)).exists()]
+            if not fresh:
+                return None
+            for record in fresh:
+                target = self.root / self.record_path(record)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+            self._write_scores(self._read_records_from_disk())
+            self._git("add", "-A")
+            self._git("commit", "-q", "-m", message)
+            return self._git("rev-parse", "HEAD").decode().strip()
+
     def _write_scores(self, records: list[dict[str, Any]]) -> None:
         path = self.root / SCORES_PATH
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,10 +12,12 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from evaluator.metrics import KNOWN_METRICS
+
 TOTAL = "total"
 SCORE_COLUMNS = [
     "submission_id", "suite", "task", "setting", "model_name", "model_link", "source", "row_kind",
-    "tier_group", "tier", "metric", "value", "ci_low", "ci_high", "n", "submitted_at",
+    "tier_group", "tier", "metric", "primary", "value", "ci_low", "ci_high", "n", "submitted_at",
 ]
 ID_COLUMNS = ["model_name", "suite", "task", "setting", "source", "row_kind"]
 TRAILING_COLUMNS = ["n_items", "submitted_at", "submission_id", "model_link"]
@@ -36,20 +38,25 @@ def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "submitted_at": record["submitted_at"],
         }
         metrics = record["metrics"]
+        primary = metrics.get("metric") or next(iter(metrics["total"]), None)
         blocks = [(TOTAL, TOTAL, metrics["total"])]
         for group, tiers in metrics["tiers"].items():
             blocks.extend((group, tier, values) for tier, values in tiers.items())
         for group, tier, values in blocks:
             for metric, stats in values.items():
                 low, high = stats.get("ci95") or [None, None]
-                rows.append({**base, "tier_group": group, "tier": tier, "metric": metric,
-                             "value": stats["value"], "ci_low": low, "ci_high": high, "n": stats["n"]})
+                rows.append({**base, "tier_group": group, "tier": tier, "metric": metric, "primary": metric == primary,
+                             "value": stats["value"], "ci_low": low, "ci_high": high, "n": stats["n"] or 0})
     frame = pd.DataFrame(rows, columns=SCORE_COLUMNS)
-    return frame.astype({"value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "int64"})
+    return frame.astype({"value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "int64", "primary": "bool"})
 
 
-def column_name(group: str, tier: str) -> str:
-    return TOTAL if group == TOTAL else f"{group}/{tier}"
+def column_name(group: str, tier: str, metric: str | None = None, primary: bool = True) -> str | None:
+    """`total` for the primary metric's total, the metric's name for other metrics of the total
+    (precision, f1, ...), `group/tier` for the primary metric on a tier; None for the rest."""
+    if group == TOTAL:
+        return TOTAL if primary else metric
+    return f"{group}/{tier}" if primary else None
 
 
 def wide_view(
@@ -72,11 +79,17 @@ def wide_view(
             frame = frame[frame[column] == wanted]
     if frame.empty:
         return pd.DataFrame(columns=[*ID_COLUMNS, TOTAL, "n_items", "submitted_at", "submission_id", "model_link"])
-    frame = frame.assign(column=[column_name(g, t) for g, t in zip(frame["tier_group"], frame["tier"])])
-    values = frame.pivot_table(index="submission_id", columns="column", values="value", aggfunc="first", dropna=False)
+    primary = frame["primary"] if "primary" in frame else pd.Series(True, index=frame.index)  # older tables
+    frame = frame.assign(column=[column_name(g, t, m, p) for g, t, m, p in
+                                 zip(frame["tier_group"], frame["tier"], frame["metric"], primary)])
     ids = frame.drop_duplicates("submission_id").set_index("submission_id")
-    totals = frame[frame["tier_group"] == TOTAL].set_index("submission_id")
-    tier_columns = [c for c in values.columns if c != TOTAL]
+    totals = frame[frame["column"] == TOTAL].set_index("submission_id")
+    frame = frame[frame["column"].notna()]
+    values = frame.pivot_table(index="submission_id", columns="column", values="value", aggfunc="first", dropna=False)
+    if TOTAL not in values.columns:
+        values[TOTAL] = float("nan")
+    metric_columns = [c for c in KNOWN_METRICS if c in values.columns]
+    tier_columns = [c for c in values.columns if c != TOTAL and c not in metric_columns]
     if tier_order:
         rank = {name: i for i, name in enumerate(tier_order)}
         tier_columns.sort(key=lambda c: (rank.get(c, len(rank)), c))
@@ -84,7 +97,7 @@ def wide_view(
         tier_columns.sort()
     if tier:
         tier_columns = [c for c in tier_columns if c == tier or c.split("/", 1)[-1] == tier]
-    wide = ids[ID_COLUMNS].join(values[[TOTAL, *tier_columns]])
+    wide = ids[ID_COLUMNS].join(values[[TOTAL, *metric_columns, *tier_columns]])
     wide["total_ci_low"] = totals["ci_low"]
     wide["total_ci_high"] = totals["ci_high"]
     wide["n_items"] = totals["n"]
@@ -95,7 +108,7 @@ def wide_view(
     # Reported (paper) rows never rank among verified ones: computed rows first, then by score.
     wide["_reported"] = wide["row_kind"] != "computed"
     wide = wide.sort_values(["_reported", sort_by, "submitted_at"], ascending=[True, False, True], na_position="last")
-    ordered = [*ID_COLUMNS, TOTAL, "total_ci_low", "total_ci_high", *tier_columns, *TRAILING_COLUMNS]
+    ordered = [*ID_COLUMNS, TOTAL, "total_ci_low", "total_ci_high", *metric_columns, *tier_columns, *TRAILING_COLUMNS]
     return wide[ordered].reset_index(drop=True)
 
 

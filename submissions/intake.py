@@ -19,6 +19,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from evaluator.predictions import PredictionsError, iter_lines, read_predictions
+from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, check_setting, get_suite, get_task
 from submissions import queue
 from submissions.records import Submission, SubmissionStore, new_submission_id, utc_now
@@ -70,6 +71,10 @@ def check_form(form: SubmissionForm):
             raise SubmissionError(422, "link must be an http(s) URL", field="link")
     if len(form.description) > MAX_DESCRIPTION:
         raise SubmissionError(422, f"description is longer than {MAX_DESCRIPTION} characters", field="description")
+    try:
+        task.load_split()
+    except SplitNotInstalled as exc:
+        raise SubmissionError(409, str(exc), field="suite") from None
     return task
 
 

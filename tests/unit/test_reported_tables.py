@@ -160,8 +160,13 @@ def test_tasks_and_settings(pf, rc):
 
 
 def test_tier_counts(pf):
-    assert pf["tier_counts"] == PF_COUNTS
+    cells = {k: v for k, v in pf["tier_counts"].items() if k.startswith("cell/")}
+    assert cells == PF_COUNTS
     assert sum(PF_COUNTS.values()) == 8298
+    # the aggregate counts are the sums of their cells
+    assert pf["tier_counts"]["type/specific"] == sum(v for k, v in cells.items() if k.startswith("cell/specific/"))
+    assert pf["tier_counts"]["type/general"] == sum(v for k, v in cells.items() if k.startswith("cell/general/"))
+    assert pf["tier_counts"]["total"] == 8298
 
 
 # ---------------------------------------------------------------- transcription against the text

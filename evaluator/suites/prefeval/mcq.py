@@ -55,8 +55,7 @@ def _context(form: str, record: dict) -> list[dict[str, str]]:
     return messages
 
 
-def build_items(task: Task) -> list[Item]:
-    data = task.suite.data_dir
+def build_items(task: Task, data: Path) -> list[Item]:
     seed = int(task.options["shuffle_seed"])
     topics = task.tier_group("topic").tiers
     items = []
