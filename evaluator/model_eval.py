@@ -116,6 +116,19 @@ def select_items(split: Split, limit: int | None) -> Split:
     return Split(name=f"{split.name}[{limit} of {len(split.items)}]", items=chosen)
 
 
+def _by_item(records) -> dict[str, Any]:
+    """Answers per item. A request id `item::variant` (e.g. both orders of a pairwise judgment)
+    contributes `{variant: answer}` to its item; a plain id is the item's answer."""
+    answers: dict[str, Any] = {}
+    for record in records:
+        item, _, variant = record["id"].partition("::")
+        if variant:
+            answers.setdefault(item, {})[variant] = record["answer"]
+        else:
+            answers[item] = record["answer"]
+    return answers
+
+
 def prompt_template_hash(task: Task) -> str:
     """Hash of what shapes the prompts: the hooks' source and the suite's prompt texts."""
     digest = hashlib.sha256(inspect.getsource(task.hooks).encode())
@@ -143,10 +156,11 @@ def run_model(
         raise BackendError(f"protocol {protocol!r} does not fit a {backend.spec.model_type} model")
     split = select_items(task.load_split(), limit)
     tools = tools or ModelTools(backend, protocol)
-    done = checkpoint.load() if checkpoint else {}
-    answers: dict[str, str | None] = {i.id: done[i.id]["answer"] for i in split.items if i.id in done}
+    done = _by_item(checkpoint.load().values()) if checkpoint else {}
+    answers: dict[str, Any] = {i.id: done[i.id] for i in split.items if i.id in done}
     meter = ProgressMeter(total=len(split.items), done=len(answers), resumed=len(answers))
     todo: list[Item] = [i for i in split.items if i.id not in answers]
+    to_answer = getattr(task.hooks, "decision_answer", None) or (lambda decision: decision.answer)
     started = time.monotonic()
     for start in range(0, len(todo), batch_items):
         chunk = todo[start : start + batch_items]
@@ -155,7 +169,7 @@ def run_model(
         def count(_items: int, tokens: int) -> None:
             meter.tokens += tokens
 
-        if protocol == "choice_logprobs":
+        if protocol in ("choice_logprobs", "pairwise_logprobs", "rating_logprobs"):
             decisions = choose_by_logprobs(backend, requests, count)
         elif protocol == "generate_parse":
             decisions = choose_by_generation(backend, requests, int(task.model.get("max_new_tokens", 16)),
@@ -164,10 +178,11 @@ def run_model(
             decisions = choose_by_reward(backend, requests, count)
         else:
             raise BackendError(f"unknown protocol {protocol!r}")
+        for d in decisions:
+            d.answer = to_answer(d)
         if checkpoint:
             checkpoint.append(decisions)
-        for d in decisions:
-            answers[d.id] = d.answer
+        answers.update(_by_item({"id": d.id, "answer": d.answer} for d in decisions))
         meter.done += len(chunk)
         if on_progress:
             on_progress(meter.report())
