@@ -46,7 +46,8 @@ def build_task(n_items: int):
         suite=suite, name="mcq", title="Bench MCQ", description="", answer_field="answer",
         answer_labels=tuple(LETTERS), metric="accuracy",
         tier_groups=(TierGroup("form", "Form", FORMS, {}), TierGroup("topic", "Topic", TOPICS, {})),
-        hooks_module="bench.none", options={"split": "test"},
+        # a module with none of the optional hooks: the default label check and exact-match scoring
+        hooks_module="evaluator.metrics", options={"split": "test"},
     )
     suite.tasks["mcq"] = task
     items = []
