@@ -119,8 +119,8 @@ def test_contexts_differ_by_form(split):
 
 
 def test_split_hash_stable_and_sensitive(task, split):
-    rebuilt_a = Split(name=split.name, items=task.hooks.build_items(task))
-    rebuilt_b = Split(name=split.name, items=task.hooks.build_items(task))
+    rebuilt_a = Split(name=split.name, items=task.hooks.build_items(task, task.suite.data_dir))
+    rebuilt_b = Split(name=split.name, items=task.hooks.build_items(task, task.suite.data_dir))
     assert rebuilt_a.sha256 == rebuilt_b.sha256 == split.sha256
     assert len(split.sha256) == 64
 
