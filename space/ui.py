@@ -251,7 +251,7 @@ def build_ui(services: Services) -> gr.Blocks:
     def submit_model(model, revision, model_type, suite, task, settings, protocol, limit, description):
         """One submission per chosen setting; each is resolved, deduplicated and queued on its own."""
         if not settings:
-            return "**Error:** choose at least one setting.", [], gr.Timer(active=False)
+            return "**Error:** choose at least one setting.", {}, gr.Timer(active=False)
         accepted, messages = [], []
         for setting in settings:
             form = ModelForm(model=model or "", suite=suite or "", task=task or "", setting=setting,
@@ -262,21 +262,24 @@ def build_ui(services: Services) -> gr.Blocks:
                 accepted.append(accept_model(form, records=services.records, registry=services.models,
                                              redis=services.redis).id)
             except SubmissionError as exc:
-                messages.append(f"**{html.escape(setting)}:** " + format_error(exc).removeprefix("**Error:** "))
-        return _model_statuses(accepted, messages), accepted, gr.Timer(active=bool(accepted))
+                messages.append(f"**Error ({html.escape(setting)}):** " + format_error(exc).removeprefix("**Error:** "))
+        # The state keeps the refusals too, so the 1 s poll does not wipe them while the others run.
+        return (_model_statuses(accepted, messages), {"ids": accepted, "messages": messages},
+                gr.Timer(active=bool(accepted)))
 
     def _model_statuses(ids, messages=()):
-        parts = list(messages)
+        parts = ["\n\n".join(messages)] if messages else []  # the refusals together, then one block a run
         for found in filter(None, (services.records.get(i) for i in ids)):
             parts.append(format_status(services.submission_status(found)))
         return "\n\n---\n\n".join(parts)
 
-    def poll_models(ids):
+    def poll_models(current):
         """Every second while a run of this page is in flight; stops when all are finished or failed."""
+        ids = (current or {}).get("ids") or []
         if not ids:
             return gr.skip(), gr.Timer(active=False)
         running = any(s.state not in TERMINAL_STATES for s in filter(None, (services.records.get(i) for i in ids)))
-        return _model_statuses(ids), gr.Timer(active=running)
+        return _model_statuses(ids, current.get("messages") or ()), gr.Timer(active=running)
 
     def lookup(submission_id):
         found = services.records.get((submission_id or "").strip())
@@ -340,7 +343,7 @@ def build_ui(services: Services) -> gr.Blocks:
                 m_description = gr.Textbox(label="Description (optional)", elem_id="model-description")
             m_button = gr.Button("Evaluate", variant="primary", elem_id="model-submit")
             m_status = gr.Markdown(elem_id="model-status")
-            m_current = gr.State([])
+            m_current = gr.State({})
             m_timer = gr.Timer(1.0, active=False)
         with gr.Tab("Submission status", id="status"):
             q_id = gr.Textbox(label="Submission id", elem_id="status-id")

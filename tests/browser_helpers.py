@@ -1,0 +1,168 @@
+"""Helpers for driving the Gradio UI through Debian's chromium (Playwright, sync API).
+
+The same helpers as tests/test_browser.py uses (launching chromium, picking a Gradio dropdown
+option, reading the leaderboard grid, screenshots), shared here so other browser tests reuse them.
+Import this module only after `pytest.importorskip("playwright.sync_api")`.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from playwright import sync_api
+from playwright.sync_api import expect
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+# -- browser and pages ----------------------------------------------------------------------------
+@contextlib.contextmanager
+def launch_chromium():
+    """Debian's chromium, headless; closed on exit."""
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def open_page(browser, base_url: str, timeout_ms: int = 30_000):
+    """A fresh context (own cookies/storage, downloads allowed) on the service's page, loaded."""
+    context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000}, base_url=base_url)
+    context.set_default_timeout(timeout_ms)
+    page = context.new_page()
+    page.goto("/")
+    expect(page.locator("#leaderboard-table")).to_be_visible()
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def screenshot(page, tmp_path: Path, name: str, full_page: bool = True) -> Path:
+    """A PNG in tmp_path (and in $PERSONABOARD_BROWSER_ARTIFACTS when set)."""
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    extra = os.environ.get("PERSONABOARD_BROWSER_ARTIFACTS")
+    if extra:
+        Path(extra).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(extra) / path.name)
+    return path
+
+
+# -- controls -------------------------------------------------------------------------------------
+def open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+    expect(page.get_by_role("tab", name=name)).to_have_attribute("aria-selected", "true")
+
+
+def choose(page, elem_id: str, option: str) -> None:
+    """Pick `option` (its label) in the Gradio dropdown #elem_id: a custom combobox, not a <select>.
+
+    Open the list by clicking the input, click the option by its aria-label inside this
+    component's own listbox, and check the input shows it (Gradio then fires .change)."""
+    box = page.locator(f"#{elem_id} input[role='combobox']")
+    expect(box).to_be_enabled()
+    for _ in range(3):
+        box.click()
+        choice = page.locator(f"#{elem_id} [role='listbox'] [role='option'][aria-label={json.dumps(option)}]")
+        try:
+            choice.first.wait_for(state="visible", timeout=5_000)
+        except sync_api.TimeoutError:
+            page.keyboard.press("Escape")
+            continue
+        choice.first.scroll_into_view_if_needed()
+        choice.first.click()
+        break
+    expect(box).to_have_value(option)
+    page.keyboard.press("Escape")  # leave no list open over the next control
+
+
+def type_custom(page, elem_id: str, value: str) -> None:
+    """Type a value that is not among the choices into a Dropdown(allow_custom_value=True).
+
+    Gradio takes a custom value when the input loses focus (or on Enter), so type, then blur."""
+    box = page.locator(f"#{elem_id} input[role='combobox']")
+    expect(box).to_be_enabled()
+    box.click()
+    box.fill(value)
+    box.press("Enter")
+    box.blur()
+    page.keyboard.press("Escape")
+    expect(box).to_have_value(value)
+
+
+def set_checkboxes(page, elem_id: str, wanted: list[str]) -> None:
+    """Leave exactly the boxes labelled `wanted` checked in the CheckboxGroup #elem_id."""
+    labels = page.locator(f"#{elem_id} label")
+    expect(labels.first).to_be_visible()
+    names = [t.strip() for t in labels.all_inner_texts()]
+    missing = set(wanted) - set(names)
+    assert not missing, f"#{elem_id} has no boxes {sorted(missing)}; it has {names}"
+    for name in names:
+        box = labels.filter(has_text=name).first.locator("input[type='checkbox']")
+        box.set_checked(name in wanted)
+    for name in names:
+        box = labels.filter(has_text=name).first.locator("input[type='checkbox']")
+        (expect(box).to_be_checked if name in wanted else expect(box).not_to_be_checked)()
+
+
+# -- the leaderboard grid -------------------------------------------------------------------------
+def read_table(page) -> tuple[list[str], list[dict[str, str]]]:
+    """Headers and rendered rows of the leaderboard grid, read in one go (it is a virtual table:
+    header cells are [role=columnheader], body rows [role=row] of [role=gridcell])."""
+    headers, cells = page.locator("#leaderboard-table [role='grid']").first.evaluate("""grid => [
+        [...grid.querySelectorAll("[role='columnheader']")].map(h => h.innerText.trim()),
+        [...grid.querySelectorAll("[role='row']")]
+            .map(r => [...r.querySelectorAll("[role='gridcell']")].map(c => c.innerText.trim()))
+            .filter(r => r.length),
+    ]""")
+    return headers, [dict(zip(headers, row)) for row in cells if len(row) == len(headers)]
+
+
+def wait_table(page, check, what: str, timeout: float = 30.0):
+    """Re-read the leaderboard table until check(headers, rows) is truthy; return (headers, rows)."""
+    deadline = time.monotonic() + timeout
+    headers, rows = [], []
+    while time.monotonic() < deadline:
+        try:
+            headers, rows = read_table(page)
+            if check(headers, rows):
+                return headers, rows
+        except sync_api.Error:
+            pass  # the table re-rendered under us
+        page.wait_for_timeout(250)
+    raise AssertionError(f"leaderboard never showed {what}; last headers={headers} rows={rows}")
+
+
+def row_for(rows, model):
+    return next((r for r in rows if r.get("Model") == model), None)
+
+
+def rows_for(rows, model):
+    return [r for r in rows if r.get("Model") == model]
+
+
+# -- the API, through the page's own request context ------------------------------------------------
+def submissions(page) -> list[dict]:
+    response = page.request.get("/api/v1/submissions?limit=1000")
+    assert response.ok, response.text()
+    return response.json()["submissions"]
+
+
+def download(page, link) -> bytes:
+    with page.expect_download() as info:
+        link.click()
+    path = info.value.path()
+    assert info.value.failure() is None, info.value.failure()
+    return Path(path).read_bytes()
