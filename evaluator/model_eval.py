@@ -149,7 +149,8 @@ def run_model(
     tools: ModelTools | None = None,
     batch_items: int = BATCH_ITEMS,
 ) -> ModelRun:
-    protocol = protocol or task.model.get("default_protocol")
+    # The default fits the model, as for API submissions: a reward model can only be run with `reward`.
+    protocol = protocol or ("reward" if backend.spec.model_type == "reward" else task.model.get("default_protocol"))
     if protocol not in task.model_protocols:
         raise BackendError(f"{task.key} runs models with {', '.join(task.model_protocols) or 'no protocol'}, not {protocol!r}")
     if (protocol == "reward") != (backend.spec.model_type == "reward"):

@@ -50,7 +50,7 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
     if submission.kind == "model":
         details = submission.details or {}
         model = {k: v for k, v in details["model"].items() if k != "path"}
-        provenance.update({"model": model, **(run or {})})
+        provenance.update({**(run or {}), "model": model})  # the run's own "model" (a bare name) must not replace this
         partial = bool(details.get("limit")) and metrics["n_items"] < metrics["split"]["full_n_items"]
         source, row_kind = f"model run ({provenance.get('protocol')})", "partial" if partial else "computed"
     else:

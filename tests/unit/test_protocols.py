@@ -1,0 +1,218 @@
+"""Protocols (label log-probs, generate-and-parse, reward) and the checkpointed runner, on a tiny
+random model with the real PrefEval MCQ task."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evaluator.backends import BackendError, ModelSpec, load_backend  # noqa: E402
+from evaluator.model_eval import Checkpoint, run_model, select_items  # noqa: E402
+from evaluator.protocols import (  # noqa: E402
+    ChoiceRequest, choose_by_generation, choose_by_logprobs, choose_by_reward, parse_choice_tag,
+)
+from evaluator.registry import get_task  # noqa: E402
+from tiny_models import build_tiny_model  # noqa: E402
+
+LABELS = ("A", "B", "C", "D")
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-models")
+    return {"generative": build_tiny_model(root / "gen", "generative", seed=3),
+            "reward": build_tiny_model(root / "rew", "reward", seed=4)}
+
+
+@pytest.fixture(scope="module")
+def gen(folders):
+    return load_backend(ModelSpec("tiny-gen", str(folders["generative"]), "generative", revision="sha256:x"), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def rew(folders):
+    return load_backend(ModelSpec("tiny-rew", str(folders["reward"]), "reward"), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def task():
+    return get_task("prefeval", "mcq")
+
+
+def requests(n: int = 3) -> list[ChoiceRequest]:
+    return [
+        ChoiceRequest(f"r{i}", [{"role": "user", "content": f"Question {i}: which trip suits someone who hates crowds?"}],
+                      LABELS, {label: f"option {label} for question {i}" for label in LABELS})
+        for i in range(n)
+    ]
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,expected", [
+    ("<choice>B</choice>", "B"),
+    ("<choice> c", "C"),
+    ("I pick <choice>D</choice> because", "D"),
+    ("no tag", None),
+    ("<choice>E", None),
+    ("", None),
+    ("B", None),
+])
+def test_parse_choice_tag(text, expected):
+    assert parse_choice_tag(text) == expected
+
+
+def test_parse_choice_tag_prefilled():
+    assert parse_choice_tag("A</choice>", prefilled=True) == "A"
+    assert parse_choice_tag("A</choice>") is None
+
+
+# -- protocols -------------------------------------------------------------------------------------
+
+def test_choose_by_logprobs_renormalises_over_the_labels(gen):
+    decisions = choose_by_logprobs(gen, requests())
+    assert [d.id for d in decisions] == ["r0", "r1", "r2"]
+    for d in decisions:
+        assert set(d.scores) == set(LABELS)
+        probs = np.exp(list(d.scores.values()))
+        assert abs(probs.sum() - 1.0) < 1e-6
+        assert d.answer == max(d.scores, key=d.scores.get)
+        assert d.prompt_tokens > 0
+    # the renormalised scores are the raw log-probs shifted by one constant per row
+    prompt = gen.render(requests()[0].messages)
+    raw = gen.choice_logprobs([prompt], [gen.token_id(label) for label in LABELS])[0]
+    shift = np.array([decisions[0].scores[label] for label in LABELS]) - raw
+    np.testing.assert_allclose(shift, np.full(4, shift[0]), atol=1e-5)
+    assert shift[0] > 0  # the labels hold only part of the full-vocabulary mass
+
+
+def test_choose_by_logprobs_refuses_multi_token_labels_and_mixed_labels(gen):
+    bad = [ChoiceRequest("x", [{"role": "user", "content": "hi"}], ("AB", "CD"))]
+    with pytest.raises(BackendError):
+        choose_by_logprobs(gen, bad)
+    mixed = requests(2)
+    mixed[1].labels = ("A", "B")
+    with pytest.raises(BackendError, match="share"):
+        choose_by_logprobs(gen, mixed)
+
+
+def test_choose_by_generation_parses_or_gives_none(gen):
+    decisions = choose_by_generation(gen, requests(2), 4, lambda text: "C" if text else None)
+    assert [d.answer for d in decisions] == [("C" if d.raw else None) for d in decisions]
+    assert all(d.raw is not None for d in decisions)
+
+
+def test_choose_by_reward_scores_every_candidate(rew):
+    reqs = requests(2)
+    decisions = choose_by_reward(rew, reqs)
+    for request, decision in zip(reqs, decisions):
+        assert set(decision.scores) == set(LABELS)
+        assert decision.answer == max(decision.scores, key=decision.scores.get)
+        conversation = [*request.messages, {"role": "assistant", "content": request.responses["B"]}]
+        expected = rew.reward_scores([rew.render(conversation, add_generation_prompt=False)])[0]
+        assert decision.scores["B"] == pytest.approx(expected, abs=1e-4)
+
+
+# -- the runner ------------------------------------------------------------------------------------
+
+def test_select_items_spreads_over_all_forms(task):
+    split = task.load_split()
+    chosen = select_items(split, 8)
+    assert len(chosen.items) == 8 and len({i.id for i in chosen.items}) == 8
+    assert {i.tiers["form"] for i in chosen.items} == {"explicit", "implicit_choice", "implicit_persona"}
+    assert [i.id for i in select_items(split, 8).items] == [i.id for i in chosen.items]  # deterministic
+    assert select_items(split, None) is split and select_items(split, len(split.items) + 5) is split
+
+
+class CountingBackend:
+    """Forwards to a real backend, counting the prompts each primitive is asked for."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.prompts = {"choice_logprobs": 0, "generate": 0, "reward_scores": 0}
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def choice_logprobs(self, prompts, choice_ids, progress=None):
+        self.prompts["choice_logprobs"] += len(prompts)
+        return self._inner.choice_logprobs(prompts, choice_ids, progress)
+
+    def generate(self, prompts, max_new_tokens, progress=None):
+        self.prompts["generate"] += len(prompts)
+        return self._inner.generate(prompts, max_new_tokens, progress)
+
+    def reward_scores(self, prompts, progress=None):
+        self.prompts["reward_scores"] += len(prompts)
+        return self._inner.reward_scores(prompts, progress)
+
+
+class Killed(Exception):
+    pass
+
+
+def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
+    full = run_model(task, "zero_shot", gen, limit=8, batch_items=4)
+    assert full.partial and len(full.answers) == 8
+    assert full.stats["items_resumed"] == 0 and full.stats["protocol"] == "choice_logprobs"
+
+    checkpoint = Checkpoint(tmp_path / "ck.jsonl")
+    calls = []
+
+    def die_after_first_batch(report):
+        calls.append(report)
+        raise Killed()
+
+    first = CountingBackend(gen)
+    with pytest.raises(Killed):
+        run_model(task, "zero_shot", first, limit=8, checkpoint=checkpoint, on_progress=die_after_first_batch, batch_items=4)
+    assert len(calls) == 1 and calls[0]["done"] == 4 and calls[0]["total"] == 8
+    assert first.prompts["choice_logprobs"] == 4
+    first_done = set(checkpoint.load())
+    assert len(first_done) == 4
+    # a torn last line (killed mid-write) is ignored
+    with open(checkpoint.path, "a") as stream:
+        stream.write('{"id": "explicit-')
+
+    second = CountingBackend(gen)
+    reports = []
+    resumed = run_model(task, "zero_shot", second, limit=8, checkpoint=checkpoint, on_progress=reports.append, batch_items=4)
+    assert resumed.stats["items_resumed"] == 4
+    assert second.prompts["choice_logprobs"] == 4  # only the 4 items not in the checkpoint
+    done_ids = set(checkpoint.load())
+    assert done_ids == set(full.answers)
+    assert resumed.answers == full.answers
+    assert reports[-1]["done"] == 8
+    # explicit items need the model's own first reply: asked only for the items still to do
+    todo_explicit = [i for i in resumed.split.items if i.tiers["form"] == "explicit" and i.id not in first_done]
+    assert second.prompts["generate"] == len(todo_explicit)
+
+
+def test_run_model_protocol_must_fit_the_model(gen, rew, task):
+    with pytest.raises(BackendError):
+        run_model(task, "zero_shot", rew, protocol="choice_logprobs", limit=2)
+    with pytest.raises(BackendError):
+        run_model(task, "zero_shot", gen, protocol="reward", limit=2)
+    with pytest.raises(BackendError):
+        run_model(task, "zero_shot", gen, protocol="no_such_protocol", limit=2)
+
+
+@pytest.mark.parametrize("protocol", ["reward", None])  # None: the default for a reward model (as the CLI runs it)
+def test_run_model_reward_protocol(rew, task, protocol):
+    run = run_model(task, "zero_shot", rew, protocol=protocol, limit=6, batch_items=4)
+    assert len(run.answers) == 6 and run.stats["protocol"] == "reward"
+    assert all(a in LABELS for a in run.answers.values())
+    assert run.stats["items_resumed"] == 0 and len(run.stats["prompt_template_sha256"]) == 64
+
+
+def test_checkpoint_keeps_answers_only(gen, task, tmp_path):
+    checkpoint = Checkpoint(tmp_path / "ck.jsonl")
+    run_model(task, "zero_shot", gen, limit=3, checkpoint=checkpoint)
+    lines = [json.loads(line) for line in checkpoint.path.read_text().splitlines()]
+    assert len(lines) == 3
+    assert all(set(line) == {"id", "answer", "prompt_tokens"} for line in lines)
