@@ -107,12 +107,33 @@ class ModelRun:
     partial: bool
 
 
-def select_items(split: Split, limit: int | None) -> Split:
-    """The whole split, or `limit` items spread evenly over it (every tier represented), same every time."""
+def select_items(split: Split, limit: int | None, seed: int = 0) -> Split:
+    """The whole split, or `limit` items for a smoke run: a seeded random sample that takes the
+    tiers of the first tier group in turn (every form represented), the same every time.
+
+    Random rather than every k-th item: where the gold letters follow a pattern along the split
+    (PrefEval's official shuffle repeats per topic), a regular stride can pick items that all share
+    one answer and make a constant answerer look perfect.
+    """
     if not limit or limit >= len(split.items):
         return split
-    step = len(split.items) / limit
-    chosen = [split.items[int(i * step)] for i in range(limit)]
+    import random
+
+    rng = random.Random(seed)
+    first_group = next(iter(split.items[0].tiers), None) if split.items else None
+    pools: dict[str, list[Item]] = {}
+    for item in split.items:
+        pools.setdefault(item.tiers.get(first_group, ""), []).append(item)
+    for pool in pools.values():
+        rng.shuffle(pool)
+    chosen: list[Item] = []
+    queues = list(pools.values())
+    while len(chosen) < limit:
+        for pool in queues:
+            if pool and len(chosen) < limit:
+                chosen.append(pool.pop())
+    order = {item.id: i for i, item in enumerate(split.items)}
+    chosen.sort(key=lambda item: order[item.id])
     return Split(name=f"{split.name}[{limit} of {len(split.items)}]", items=chosen)
 
 

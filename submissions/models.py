@@ -9,12 +9,15 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import struct
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 REWARD_SUFFIXES = ("ForSequenceClassification", "ForRewardModel", "RewardModel")
 
@@ -28,9 +31,14 @@ class ModelError(ValueError):
 
 
 class HubUnreachable(ModelError):
-    def __init__(self, detail: str):
-        super().__init__(f"the Hugging Face Hub cannot be reached from this server ({detail}); "
+    """The submitter sees what happened and what to do; the library's own text (often advice for
+    the operator, such as unsetting HF_HUB_OFFLINE) goes to the log only."""
+
+    def __init__(self, detail: str, name: str | None = None):
+        about = f"{name!r} is not a model registered on this server, and " if name else ""
+        super().__init__(f"{about}the Hugging Face Hub cannot be reached from this server right now; "
                          "submit again later, or ask the operator to register the model locally", status=503)
+        log.warning("Hub unreachable%s: %s", f" while resolving {name}" if name else "", detail)
 
 
 @dataclass
@@ -216,9 +224,9 @@ def resolve_hub_model(repo_id: str, revision: str | None, model_type: str) -> Re
         status = getattr(getattr(exc, "response", None), "status_code", None)
         if status and status < 500:
             raise ModelError(f"the Hub refused {repo_id}: {exc}") from None
-        raise HubUnreachable(str(exc).splitlines()[0]) from None
+        raise HubUnreachable(str(exc).splitlines()[0], repo_id) from None
     except Exception as exc:  # offline mode, DNS, refused connection, timeouts: all "unreachable"
-        raise HubUnreachable(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        raise HubUnreachable(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", repo_id) from None
     config = info.config or {}
     if config.get("auto_map"):
         raise ModelError(f"{repo_id} needs remote code (auto_map), which the service does not run")
