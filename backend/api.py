@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from redis.exceptions import RedisError
@@ -45,6 +45,8 @@ SUBMISSION_FORM_SCHEMA = {
 
 class ModelSubmission(BaseModel):
     """A model to run on a task's hidden split (one run per submission)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())  # a misspelt field is an error, not ignored
 
     model: str = Field(description="a Hugging Face Hub id, or the name of a model the operator registered")
     revision: str | None = Field(None, description="branch, tag or commit; pinned to a commit sha before queueing")
