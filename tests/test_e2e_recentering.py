@@ -1,0 +1,251 @@
+"""Re-Centering Humans end to end against a live service (Redis + rq workers + web app): refused
+with the install command until the split is installed, the paper's rows (Tables 2, 3, 6) visible
+meanwhile with their precision / recall / F1 / Spearman columns; the synthetic fixture installed
+with `personaboard splits install`; one predictions file per task with known metrics -> rows;
+bad files -> 4xx naming line and field; a tiny generative model rating stage-3 pairs
+(rating_logprobs) with a limit -> a finished partial row.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiny_models import build_tiny_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = Path(sys.executable).parent / "personaboard"
+FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "recentering"
+SUITE = "recentering"
+TASKS = ("attribute_verification", "relevance", "response_preference")
+
+
+def cli(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "backend.cli"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
+
+
+def start_live_service(root: Path):
+    """tests/conftest.py's starter, loaded by path (a module-scoped service: `live_service` is per test)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_rc_e2e_conftest", Path(__file__).parent / "conftest.py")
+    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
+    if spec.name not in sys.modules:
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return module.start_live_service(root)
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory):
+    service = start_live_service(tmp_path_factory.mktemp("rc-service"))
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture(scope="module")
+def installed(svc):
+    proc = cli("splits", "install", SUITE, "--source", str(FIXTURE), env=svc.env)
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["fixture"] is True
+    assert {t: v["n_items"] for t, v in info["tasks"].items()} == {t: 10 for t in TASKS}
+    return svc
+
+
+def http_client(svc) -> httpx.Client:
+    return httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60)
+
+
+def submit(http, task: str, body: bytes, setting: str = "zero_shot", model_name: str = "rc-test") -> httpx.Response:
+    return http.post("/api/v1/submissions", files={"file": ("predictions.jsonl", body, "application/x-ndjson")},
+                     data={"suite": SUITE, "task": task, "setting": setting, "model_name": model_name})
+
+
+def wait_done(http, sid: str, timeout: float, logs) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        body = http.get(f"/api/v1/submissions/{sid}").json()
+        if body["state"] in ("finished", "failed"):
+            assert body["state"] == "finished", f"{body}\n{logs()}"
+            return body
+        if time.monotonic() > deadline:
+            raise AssertionError(f"submission {sid} still {body['state']} after {timeout}s\n{logs()}")
+        time.sleep(0.2)
+
+
+def rows(http, task: str, setting: str | None = None) -> list[dict]:
+    params = {"suite": SUITE, "task": task, **({"setting": setting} if setting else {})}
+    answer = http.get("/api/v1/leaderboard", params=params)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def row_of(http, task: str, sid: str, setting: str) -> dict:
+    by_id = {row["submission_id"]: row for row in rows(http, task, setting)}
+    assert sid in by_id, list(by_id)
+    return by_id[sid]
+
+
+def gold_items(svc, task: str) -> list:
+    """The fixture split as the service built it (the test is the scorer's side: it may read gold)."""
+    from evaluator.registry import get_task
+    from evaluator.suite import clear_split_cache
+
+    old = os.environ.get("PERSONABOARD_SPLITS_DIR")
+    os.environ["PERSONABOARD_SPLITS_DIR"] = str(svc.data_dir / "splits")
+    try:
+        clear_split_cache(SUITE)
+        return get_task(SUITE, task).load_split().items
+    finally:
+        if old is None:
+            os.environ.pop("PERSONABOARD_SPLITS_DIR")
+        else:
+            os.environ["PERSONABOARD_SPLITS_DIR"] = old
+        clear_split_cache(SUITE)
+
+
+def body_of(records: list[dict]) -> bytes:
+    return ("\n".join(json.dumps(r) for r in records) + "\n").encode()
+
+
+def test_refused_until_installed_with_reported_rows_visible(svc):
+    with http_client(svc) as http:
+        answer = submit(http, "relevance", b'{"id": "r01", "answer": "YES"}\n')
+        assert answer.status_code == 409, answer.text
+        assert f"personaboard splits install {SUITE} --source PATH_TO_SPLIT_FOLDER" in answer.json()["detail"]["message"]
+        model = http.post("/api/v1/submissions", json={"model": "anything", "suite": SUITE, "task": "response_preference",
+                                                        "setting": "default", "limit": 2})
+        assert model.status_code == 409 and "splits install" in model.text, model.text
+        suite = next(s for s in http.get("/api/v1/suites").json()["suites"] if s["name"] == SUITE)
+        assert suite["split"]["installed"] is False and "splits install" in suite["split"]["install"]
+
+        t2 = {(r["model_name"], r["setting"]): r for r in rows(http, "attribute_verification") if r["row_kind"] == "reported"}
+        assert len(t2) == 11
+        roberta = t2[("RoBERTa (Trained)", "trained")]
+        assert roberta["total"] == pytest.approx(0.748)  # accuracy, the primary metric
+        assert (roberta["precision"], roberta["recall"], roberta["f1"]) == pytest.approx((0.591, 0.926, 0.726))
+        optimized = rows(http, "attribute_verification", "optimized_prompt")
+        assert {r["model_name"] for r in optimized} >= {"GPT-5.4", "Claude-Sonnet-4.6"} and len(optimized) == 5
+
+        grpo = rows(http, "relevance", "grpo")
+        assert len(grpo) == 1 and grpo[0]["model_name"] == "Qwen3-4B + GRPO"
+        assert (grpo[0]["total"], grpo[0]["precision"], grpo[0]["recall"], grpo[0]["f1"]) == pytest.approx(
+            (0.870, 0.611, 0.674, 0.641))
+        assert len(rows(http, "relevance", "zero_shot")) == 6
+
+        t6 = {r["model_name"]: r for r in rows(http, "response_preference", "default")}
+        assert len(t6) == 6
+        assert t6["Llama-3.3-70B"]["total"] == pytest.approx(0.376)  # Spearman, the primary metric
+        assert t6["Llama-3.3-70B"]["mean_rating"] == pytest.approx(4.019)
+        assert t6["Human"]["mean_rating"] == pytest.approx(3.176) and t6["Human"]["total"] is None
+
+
+def test_each_task_upload_scored(installed):
+    svc = installed
+    av, rel, pref = (gold_items(svc, t) for t in TASKS)
+    with http_client(svc) as http:
+        # stage 1: flag the first two gold-unsupported items and the first three gold-supported ones
+        unsupported = [i.id for i in av if i.gold == "unsupported"][:2]
+        supported = [i.id for i in av if i.gold == "supported"][:3]
+        flagged = set(unsupported) | set(supported)
+        records = [{"id": i.id, "answer": "unsupported" if i.id in flagged else "supported"} for i in av]
+        n_pos = sum(i.gold == "unsupported" for i in av)
+        n_neg = len(av) - n_pos
+        expect_av = {"total": (2 + n_neg - 3) / len(av), "precision": 2 / 5, "recall": 2 / n_pos,
+                     "f1": 4 / (5 + n_pos)}
+        # stage 2: YES on every item -> recall 1, precision = YES share, yes_rate 1
+        yes_share = sum(i.gold == "YES" for i in rel) / len(rel)
+        expect_rel = {"total": yes_share, "precision": yes_share, "recall": 1.0, "f1": 2 * yes_share / (1 + yes_share),
+                      "yes_rate": 1.0, "human_yes_rate": yes_share}
+        # stage 3: A/B ratings that agree exactly with the humans once oriented
+        exact = [{"id": i.id, "rating": i.gold["rating"] if i.gold["personalized"] == "B" else 6 - i.gold["rating"]}
+                 for i in pref]
+        human_mean = sum(i.gold["rating"] for i in pref) / len(pref)
+        expect_pref = {"total": 1.0, "mean_rating": human_mean, "human_mean_rating": human_mean}
+
+        ids = {}
+        for task, recs, setting in (("attribute_verification", records, "optimized_prompt"),
+                                    ("relevance", [{"id": i.id, "answer": "YES"} for i in rel], "zero_shot"),
+                                    ("response_preference", exact, "default")):
+            answer = submit(http, task, body_of(recs), setting=setting, model_name=f"rc-{task}")
+            assert answer.status_code == 201, answer.text
+            ids[task] = (answer.json()["id"], setting)
+        for sid, _ in ids.values():
+            wait_done(http, sid, 120, svc.logs)
+        for task, expect in (("attribute_verification", expect_av), ("relevance", expect_rel),
+                             ("response_preference", expect_pref)):
+            sid, setting = ids[task]
+            row = row_of(http, task, sid, setting)
+            assert row["row_kind"] == "computed" and row["n_items"] == 10
+            for column, value in expect.items():
+                assert row[column] == pytest.approx(value), (task, column)
+        av_row = row_of(http, "attribute_verification", *ids["attribute_verification"])
+        assert {"source/wildchat", "source/personalens", "source/cupid", "source/prefeval"} <= set(av_row)
+        assert {"agreement/unanimous", "agreement/split"} <= set(row_of(http, "relevance", *ids["relevance"]))
+        # the computed row sits in the same table as the paper's rows, with the same columns
+        table = rows(http, "attribute_verification", "optimized_prompt")
+        assert {r["row_kind"] for r in table} == {"computed", "reported"}
+
+
+def test_bad_inputs_name_line_and_field(installed):
+    svc = installed
+    pref = gold_items(svc, "response_preference")
+    rel = gold_items(svc, "relevance")
+    with http_client(svc) as http:
+        records = [{"id": i.id, "rating": 3} for i in pref]
+        records[3]["rating"] = 6
+        records[7] = {"id": pref[7].id, "score": 2}
+        answer = submit(http, "response_preference", body_of(records), setting="default")
+        assert answer.status_code == 422, answer.text
+        problems = answer.json()["detail"]["problems"]
+        assert {(p["line"], p["field"]) for p in problems} == {(4, "rating"), (8, "rating")}
+        assert "line 4, field 'rating'" in answer.json()["detail"]["message"]
+
+        labels = [{"id": i.id, "answer": "NO"} for i in rel]
+        labels[1]["answer"] = "relevant"
+        answer = submit(http, "relevance", body_of(labels))
+        assert answer.status_code == 422, answer.text
+        assert [(p["line"], p["field"]) for p in answer.json()["detail"]["problems"]] == [(2, "answer")]
+        unknown = submit(http, "relevance", body_of([{"id": i.id, "answer": "NO"} for i in rel]), setting="rag")
+        assert unknown.status_code == 422 and unknown.json()["detail"]["problems"][0]["field"] == "setting"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("rc-tiny") / "gen", "generative", seed=31)
+
+
+def test_tiny_model_rates_pairs(installed, tiny):
+    svc = installed
+    limit = 6
+    proc = cli("models", "add", "rc-tiny-judge", str(tiny), env=svc.env)
+    assert proc.returncode == 0, proc.stderr
+    with http_client(svc) as http:
+        answer = http.post("/api/v1/submissions", json={"model": "rc-tiny-judge", "suite": SUITE,
+                                                         "task": "response_preference", "setting": "default",
+                                                         "limit": limit})
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["details"]["protocol"] == "rating_logprobs"
+        sid = answer.json()["id"]
+        final = wait_done(http, sid, 240, svc.logs)
+        assert final["progress"]["done"] == limit
+        row = row_of(http, "response_preference", sid, "default")
+    assert row["row_kind"] == "partial" and row["n_items"] == limit
+    assert 1 <= row["mean_rating"] <= 5
+    assert row["total"] is None or -1 <= row["total"] <= 1
+    record = json.loads((svc.data_dir / "results-dataset" / "results" / SUITE / "response_preference" / f"{sid}.json")
+                        .read_text(encoding="utf-8"))
+    assert record["provenance"]["protocol"] == "rating_logprobs" and record["provenance"]["unparsed"] == 0
+    assert record["provenance"]["split"]["full_n_items"] == 10
