@@ -47,3 +47,9 @@ def check_setting(task: Task, setting: str) -> None:
             f"suite {task.suite.name!r} has no setting {setting!r}; "
             f"its settings: {', '.join(task.suite.settings)}"
         )
+    # Optional hook: a setting the manifest declares may still be unavailable for the installed
+    # split (e.g. `rag` without memory data); the hook returns why, or None.
+    hook = getattr(task.hooks, "check_setting", None)
+    problem = hook(task, setting) if hook is not None else None
+    if problem:
+        raise UnknownSuiteError(problem)

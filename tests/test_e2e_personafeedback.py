@@ -1,0 +1,324 @@
+"""PersonaFeedback end to end against a live service (Redis + rq workers + web app): refused with the
+install command until the split is installed (reported rows visible meanwhile); the synthetic
+fixture installed with `personaboard splits install`; a label file and a reward-score file with
+known accuracies -> rows with the paper's Table 3 columns; bad files -> 4xx naming line and field;
+`rag` refused on a split without memory data; a tiny generative judge (pairwise_logprobs, both
+orders) and a tiny reward model run with a limit -> finished partial rows, matching
+`personaboard evaluate` run on the same items.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiny_models import build_tiny_model  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = Path(sys.executable).parent / "personaboard"
+FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "personafeedback"
+SUITE, TASK = "personafeedback", "binary_choice"
+CELLS = ("specific/easy", "specific/medium", "specific/hard", "general/easy", "general/medium", "general/hard")
+TABLE3_COLUMNS = ("total", *(f"cell/{c}" for c in CELLS), "type/specific", "type/general")
+
+
+def cli(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "backend.cli"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
+
+
+def start_live_service(root: Path):
+    """tests/conftest.py's starter, loaded by path (a module-scoped service: `live_service` is per test)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_pf_e2e_conftest", Path(__file__).parent / "conftest.py")
+    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
+    if spec.name not in sys.modules:
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return module.start_live_service(root)
+
+
+@pytest.fixture(scope="module")
+def svc(tmp_path_factory):
+    service = start_live_service(tmp_path_factory.mktemp("pf-service"))
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+def install(svc, source: Path) -> dict:
+    proc = cli("splits", "install", SUITE, "--source", str(source), env=svc.env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def installed(svc):
+    info = install(svc, FIXTURE)
+    assert info["fixture"] is True and info["tasks"][TASK]["n_items"] == 24
+    return svc
+
+
+def http_client(svc) -> httpx.Client:
+    return httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60)
+
+
+def submit(http, body: bytes, setting: str = "persona", model_name: str = "pf-test") -> httpx.Response:
+    return http.post("/api/v1/submissions", files={"file": ("predictions.jsonl", body, "application/x-ndjson")},
+                     data={"suite": SUITE, "task": TASK, "setting": setting, "model_name": model_name})
+
+
+def wait_done(http, sid: str, timeout: float, logs) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        body = http.get(f"/api/v1/submissions/{sid}").json()
+        if body["state"] in ("finished", "failed"):
+            assert body["state"] == "finished", f"{body}\n{logs()}"
+            return body
+        if time.monotonic() > deadline:
+            raise AssertionError(f"submission {sid} still {body['state']} after {timeout}s\n{logs()}")
+        time.sleep(0.2)
+
+
+def rows(http, setting: str | None = None) -> list[dict]:
+    params = {"suite": SUITE, "task": TASK, **({"setting": setting} if setting else {})}
+    answer = http.get("/api/v1/leaderboard", params=params)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def row_of(http, sid: str, setting: str = "persona") -> dict:
+    by_id = {row["submission_id"]: row for row in rows(http, setting)}
+    assert sid in by_id, list(by_id)
+    return by_id[sid]
+
+
+def gold_items(svc) -> list:
+    """The fixture split as the service built it (the test is the scorer's side: it may read gold)."""
+    import os
+
+    from evaluator.registry import get_task
+    from evaluator.suite import clear_split_cache
+
+    old = os.environ.get("PERSONABOARD_SPLITS_DIR")
+    os.environ["PERSONABOARD_SPLITS_DIR"] = str(svc.data_dir / "splits")
+    try:
+        clear_split_cache(SUITE)
+        return get_task(SUITE, TASK).load_split().items
+    finally:
+        if old is None:
+            os.environ.pop("PERSONABOARD_SPLITS_DIR")
+        else:
+            os.environ["PERSONABOARD_SPLITS_DIR"] = old
+        clear_split_cache(SUITE)
+
+
+def test_refused_until_installed_with_reported_rows_visible(svc):
+    with http_client(svc) as http:
+        answer = submit(http, b'{"id": "specific/easy/1", "label": "1"}\n')
+        assert answer.status_code == 409, answer.text
+        assert f"personaboard splits install {SUITE} --source PersonalAILab/PersonaFeedback" in answer.json()["detail"]["message"]
+        model = http.post("/api/v1/submissions", json={"model": "anything", "suite": SUITE, "task": TASK,
+                                                        "setting": "persona", "limit": 2})
+        assert model.status_code == 409 and "splits install" in model.text, model.text
+        inputs = http.get(f"/api/v1/suites/{SUITE}/tasks/{TASK}/inputs")
+        assert inputs.status_code == 409
+        reported = [r for r in rows(http, "persona") if r["row_kind"] == "reported"]
+        gpt41 = [r for r in reported if r["model_name"] == "GPT-4.1" and r["source"].endswith("Table 3")]
+        assert len(gpt41) == 1, [r["model_name"] for r in reported][:5]
+        assert set(TABLE3_COLUMNS) <= set(gpt41[0])
+        assert gpt41[0]["cell/specific/easy"] == pytest.approx(0.906)  # printed 90.6 in Table 3
+        assert gpt41[0]["type/general"] == pytest.approx(0.832) and gpt41[0]["total"] == pytest.approx(0.80)
+        suite = next(s for s in http.get("/api/v1/suites").json()["suites"] if s["name"] == SUITE)
+        assert suite["split"]["installed"] is False and "splits install" in suite["split"]["install"]
+
+
+def _label_file(items) -> tuple[bytes, dict[str, float]]:
+    """Correct on line-1 and line-2 items of specific cells and on line-1 items of general cells."""
+    lines, expected = [], {}
+    counts: dict[str, list[int]] = {}
+    for item in items:
+        n = int(item.id.rsplit("/", 1)[1])
+        ok = n <= (2 if item.tiers["type"] == "specific" else 1)
+        label = item.gold if ok else ("2" if item.gold == "1" else "1")
+        lines.append(json.dumps({"id": item.id, "label": label}))
+        for key in ("total", f"cell/{item.tiers['cell']}", f"type/{item.tiers['type']}"):
+            counts.setdefault(key, [0, 0])
+            counts[key][0] += ok
+            counts[key][1] += 1
+    expected = {key: c / n for key, (c, n) in counts.items()}
+    return ("\n".join(lines) + "\n").encode(), expected
+
+
+def test_uploads_scored_into_table3_columns(installed):
+    svc = installed
+    items = gold_items(svc)
+    assert len(items) == 24
+    with http_client(svc) as http:
+        public = [json.loads(line) for line in http.get(f"/api/v1/suites/{SUITE}/tasks/{TASK}/inputs").text.splitlines()]
+        assert [p["id"] for p in public] == [i.id for i in items]
+        assert all("gold" not in p and "chosen" not in p and "reject" not in p for p in public)
+
+        body, expected = _label_file(items)
+        assert expected["total"] == pytest.approx(9 / 24) and expected["type/specific"] == pytest.approx(6 / 12)
+        assert expected["cell/general/hard"] == pytest.approx(1 / 4)
+        labels_id = submit(http, body, model_name="pf-labels").json()["id"]
+
+        # reward-model scores: chosen strictly higher except one tie and two reversed items
+        score_lines = []
+        for item in items:
+            chosen, other = ("score_1", "score_2") if item.gold == "1" else ("score_2", "score_1")
+            if item.id == "general/medium/4":
+                scores = {chosen: 1.5, other: 1.5}  # a tie is wrong
+            elif item.id in ("specific/hard/2", "general/medium/1"):
+                scores = {chosen: -0.5, other: 0.5}
+            else:
+                scores = {chosen: 2.0, other: -3.25}
+            score_lines.append(json.dumps({"id": item.id, **scores}))
+        scores_id = submit(http, ("\n".join(score_lines) + "\n").encode(), model_name="pf-scores").json()["id"]
+
+        for sid in (labels_id, scores_id):
+            wait_done(http, sid, 120, svc.logs)
+        row = row_of(http, labels_id)
+        assert row["row_kind"] == "computed" and row["n_items"] == 24
+        for column in TABLE3_COLUMNS:
+            assert row[column] == pytest.approx(expected[column]), column
+        assert row.get("position_consistency") is None  # labels have one order only
+
+        row = row_of(http, scores_id)
+        assert row["cell/general/medium"] == pytest.approx(2 / 4)
+        assert row["cell/specific/hard"] == pytest.approx(3 / 4)
+        assert row["type/general"] == pytest.approx(10 / 12) and row["type/specific"] == pytest.approx(11 / 12)
+        assert row["total"] == pytest.approx(21 / 24)
+        for column in ("cell/specific/easy", "cell/specific/medium", "cell/general/easy", "cell/general/hard"):
+            assert row[column] == 1.0
+
+
+def test_bad_inputs_name_line_and_field(installed):
+    svc = installed
+    items = gold_items(svc)
+    with http_client(svc) as http:
+        lines = [json.dumps({"id": i.id, "label": "1"}) for i in items]
+        lines[6] = json.dumps({"id": items[6].id, "label": "B"})
+        lines[9] = json.dumps({"id": items[9].id, "score_1": 0.3})
+        answer = submit(http, ("\n".join(lines) + "\n").encode())
+        assert answer.status_code == 422, answer.text
+        problems = answer.json()["detail"]["problems"]
+        assert {(p["line"], p["field"]) for p in problems} == {(7, "label"), (10, "score_2")}
+        assert "line 7, field 'label'" in answer.json()["detail"]["message"]
+        for problem in problems:  # never the gold
+            assert "chosen" not in problem["message"] and "gold" not in problem["message"]
+        short = submit(http, ("\n".join(lines[:3]) + "\n").replace('"B"', '"1"').encode())
+        assert short.status_code == 422 and "item ids have no prediction" in short.text
+        unknown = submit(http, b'{"id": "specific/easy/1", "label": "1"}\n', setting="zero_shot")
+        assert unknown.status_code == 422 and unknown.json()["detail"]["problems"][0]["field"] == "setting"
+
+
+def test_rag_refused_on_a_split_without_memory(installed, tmp_path):
+    svc = installed
+    items = gold_items(svc)
+    body = ("\n".join(json.dumps({"id": i.id, "label": i.gold}) for i in items) + "\n").encode()
+    copy = tmp_path / "no-memory"
+    shutil.copytree(FIXTURE, copy)
+    shutil.rmtree(copy / "memory")
+    install(svc, copy)
+    try:
+        with http_client(svc) as http:
+            answer = submit(http, body, setting="rag")
+            assert answer.status_code == 422, answer.text
+            detail = answer.json()["detail"]
+            assert "no memory data" in detail["message"] and detail["problems"][0]["field"] == "setting"
+            model = http.post("/api/v1/submissions", json={"model": "anything", "suite": SUITE, "task": TASK,
+                                                            "setting": "rag", "limit": 2})
+            assert model.status_code == 422 and "no memory data" in model.text
+            assert submit(http, body, setting="no_persona", model_name="pf-perfect").status_code == 201
+    finally:
+        install(svc, FIXTURE)
+    with http_client(svc) as http:  # with memory data again: rag accepted
+        sid = submit(http, body, setting="rag", model_name="pf-perfect-rag").json()["id"]
+        wait_done(http, sid, 120, svc.logs)
+        assert row_of(http, sid, "rag")["total"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pf-tiny-models")
+    return {"generative": build_tiny_model(root / "gen", "generative", seed=21),
+            "reward": build_tiny_model(root / "rew", "reward", seed=22)}
+
+
+def test_tiny_judge_and_reward_model_runs(installed, tiny):
+    svc = installed
+    limit = 12
+    names = {"generative": "pf-tiny-judge", "reward": "pf-tiny-rm"}
+    for kind, name in names.items():
+        proc = cli("models", "add", name, str(tiny[kind]), env=svc.env)
+        assert proc.returncode == 0, proc.stderr
+    with http_client(svc) as http:
+        ids = {}
+        for kind, name in names.items():
+            answer = http.post("/api/v1/submissions", json={"model": name, "suite": SUITE, "task": TASK,
+                                                             "setting": "persona", "limit": limit})
+            assert answer.status_code == 201, answer.text
+            assert answer.json()["details"]["protocol"] == ("pairwise_logprobs" if kind == "generative" else "reward")
+            ids[kind] = answer.json()["id"]
+        for sid in ids.values():
+            final = wait_done(http, sid, 240, svc.logs)
+            assert final["progress"]["done"] == limit
+        judge, rm = row_of(http, ids["generative"]), row_of(http, ids["reward"])
+    for row in (judge, rm):
+        assert row["row_kind"] == "partial" and row["n_items"] == limit
+        assert all(row[c] is not None for c in TABLE3_COLUMNS)  # 2 items per cell in the even spread
+    consistency = judge["position_consistency"]
+    assert consistency is not None and 0 <= consistency <= 1
+    assert (consistency * limit) == pytest.approx(round(consistency * limit))
+    # consistent items score 0 or 1, inconsistent ones exactly 0.5
+    assert 0.5 * (1 - consistency) - 1e-9 <= judge["total"] <= 0.5 * (1 - consistency) + consistency + 1e-9
+    assert (judge["total"] * 2 * limit) == pytest.approx(round(judge["total"] * 2 * limit))
+    assert rm.get("position_consistency") is None
+    assert (rm["total"] * limit) == pytest.approx(round(rm["total"] * limit))
+
+    record = json.loads((svc.data_dir / "results-dataset" / "results" / SUITE / TASK / f"{ids['generative']}.json")
+                        .read_text(encoding="utf-8"))
+    assert record["provenance"]["protocol"] == "pairwise_logprobs"
+    assert record["provenance"]["seeds"]["option_shuffle"] == 20250615
+
+    # the same runs in-process via the CLI give the same numbers as the workers
+    for kind, row, extra in (("generative", judge, []), ("reward", rm, ["--protocol", "reward"])):
+        proc = cli("evaluate", "--model", str(tiny[kind]), "--suite", SUITE, "--task", TASK, "--setting", "persona",
+                   "--limit", str(limit), *extra, env=svc.env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        result = json.loads(proc.stdout)
+        assert result["partial"] is True and result["n_items"] == limit
+        assert result["total"]["accuracy"]["value"] == pytest.approx(row["total"])
+        assert result["tiers"]["type"]["specific"]["accuracy"]["value"] == pytest.approx(row["type/specific"])
+        if kind == "generative":
+            assert result["total"]["position_consistency"]["value"] == pytest.approx(consistency)
+
+
+@pytest.mark.slow
+def test_tiny_judge_rag_run(installed, tiny):
+    """rag: memory snippets retrieved with the embedding model, judged in both orders."""
+    svc = installed
+    proc = cli("models", "add", "pf-tiny-judge-rag", str(tiny["generative"]), env=svc.env)
+    assert proc.returncode == 0, proc.stderr
+    with http_client(svc) as http:
+        answer = http.post("/api/v1/submissions", json={"model": "pf-tiny-judge-rag", "suite": SUITE, "task": TASK,
+                                                         "setting": "rag", "limit": 6})
+        assert answer.status_code == 201, answer.text
+        sid = answer.json()["id"]
+        wait_done(http, sid, 240, svc.logs)
+        row = row_of(http, sid, "rag")
+    assert row["row_kind"] == "partial" and row["n_items"] == 6 and row["position_consistency"] is not None
+    record = json.loads((svc.data_dir / "results-dataset" / "results" / SUITE / TASK / f"{sid}.json").read_text())
+    assert record["provenance"]["retrieval_model"]
