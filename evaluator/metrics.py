@@ -66,6 +66,10 @@ MEAN_METRICS = {
     "mean_rating": "pred",
     "human_mean_rating": "gold",
     "position_consistency": "consistent",
+    # LLM-judge ratings (1-5) of open-ended answers, e.g. RealPref's three rubrics
+    "alignment": "alignment",
+    "awareness": "awareness",
+    "quality": "quality",
 }
 OTHER_METRICS: dict[str, tuple[Callable[[Arrays, np.ndarray], float], tuple[str, ...]]] = {
     "precision": (precision, ("pred_pos", "gold_pos")),

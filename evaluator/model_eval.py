@@ -176,7 +176,12 @@ def run_model(
         raise BackendError(f"{task.key} runs models with {', '.join(task.model_protocols) or 'no protocol'}, not {protocol!r}")
     if (protocol == "reward") != (backend.spec.model_type == "reward"):
         raise BackendError(f"protocol {protocol!r} does not fit a {backend.spec.model_type} model")
-    split = select_items(task.load_split(), limit)
+    full = task.load_split()
+    not_applicable: dict[str, str] = {}
+    fit = getattr(task.hooks, "fit_model", None)  # a suite may skip items the model cannot run (n/a, never truncated)
+    if fit is not None:
+        full, not_applicable = fit(task, full, setting, backend)
+    split = select_items(full, limit)
     tools = tools or ModelTools(backend, protocol)
     done = _by_item(checkpoint.load().values()) if checkpoint else {}
     answers: dict[str, Any] = {i.id: done[i.id] for i in split.items if i.id in done}
@@ -219,4 +224,6 @@ def run_model(
         "seconds": time.monotonic() - started,
         **backend.describe(),
     }
+    if not_applicable:
+        stats["not_applicable"] = not_applicable
     return ModelRun(split=split, answers=answers, stats=stats, partial=len(split.items) < len(task.load_split().items))

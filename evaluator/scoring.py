@@ -48,7 +48,9 @@ def score_answers(task: Task, split: Split, answers: dict[str, object]) -> dict[
             for i, tier in enumerate(group.tiers)
             if bounds[i + 1] > bounds[i]  # a partial run may not reach every tier: no column rather than an empty one
         }
+    provenance = getattr(task.hooks, "scoring_provenance", None)  # e.g. the judge model that scored the answers
     return {
+        **({"scoring_provenance": provenance(task)} if provenance else {}),
         "metric": task.metric,
         "total": total,
         "tiers": tiers,

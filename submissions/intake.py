@@ -75,6 +75,10 @@ def check_form(form: SubmissionForm):
         task.load_split()
     except SplitNotInstalled as exc:
         raise SubmissionError(409, str(exc), field="suite") from None
+    unavailable = getattr(task.hooks, "unavailable_reason", None)  # e.g. a judge-scored task with no judge configured
+    reason = unavailable(task, form.setting) if unavailable else None
+    if reason:
+        raise SubmissionError(409, reason, field="task")
     return task
 
 

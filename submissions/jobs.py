@@ -47,11 +47,17 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
         "scorer_version": metrics["scorer_version"],
         "attempts": submission.attempts,
     }
+    scoring = metrics.get("scoring_provenance") or {}
+    provenance.update(scoring)
+    # A judge-scored result is comparable only with results of the same judge: the judge is part of the setting.
+    setting = submission.setting + (f"+judge:{scoring['judge']['model']}" if "judge" in scoring else "")
     if submission.kind == "model":
         details = submission.details or {}
         model = {k: v for k, v in details["model"].items() if k != "path"}
         provenance.update({**(run or {}), "model": model})  # the run's own "model" (a bare name) must not replace this
-        partial = bool(details.get("limit")) and metrics["n_items"] < metrics["split"]["full_n_items"]
+        # a limited run, or one that skipped items the model cannot run (n/a: e.g. contexts longer than its window)
+        partial = (bool(details.get("limit")) or bool((run or {}).get("not_applicable"))) \
+            and metrics["n_items"] < metrics["split"]["full_n_items"]
         source, row_kind = f"model run ({provenance.get('protocol')})", "partial" if partial else "computed"
     else:
         provenance.update({"predictions_sha256": submission.file_sha256, "predictions_bytes": submission.file_bytes,
@@ -61,7 +67,7 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
         "submission_id": submission.id,
         "suite": submission.suite,
         "task": submission.task,
-        "setting": submission.setting,
+        "setting": setting,
         "model_name": submission.model_name,
         "model_link": submission.model_link,
         "description": submission.description,

@@ -1,0 +1,13 @@
+"""RealPref multiple choice: pick the one of four options aligned with the user's preference.
+
+Items, histories, prompts and the n/a rule live in common.py (shared with true_false and open_ended).
+"""
+from __future__ import annotations
+
+from evaluator.suites.realpref.common import build_items, build_requests, fit_model  # noqa: F401
+
+
+def parse_answer(text: str) -> str | None:
+    from evaluator.protocols import parse_choice_tag
+
+    return parse_choice_tag(text)
