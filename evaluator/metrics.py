@@ -78,6 +78,14 @@ OTHER_METRICS: dict[str, tuple[Callable[[Arrays, np.ndarray], float], tuple[str,
     "spearman": (spearman, ("pred", "gold")),
 }
 KNOWN_METRICS = (*MEAN_METRICS, *OTHER_METRICS)
+# Shares of items, shown as percentages; the rest (correlations, ratings) are shown as they are.
+PERCENT_METRICS = frozenset({"accuracy", "precision", "recall", "f1", "yes_rate", "human_yes_rate", "position_consistency"})
+METRIC_LABELS = {
+    "accuracy": "Accuracy", "precision": "Precision", "recall": "Recall", "f1": "F1", "yes_rate": "YES-rate",
+    "human_yes_rate": "Human YES-rate", "spearman": "Spearman", "mean_rating": "Mean rating",
+    "human_mean_rating": "Human mean rating", "position_consistency": "Position consistency",
+    "awareness": "Pref. awareness", "alignment": "Pref. alignment", "quality": "Answer quality",
+}
 
 
 def available(metric: str, arrays: Arrays) -> bool:

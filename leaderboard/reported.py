@@ -15,12 +15,13 @@ import yaml
 from evaluator.registry import all_suites
 from leaderboard.table import TOTAL
 
+REPORTED_PREFIX = "reported-"
 SCALES = {"percent": 100, "fraction": 1, "raw": 1}  # printed value / scale = our value
 
 
 def _row_id(suite: str, table: str, row: dict) -> str:
     key = f"{suite}|{table}|{row['model']}|{row.get('setting', '')}"
-    return "reported-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    return REPORTED_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
@@ -80,5 +81,6 @@ def all_reported_records() -> list[dict[str, Any]]:
 
 
 def publish_reported(store) -> str | None:
-    """Publish the reported rows the store does not have yet (one version); idempotent."""
-    return store.publish_many(all_reported_records(), "Add the papers' reported rows")
+    """Bring the store's reported rows in line with the suites' reported.yaml (one version when
+    anything changed, none otherwise)."""
+    return store.sync_group(REPORTED_PREFIX, all_reported_records(), "Update the papers' reported rows")

@@ -120,17 +120,27 @@ class LocalDatasetStore:
             self._git("commit", "-q", "-m", f"Add result {record['submission_id']} ({record['suite']}/{record['task']})")
             return self._git("rev-parse", "HEAD").decode().strip()
 
-    def publish_many(self, records: list[dict[str, Any]], message: str) -> str | None:
-        """Add the records not yet in the store, all in one new version (None if nothing was new)."""
+    def sync_group(self, prefix: str, records: list[dict[str, Any]], message: str) -> str | None:
+        """Make the records whose id starts with `prefix` exactly `records`: add new ones, rewrite
+        changed ones, remove ones no longer listed; one new version if anything changed, else None.
+        (The papers' reported rows: a corrected transcription replaces the old rows, in history.)"""
         self.ensure()
         with self._locked():
-            fresh = [r for r in records if not (self.root / self.record_path(r)).exists()]
-            if not fresh:
+            wanted = {self.record_path(r): json.dumps(r, indent=1, sort_keys=True) for r in records}
+            present = {str(p.relative_to(self.root)): p for p in (self.root / "results").glob(f"*/*/{prefix}*.json")}
+            changed = False
+            for relative, text in wanted.items():
+                target = self.root / relative
+                if not target.exists() or target.read_text(encoding="utf-8") != text:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(text, encoding="utf-8")
+                    changed = True
+            for relative, path in present.items():
+                if relative not in wanted:
+                    path.unlink()
+                    changed = True
+            if not changed:
                 return None
-            for record in fresh:
-                target = self.root / self.record_path(record)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
             self._write_scores(self._read_records_from_disk())
             self._git("add", "-A")
             self._git("commit", "-q", "-m", message)

@@ -19,7 +19,7 @@ SCORE_COLUMNS = [
     "submission_id", "suite", "task", "setting", "model_name", "model_link", "source", "row_kind",
     "tier_group", "tier", "metric", "primary", "value", "ci_low", "ci_high", "n", "submitted_at",
 ]
-ID_COLUMNS = ["model_name", "suite", "task", "setting", "source", "row_kind"]
+ID_COLUMNS = ["model_name", "suite", "task", "setting", "source", "row_kind", "metric"]
 TRAILING_COLUMNS = ["n_items", "submitted_at", "submission_id", "model_link"]
 
 
@@ -84,6 +84,8 @@ def wide_view(
                                  zip(frame["tier_group"], frame["tier"], frame["metric"], primary)])
     ids = frame.drop_duplicates("submission_id").set_index("submission_id")
     totals = frame[frame["column"] == TOTAL].set_index("submission_id")
+    # the primary metric each row's `total` and tier columns are in
+    ids = ids.drop(columns=["metric"]).join(frame[primary].drop_duplicates("submission_id").set_index("submission_id")["metric"])
     frame = frame[frame["column"].notna()]
     values = frame.pivot_table(index="submission_id", columns="column", values="value", aggfunc="first", dropna=False)
     if TOTAL not in values.columns:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from backend.services import Services
 from evaluator.registry import all_suites, get_task
+from evaluator.metrics import METRIC_LABELS, PERCENT_METRICS
 from leaderboard.table import TOTAL
 from submissions.intake import ModelForm, SubmissionError, SubmissionForm, accept_model, accept_predictions
 
@@ -67,7 +68,8 @@ def _protocol_choices(suite: str | None, task: str | None) -> list[str]:
 
 def _column_labels() -> dict[str, str]:
     labels = {TOTAL: "Total", "model_name": "Model", "suite": "Suite", "task": "Task", "setting": "Setting",
-              "source": "Source", "row_kind": "Kind", "n_items": "Items", "submitted_at": "Submitted"}
+              "source": "Source", "row_kind": "Kind", "n_items": "Items", "submitted_at": "Submitted",
+              "metric": "Metric", **METRIC_LABELS}
     for suite in all_suites().values():
         for task in suite.tasks.values():
             for group in task.tier_groups:
@@ -76,16 +78,29 @@ def _column_labels() -> dict[str, str]:
     return labels
 
 
+def _scale(metric: str) -> int:
+    return 100 if metric in PERCENT_METRICS else 1
+
+
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Percentages (x100, full precision kept), labelled columns, reported rows marked."""
+    """Shares as percentages (x100), correlations and ratings as they are; labelled columns,
+    reported rows marked. Full precision is kept (the Styler rounds for display only)."""
     shown = frame.drop(columns=["total_ci_low", "total_ci_high", "submission_id", "model_link"], errors="ignore").copy()
     ci = frame.get("total_ci_low"), frame.get("total_ci_high")
-    score_columns = [c for c in shown.columns if c == TOTAL or "/" in c]
-    for column in score_columns:
-        shown[column] = pd.to_numeric(shown[column], errors="coerce") * 100
+    # `total` and tier columns are in each row's primary metric; metric columns in their own
+    row_scale = frame["metric"].map(lambda m: _scale(m) if isinstance(m, str) else 100) if "metric" in frame else 100
+    for column in [c for c in shown.columns if c == TOTAL or "/" in c]:
+        shown[column] = pd.to_numeric(shown[column], errors="coerce") * row_scale
+    for column in [c for c in shown.columns if c in METRIC_LABELS]:
+        shown[column] = pd.to_numeric(shown[column], errors="coerce") * _scale(column)
     if ci[0] is not None and TOTAL in shown:
+        scales = row_scale if isinstance(row_scale, pd.Series) else pd.Series(100, index=frame.index)
         shown.insert(shown.columns.get_loc(TOTAL) + 1, "95% CI",
-                     [f"{lo * 100:.1f}-{hi * 100:.1f}" if pd.notna(lo) and pd.notna(hi) else "" for lo, hi in zip(*ci)])
+                     [_interval(lo, hi, k) for lo, hi, k in zip(ci[0], ci[1], scales)])
+    if "metric" in shown:
+        shown["metric"] = shown["metric"].map(METRIC_LABELS).fillna(shown["metric"])
+    if "n_items" in shown:  # a reported row whose paper gives no item count: blank, not 0
+        shown["n_items"] = pd.to_numeric(shown["n_items"], errors="coerce").where(lambda n: n > 0)
     if "row_kind" in shown:
         shown["row_kind"] = shown["row_kind"].map(ROW_KINDS).fillna(shown["row_kind"])
     if "suite" in shown:
@@ -96,20 +111,32 @@ def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return shown.rename(columns=_column_labels())
 
 
+def _interval(low, high, scale: int) -> str:
+    if pd.isna(low) or pd.isna(high):
+        return ""
+    return f"{low * scale:.1f}-{high * scale:.1f}" if scale == 100 else f"{low:.3f}-{high:.3f}"
+
+
 def display_table(frame: pd.DataFrame):
     """The table as shown: a Styler, so numbers stay numbers (sortable) but show one decimal,
     and reported (paper) rows are greyed and italic so they never read as verified scores."""
     shown = display_frame(frame)
     labels = _column_labels()
+    all_percent = "metric" not in frame or all(_scale(m) == 100 for m in frame["metric"].dropna())
     score_labels = [labels.get(c, c) for c in frame.columns if c == TOTAL or "/" in c and not c.startswith("total_")]
     score_labels = [c for c in score_labels if c in shown.columns]
+    metric_labels = [labels[c] for c in frame.columns if c in METRIC_LABELS and labels[c] in shown.columns]
     kind = labels["row_kind"]
 
     def mark_reported(row):
         style = "color: #6b7280; font-style: italic" if row.get(kind) == ROW_KINDS["reported"] else ""
         return [style] * len(row)
 
-    styler = shown.style.format("{:.1f}", subset=score_labels, na_rep="")
+    # one decimal for percentages; three where a column holds correlations or ratings
+    styler = shown.style.format("{:.1f}" if all_percent else "{:.3g}", subset=score_labels, na_rep="")
+    for name in metric_labels:
+        percent = _scale(next(k for k, v in METRIC_LABELS.items() if v == name)) == 100
+        styler = styler.format("{:.1f}" if percent else "{:.3f}", subset=[name], na_rep="")
     if labels["n_items"] in shown.columns:
         styler = styler.format("{:.0f}", subset=[labels["n_items"]], na_rep="")
     if len(shown):
@@ -300,8 +327,9 @@ def build_ui(services: Services) -> gr.Blocks:
                 f_setting = gr.Dropdown([ALL, *_setting_choices(None)], value=ALL, label="Setting", elem_id="filter-setting")
                 f_tier = gr.Dropdown([(ALL, ALL), *_tier_choices(None, None)], value=ALL, label="Tier", elem_id="filter-tier")
             with gr.Row(equal_height=True):
-                gr.Markdown("Scores are accuracy in percent (one decimal; the downloads keep full precision). "
-                            "Pick a tier to rank by it.", elem_id="leaderboard-help")
+                gr.Markdown("Shares (accuracy, precision, recall, F1, rates) in percent with one decimal; Spearman and "
+                            "ratings as they are. Total and tier columns are in each row's Metric. Downloads keep full "
+                            "precision. Pick a tier to rank by it.", elem_id="leaderboard-help")
                 refresh = gr.Button("Refresh", size="sm", scale=0, min_width=110, elem_id="refresh-leaderboard")
             table = gr.DataFrame(interactive=False, wrap=False, elem_id="leaderboard-table", show_search="filter",
                                  pinned_columns=1, max_height=600)

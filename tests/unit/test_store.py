@@ -154,3 +154,27 @@ def _sample_record_for_crash_test() -> dict:
         "model_name": "m", "source": "predictions file", "submitted_at": "2026-01-01T00:00:00+00:00",
         "metrics": {"metric": "accuracy", "total": total, "tiers": {"form": {"explicit": total}}},
     }
+
+
+def test_sync_group_adds_rewrites_and_removes_only_its_prefix(tmp_path):
+    from leaderboard.store import LocalDatasetStore
+
+    store = LocalDatasetStore(tmp_path / "ds")
+    other = _sample_record_for_crash_test()  # a computed row: sync must never touch it
+    store.publish(other)
+
+    def reported(rid: str, value: float) -> dict:
+        record = _sample_record_for_crash_test()
+        record["submission_id"] = rid
+        record["metrics"]["total"]["accuracy"]["value"] = value
+        return record
+
+    first = store.sync_group("reported-", [reported("reported-a", 0.5), reported("reported-b", 0.6)], "sync 1")
+    assert first and {r["submission_id"] for r in store.records()} == {"crashed0001", "reported-a", "reported-b"}
+    assert store.sync_group("reported-", [reported("reported-a", 0.5), reported("reported-b", 0.6)], "again") is None
+    second = store.sync_group("reported-", [reported("reported-a", 0.55)], "sync 2")  # a corrected value, b dropped
+    assert second != first
+    now = {r["submission_id"]: r for r in store.records()}
+    assert set(now) == {"crashed0001", "reported-a"}
+    assert now["reported-a"]["metrics"]["total"]["accuracy"]["value"] == 0.55
+    assert {r["submission_id"] for r in store.records(first)} == {"crashed0001", "reported-a", "reported-b"}

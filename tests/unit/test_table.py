@@ -48,8 +48,9 @@ def test_ranks_by_total_and_reported_rows_last(scores):
     # p has the highest total (0.99) but is a reported row: it comes after every computed row
     assert wide["submission_id"].tolist() == ["b", "c", "a", "p"]
     assert wide["total"].tolist() == [0.70, 0.60, 0.50, 0.99]
-    assert list(wide.columns[:9]) == ["model_name", "suite", "task", "setting", "source", "row_kind", "total",
-                                      "total_ci_low", "total_ci_high"]
+    assert list(wide.columns[:10]) == ["model_name", "suite", "task", "setting", "source", "row_kind", "metric",
+                                       "total", "total_ci_low", "total_ci_high"]
+    assert set(wide["metric"]) == {"accuracy"}  # the metric `total` and the tier columns are in
     assert {"form/explicit", "form/implicit_choice"} <= set(wide.columns)
     assert wide.loc[wide["submission_id"] == "a", "n_items"].item() == 30
 
