@@ -122,7 +122,6 @@ def display_table(frame: pd.DataFrame):
     and reported (paper) rows are greyed and italic so they never read as verified scores."""
     shown = display_frame(frame)
     labels = _column_labels()
-    all_percent = "metric" not in frame or all(_scale(m) == 100 for m in frame["metric"].dropna())
     score_labels = [labels.get(c, c) for c in frame.columns if c == TOTAL or "/" in c and not c.startswith("total_")]
     score_labels = [c for c in score_labels if c in shown.columns]
     metric_labels = [labels[c] for c in frame.columns if c in METRIC_LABELS and labels[c] in shown.columns]
@@ -132,8 +131,14 @@ def display_table(frame: pd.DataFrame):
         style = "color: #6b7280; font-style: italic" if row.get(kind) == ROW_KINDS["reported"] else ""
         return [style] * len(row)
 
-    # one decimal for percentages; three where a column holds correlations or ratings
-    styler = shown.style.format("{:.1f}" if all_percent else "{:.3g}", subset=score_labels, na_rep="")
+    # one decimal for percentages; three significant digits where a column holds correlations or ratings
+    styler = shown.style
+    for column in [c for c in frame.columns if c == TOTAL or "/" in c and not c.startswith("total_")]:
+        if labels.get(column, column) not in score_labels:
+            continue
+        used = frame.loc[frame[column].notna(), "metric"] if "metric" in frame else pd.Series(dtype=object)
+        percent = all(_scale(m) == 100 for m in used.dropna())
+        styler = styler.format("{:.1f}" if percent else "{:.3g}", subset=[labels.get(column, column)], na_rep="")
     for name in metric_labels:
         percent = _scale(next(k for k, v in METRIC_LABELS.items() if v == name)) == 100
         styler = styler.format("{:.1f}" if percent else "{:.3f}", subset=[name], na_rep="")
@@ -315,7 +320,9 @@ def build_ui(services: Services) -> gr.Blocks:
         return format_status(services.submission_status(found))
 
     suites = _suite_choices()
-    first_suite = suites[0][1] if suites else None
+    # Default the submit tabs to a suite that takes submissions here (its split is installed).
+    ready = [name for _, name in suites if any(t.split_available() for t in all_suites()[name].tasks.values())]
+    first_suite = ready[0] if ready else (suites[0][1] if suites else None)
     with gr.Blocks(title="PersonaBoard") as ui:
         gr.Markdown("# PersonaBoard\nA leaderboard for LLM personalization benchmarks. "
                     "Rows marked *verified* were scored here on the hidden test split; "
