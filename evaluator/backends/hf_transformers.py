@@ -159,12 +159,9 @@ class TransformersBackend(Backend):
                 for batch in length_batches(group.members, suffix_lengths, self.max_batch_tokens, self.max_batch_size):
                     longest = max(suffix_lengths[i] for i in batch)
                     ids = torch.full((len(batch), longest), self.pad_id, dtype=torch.long)
-                    mask = torch.zeros((len(batch), p + longest), dtype=torch.long)
-                    mask[:, :p] = 1
                     for row, i in enumerate(batch):
                         suffix = prompts[i][p:]
                         ids[row, : len(suffix)] = torch.tensor(suffix)
-                        mask[row, p : p + len(suffix)] = 1
                     kwargs = {}
                     if cache_layers is not None:
                         from transformers import DynamicCache
@@ -175,7 +172,10 @@ class TransformersBackend(Backend):
                             config=self.model.config,
                         )
                         kwargs["position_ids"] = torch.arange(p, p + longest, device=self.device).unsqueeze(0).expand(b, -1)
-                    out = base(input_ids=ids.to(self.device), attention_mask=mask.to(self.device), use_cache=cache_layers is not None, **kwargs)
+                    # Right padding under a causal mask: a real position only sees earlier positions,
+                    # all real (the shared prefix, then its own suffix), so the padding needs no mask.
+                    # Without one, attention takes the plain causal kernel (no materialised mask): exact, faster.
+                    out = base(input_ids=ids.to(self.device), use_cache=cache_layers is not None, **kwargs)
                     last = torch.tensor([suffix_lengths[i] - 1 for i in batch], device=self.device)
                     rows = out.last_hidden_state[torch.arange(len(batch), device=self.device), last]
                     for row, i in enumerate(batch):
