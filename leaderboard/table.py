@@ -21,6 +21,7 @@ SCORE_COLUMNS = [
 ]
 ID_COLUMNS = ["model_name", "suite", "task", "setting", "source", "row_kind", "metric"]
 TRAILING_COLUMNS = ["n_items", "submitted_at", "submission_id", "model_link"]
+ROW_KIND_RANK = {"computed": 0, "partial": 1, "reported": 2}
 
 
 def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
@@ -107,9 +108,10 @@ def wide_view(
     wide["model_link"] = ids["model_link"]
     wide = wide.reset_index()
     sort_by = tier_columns[0] if tier and tier_columns else TOTAL
-    # Reported (paper) rows never rank among verified ones: computed rows first, then by score.
-    wide["_reported"] = wide["row_kind"] != "computed"
-    wide = wide.sort_values(["_reported", sort_by, "submitted_at"], ascending=[True, False, True], na_position="last")
+    # Only full computed runs are ranked; partial runs (smoke tests, n/a configurations) follow them,
+    # and the papers' reported rows come last: never ranked as if verified here.
+    wide["_kind_rank"] = wide["row_kind"].map(ROW_KIND_RANK).fillna(len(ROW_KIND_RANK))
+    wide = wide.sort_values(["_kind_rank", sort_by, "submitted_at"], ascending=[True, False, True], na_position="last")
     ordered = [*ID_COLUMNS, TOTAL, "total_ci_low", "total_ci_high", *metric_columns, *tier_columns, *TRAILING_COLUMNS]
     return wide[ordered].reset_index(drop=True)
 
