@@ -7,7 +7,6 @@ The checkpoint holds the model's answers only; gold labels stay in the split, re
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import time
@@ -151,11 +150,12 @@ def _by_item(records) -> dict[str, Any]:
 
 
 def prompt_template_hash(task: Task) -> str:
-    """Hash of what shapes the prompts: the hooks' source and the suite's prompt texts."""
-    digest = hashlib.sha256(inspect.getsource(task.hooks).encode())
-    prompts = task.suite.folder / "prompts.yaml"
-    if prompts.exists():
-        digest.update(prompts.read_bytes())
+    """Hash of what shapes the prompts: every module of the suite's folder (a task's hooks may
+    import shared code from it) and its prompt texts."""
+    digest = hashlib.sha256()
+    folder = task.suite.folder
+    for path in sorted([*folder.glob("*.py"), *folder.glob("prompts.yaml")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 

@@ -11,7 +11,7 @@ import hashlib
 import importlib
 import json
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +143,12 @@ class Task:
 
 _SPLIT_CACHE: dict[str, Split] = {}
 _SPLIT_MARKERS: dict[str, object] = {}
+
+
+@lru_cache(maxsize=None)
+def load_prompts(folder: Path) -> dict[str, Any]:
+    """A suite's prompt texts (`prompts.yaml` in its folder), read once per process."""
+    return yaml.safe_load((Path(folder) / "prompts.yaml").read_text(encoding="utf-8"))
 
 
 def clear_split_cache(suite_name: str | None = None) -> None:

@@ -138,12 +138,17 @@ def accept_predictions(
     final = uploads_dir / f"{submission.id}.jsonl"
     os.replace(temp, final)
     submission.file_path = str(final)
-    records.add(submission)  # durable before it is queued
+    return record_then_enqueue(submission, records, redis)
+
+
+def record_then_enqueue(submission: Submission, records: SubmissionStore, redis: Redis | None) -> Submission:
+    """Durable record first, then the queue: if Redis is down the submission is still accepted,
+    and reconcile() queues it once Redis answers again."""
+    records.add(submission)
     if redis is not None:
         try:
             queue.enqueue(redis, submission.id)
         except RedisError as exc:
-            # Accepted and recorded: reconcile() queues it once Redis answers again.
             log.warning("submission %s recorded but not queued yet (%s)", submission.id, exc)
     return submission
 
@@ -211,10 +216,4 @@ def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: 
                  "requested_revision": form.revision},
         dedup_key=key,
     )
-    records.add(submission)  # durable before it is queued
-    if redis is not None:
-        try:
-            queue.enqueue(redis, submission.id)
-        except RedisError as exc:
-            log.warning("submission %s recorded but not queued yet (%s)", submission.id, exc)
-    return submission
+    return record_then_enqueue(submission, records, redis)

@@ -180,3 +180,14 @@ def shared_live_service(tmp_path_factory):
         yield svc
     finally:
         svc.stop()
+
+
+@pytest.fixture(scope="module")
+def module_live_service(tmp_path_factory):
+    """A live service shared by the tests of one module (e.g. one suite's end-to-end tests)."""
+    svc = start_live_service(tmp_path_factory.mktemp("module-service"))
+    try:
+        yield svc
+    finally:
+        svc.stop()
+

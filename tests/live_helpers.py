@@ -7,9 +7,12 @@ scorer's side; the service never sends gold to anyone.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable
 
 import httpx
@@ -130,3 +133,11 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.1):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def run_cli(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`personaboard ARGS` as a user runs it, with the service's environment."""
+    script = Path(sys.executable).parent / "personaboard"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "backend.cli"]
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=root, env=env, timeout=timeout)

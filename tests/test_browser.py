@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import shutil
 import time
 import uuid
 from pathlib import Path
@@ -21,10 +19,6 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 SUITE, TASK = "prefeval", "mcq"
 SUBMIT_SETTING = "rag"  # not the default choice, so the test really drives the dropdown
 STATE_TIMEOUT_S = 120
@@ -37,31 +31,23 @@ pytestmark = [
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 expect = sync_api.expect
 
+from browser_helpers import (  # noqa: E402  (after the importorskip above)
+    choose, download, launch_chromium, open_page, open_tab, row_for, screenshot, submissions, wait_table,
+)
+
 
 # -- fixtures -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with launch_chromium() as browser:
+        yield browser
 
 
 @pytest.fixture
 def ui(browser, shared_live_service):
     """A fresh context (own cookies/storage, downloads allowed) on the live service's page."""
-    context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000},
-                                  base_url=shared_live_service.base_url)
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    page.goto("/")
-    expect(page.locator("#leaderboard-table")).to_be_visible()
-    try:
+    with open_page(browser, shared_live_service.base_url) as page:
         yield page
-    finally:
-        context.close()
 
 
 @pytest.fixture(scope="module")
@@ -72,82 +58,6 @@ def items():
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def screenshot(page, tmp_path: Path, name: str) -> Path:
-    path = tmp_path / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    extra = os.environ.get("PERSONABOARD_BROWSER_ARTIFACTS")
-    if extra:
-        Path(extra).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(extra) / path.name)
-    return path
-
-
-def open_tab(page, name: str) -> None:
-    page.get_by_role("tab", name=name).click()
-    expect(page.get_by_role("tab", name=name)).to_have_attribute("aria-selected", "true")
-
-
-def choose(page, elem_id: str, option: str) -> None:
-    """Pick `option` (its label) in the Gradio dropdown #elem_id: a custom combobox, not a <select>.
-
-    Open the list by clicking the input, click the option by its aria-label inside this
-    component's own listbox, and check the input shows it (Gradio then fires .change)."""
-    box = page.locator(f"#{elem_id} input[role='combobox']")
-    expect(box).to_be_enabled()
-    for _ in range(3):
-        box.click()
-        choice = page.locator(f"#{elem_id} [role='listbox'] [role='option'][aria-label={json.dumps(option)}]")
-        try:
-            choice.first.wait_for(state="visible", timeout=5_000)
-        except sync_api.TimeoutError:
-            page.keyboard.press("Escape")
-            continue
-        choice.first.scroll_into_view_if_needed()
-        choice.first.click()
-        break
-    expect(box).to_have_value(option)
-    page.keyboard.press("Escape")  # leave no list open over the next control
-
-
-def read_table(page) -> tuple[list[str], list[dict[str, str]]]:
-    """Headers and rendered rows of the leaderboard grid, read in one go (it is a virtual table:
-    header cells are [role=columnheader], body rows [role=row] of [role=gridcell])."""
-    headers, cells = page.locator("#leaderboard-table [role='grid']").first.evaluate("""grid => [
-        [...grid.querySelectorAll("[role='columnheader']")].map(h => h.innerText.trim()),
-        [...grid.querySelectorAll("[role='row']")]
-            .map(r => [...r.querySelectorAll("[role='gridcell']")].map(c => c.innerText.trim()))
-            .filter(r => r.length),
-    ]""")
-    return headers, [dict(zip(headers, row)) for row in cells if len(row) == len(headers)]
-
-
-def wait_table(page, check, what: str, timeout: float = 30.0):
-    """Re-read the leaderboard table until check(headers, rows) is truthy; return (headers, rows)."""
-    deadline = time.monotonic() + timeout
-    headers, rows = [], []
-    while time.monotonic() < deadline:
-        try:
-            headers, rows = read_table(page)
-            if check(headers, rows):
-                return headers, rows
-        except sync_api.Error:
-            pass  # the table re-rendered under us
-        page.wait_for_timeout(250)
-    raise AssertionError(f"leaderboard never showed {what}; last headers={headers} rows={rows}")
-
-
-def row_for(rows, model):
-    return next((r for r in rows if r.get("Model") == model), None)
-
-
-def download(page, link) -> bytes:
-    with page.expect_download() as info:
-        link.click()
-    path = info.value.path()
-    assert info.value.failure() is None, info.value.failure()
-    return Path(path).read_bytes()
-
-
 def write_predictions(path: Path, items, correct_form: str) -> float:
     """Right exactly on the items whose form is correct_form, wrong elsewhere; returns the accuracy."""
     wrong = {"A": "B", "B": "C", "C": "D", "D": "A"}
@@ -158,12 +68,6 @@ def write_predictions(path: Path, items, correct_form: str) -> float:
             right += ok
             out.write(json.dumps({"id": item.id, "answer": item.gold if ok else wrong[item.gold]}) + "\n")
     return right / len(items)
-
-
-def submissions(page) -> list[dict]:
-    response = page.request.get("/api/v1/submissions?limit=1000")
-    assert response.ok, response.text()
-    return response.json()["submissions"]
 
 
 def upload(page, path: Path) -> None:

@@ -10,54 +10,36 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+from live_helpers import run_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tiny_models import build_tiny_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = Path(sys.executable).parent / "personaboard"
 FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "personafeedback"
 SUITE, TASK = "personafeedback", "binary_choice"
 CELLS = ("specific/easy", "specific/medium", "specific/hard", "general/easy", "general/medium", "general/hard")
 TABLE3_COLUMNS = ("total", *(f"cell/{c}" for c in CELLS), "type/specific", "type/general")
 
 
-def cli(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "backend.cli"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
 
 
-def start_live_service(root: Path):
-    """tests/conftest.py's starter, loaded by path (a module-scoped service: `live_service` is per test)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_pf_e2e_conftest", Path(__file__).parent / "conftest.py")
-    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
-    if spec.name not in sys.modules:
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    return module.start_live_service(root)
 
 
 @pytest.fixture(scope="module")
-def svc(tmp_path_factory):
-    service = start_live_service(tmp_path_factory.mktemp("pf-service"))
-    try:
-        yield service
-    finally:
-        service.stop()
+def svc(module_live_service):
+    return module_live_service
 
 
 def install(svc, source: Path) -> dict:
-    proc = cli("splits", "install", SUITE, "--source", str(source), env=svc.env)
+    proc = run_cli("splits", "install", SUITE, "--source", str(source), env=svc.env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -262,7 +244,7 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
     limit = 12
     names = {"generative": "pf-tiny-judge", "reward": "pf-tiny-rm"}
     for kind, name in names.items():
-        proc = cli("models", "add", name, str(tiny[kind]), env=svc.env)
+        proc = run_cli("models", "add", name, str(tiny[kind]), env=svc.env)
         assert proc.returncode == 0, proc.stderr
     with http_client(svc) as http:
         ids = {}
@@ -295,7 +277,7 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
 
     # the same runs in-process via the CLI give the same numbers as the workers
     for kind, row, extra in (("generative", judge, []), ("reward", rm, ["--protocol", "reward"])):
-        proc = cli("evaluate", "--model", str(tiny[kind]), "--suite", SUITE, "--task", TASK, "--setting", "persona",
+        proc = run_cli("evaluate", "--model", str(tiny[kind]), "--suite", SUITE, "--task", TASK, "--setting", "persona",
                    "--limit", str(limit), *extra, env=svc.env)
         assert proc.returncode == 0, proc.stderr[-2000:]
         result = json.loads(proc.stdout)
@@ -310,7 +292,7 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
 def test_tiny_judge_rag_run(installed, tiny):
     """rag: memory snippets retrieved with the embedding model, judged in both orders."""
     svc = installed
-    proc = cli("models", "add", "pf-tiny-judge-rag", str(tiny["generative"]), env=svc.env)
+    proc = run_cli("models", "add", "pf-tiny-judge-rag", str(tiny["generative"]), env=svc.env)
     assert proc.returncode == 0, proc.stderr
     with http_client(svc) as http:
         answer = http.post("/api/v1/submissions", json={"model": "pf-tiny-judge-rag", "suite": SUITE, "task": TASK,

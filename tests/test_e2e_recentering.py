@@ -9,54 +9,36 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+from live_helpers import run_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tiny_models import build_tiny_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = Path(sys.executable).parent / "personaboard"
 FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "recentering"
 SUITE = "recentering"
 TASKS = ("attribute_verification", "relevance", "response_preference")
 
 
-def cli(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "backend.cli"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
 
 
-def start_live_service(root: Path):
-    """tests/conftest.py's starter, loaded by path (a module-scoped service: `live_service` is per test)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_rc_e2e_conftest", Path(__file__).parent / "conftest.py")
-    module = sys.modules.get(spec.name) or importlib.util.module_from_spec(spec)
-    if spec.name not in sys.modules:
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    return module.start_live_service(root)
 
 
 @pytest.fixture(scope="module")
-def svc(tmp_path_factory):
-    service = start_live_service(tmp_path_factory.mktemp("rc-service"))
-    try:
-        yield service
-    finally:
-        service.stop()
+def svc(module_live_service):
+    return module_live_service
 
 
 @pytest.fixture(scope="module")
 def installed(svc):
-    proc = cli("splits", "install", SUITE, "--source", str(FIXTURE), env=svc.env)
+    proc = run_cli("splits", "install", SUITE, "--source", str(FIXTURE), env=svc.env)
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     assert info["fixture"] is True
@@ -230,7 +212,7 @@ def tiny(tmp_path_factory):
 def test_tiny_model_rates_pairs(installed, tiny):
     svc = installed
     limit = 6
-    proc = cli("models", "add", "rc-tiny-judge", str(tiny), env=svc.env)
+    proc = run_cli("models", "add", "rc-tiny-judge", str(tiny), env=svc.env)
     assert proc.returncode == 0, proc.stderr
     with http_client(svc) as http:
         answer = http.post("/api/v1/submissions", json={"model": "rc-tiny-judge", "suite": SUITE,

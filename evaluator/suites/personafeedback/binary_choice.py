@@ -28,7 +28,7 @@ import numpy as np
 
 from evaluator.predictions import PredictionProblem
 from evaluator.splits import SplitFormatError, read_jsonl, require
-from evaluator.suite import Item, Task
+from evaluator.suite import Item, Task, load_prompts
 
 LABELS = ("1", "2")
 
@@ -216,16 +216,9 @@ def item_arrays(task: Task, items: list[Item], answers: dict[str, Any]) -> dict[
 
 # -- model runs --------------------------------------------------------------------------------------
 
-_PROMPTS: dict | None = None
-
-
 def prompts() -> dict:
-    global _PROMPTS
-    if _PROMPTS is None:
-        import yaml
-
-        _PROMPTS = yaml.safe_load((Path(__file__).parent / "prompts.yaml").read_text(encoding="utf-8"))
-    return _PROMPTS
+    """This suite's prompt texts (prompts.yaml), read once."""
+    return load_prompts(Path(__file__).parent)
 
 
 def _render_value(value: Any, indent: int) -> list[str]:

@@ -10,7 +10,7 @@ import json
 import random
 from pathlib import Path
 
-from evaluator.suite import Item, Task
+from evaluator.suite import Item, Task, load_prompts
 
 FORM_SOURCES = {
     "explicit": None,
@@ -90,16 +90,9 @@ def _read(path: Path) -> list[dict]:
 
 # -- model runs: prompts as the official PrefEval MCQ run builds them -------------------------------
 
-_PROMPTS: dict | None = None
-
-
 def prompts() -> dict:
-    global _PROMPTS
-    if _PROMPTS is None:
-        import yaml
-
-        _PROMPTS = yaml.safe_load((Path(__file__).parent / "prompts.yaml").read_text(encoding="utf-8"))
-    return _PROMPTS
+    """This suite's prompt texts (prompts.yaml), read once."""
+    return load_prompts(Path(__file__).parent)
 
 
 def _exchanges(context: list[dict[str, str]]) -> list[str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.splits import SplitFormatError, read_jsonl, require
-from evaluator.suite import Item, Split, Task
+from evaluator.suite import Item, Split, Task, load_prompts
 
 EXPRESSION_TYPES = ("explicit_direct", "explicit_contextual", "implicit_stylistic", "implicit_experience")
 KINDS = ("original", "generalized")
@@ -261,16 +261,9 @@ def build_items(task: Task, folder: Path) -> list[Item]:
 
 # -- model runs -----------------------------------------------------------------------------------
 
-_PROMPTS: dict | None = None
-
-
 def prompts() -> dict:
-    global _PROMPTS
-    if _PROMPTS is None:
-        import yaml
-
-        _PROMPTS = yaml.safe_load((Path(__file__).parent / "prompts.yaml").read_text(encoding="utf-8"))
-    return _PROMPTS
+    """This suite's prompt texts (prompts.yaml), read once."""
+    return load_prompts(Path(__file__).parent)
 
 
 def installed_data(task: Task) -> dict:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.splits import SplitFormatError, read_jsonl, require
-from evaluator.suite import Task
+from evaluator.suite import Task, load_prompts
 
 ANSWER_LINE = re.compile(r"^\W*answer\W*:\s*\**\s*([A-Za-z][A-Za-z' ]*?)[\s.*!\"']*$", re.IGNORECASE | re.MULTILINE)
 
@@ -72,16 +72,9 @@ def tier_of(row: Row, name: str, task: Task, group: str) -> str:
     return key
 
 
-_PROMPTS: dict | None = None
-
-
 def prompts() -> dict:
-    global _PROMPTS
-    if _PROMPTS is None:
-        import yaml
-
-        _PROMPTS = yaml.safe_load((Path(__file__).parent / "prompts.yaml").read_text(encoding="utf-8"))
-    return _PROMPTS
+    """This suite's prompt texts (prompts.yaml), read once."""
+    return load_prompts(Path(__file__).parent)
 
 
 def prompt_for(task: Task, setting: str) -> dict:
