@@ -15,7 +15,7 @@ STAMP := $(VENV)/.installed-stamp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 OFFLINE_ENV := GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 
-.PHONY: all install serve test bench browser-deps clean-venv
+.PHONY: all install serve test bench bench-models browser-deps clean-venv
 all: test
 
 $(PY):
@@ -42,6 +42,11 @@ test: $(STAMP) browser-deps
 
 bench: $(STAMP)
 	$(OFFLINE_ENV) $(PY) bench/bench_scoring.py
+	$(OFFLINE_ENV) $(PY) bench/bench_queue_latency.py
+
+# SmolLM2-135M on PrefEval mcq: the service vs the official loop vs the floor (several minutes on CPU)
+bench-models: $(STAMP)
+	$(OFFLINE_ENV) $(PY) bench/bench_model_eval.py
 
 browser-deps:
 	@if [ ! -x /usr/bin/chromium ]; then \
