@@ -108,7 +108,11 @@ def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
         shown["suite"] = shown["suite"].map(titles).fillna(shown["suite"])
     if "submitted_at" in shown:
         shown["submitted_at"] = shown["submitted_at"].astype(str).str.slice(0, 16).str.replace("T", " ")
-    return shown.rename(columns=_column_labels())
+    # Scores right after the model (visible without scrolling), the descriptive columns after them.
+    first = [c for c in ("model_name", "row_kind", "setting", TOTAL, "95% CI") if c in shown.columns]
+    last = [c for c in ("source", "suite", "task", "metric", "n_items", "submitted_at") if c in shown.columns]
+    middle = [c for c in shown.columns if c not in first and c not in last]
+    return shown[first + middle + last].rename(columns=_column_labels())
 
 
 def _interval(low, high, scale: int) -> str:
