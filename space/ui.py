@@ -377,8 +377,8 @@ def build_ui(services: Services) -> gr.Blocks:
                 m_protocol = gr.Dropdown(["default"], value="default", label="Protocol", elem_id="model-protocol")
             m_settings = gr.CheckboxGroup(_setting_choices(first_suite), label="Settings", elem_id="model-settings")
             with gr.Row():
-                m_limit = gr.Number(label="Items (optional smoke run on N items: marked partial, not ranked)",
-                                    precision=0, minimum=1, elem_id="model-limit")
+                m_limit = gr.Number(label="Items (optional smoke run on N items: marked partial, not ranked; "
+                                          "0 or empty = the whole split)", value=None, precision=0, elem_id="model-limit")
                 m_description = gr.Textbox(label="Description (optional)", elem_id="model-description")
             m_button = gr.Button("Evaluate", variant="primary", elem_id="model-submit")
             m_status = gr.Markdown(elem_id="model-status")
