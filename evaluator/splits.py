@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from datetime import datetime, timezone
@@ -67,6 +68,21 @@ def split_marker(suite: "Suite") -> float | None:
     return info.stat().st_mtime_ns if info.exists() else None
 
 
+SECRET_FILE = "SECRET"
+
+
+def installation_secret(files: Path) -> str:
+    """The installation's private salt for seeded shuffles ("" for bundled splits and bare folders).
+
+    Where a split's hooks shuffle something the gold depends on (which response of a pair is shown
+    first, the letters of options), a seed that is public (manifest + code) would let anyone
+    recompute the gold from the public inputs. Mixing in this salt, made at install and kept on the
+    server only, keeps the shuffle reproducible for this installation and unpredictable outside it.
+    """
+    path = Path(files).parent / SECRET_FILE
+    return path.read_text(encoding="utf-8").strip() if path.exists() else ""
+
+
 def _fetch(source: str, revision: str | None, into: Path) -> dict:
     """Copy a local folder, or download a Hub dataset at a revision; returns where it came from."""
     local = Path(source)
@@ -99,6 +115,11 @@ def install(suite: "Suite", source: str, revision: str | None = None) -> dict:
     staging = Path(tempfile.mkdtemp(prefix=f".{suite.name}-", dir=root.parent))
     try:
         origin = _fetch(source, revision, staging / "files")
+        # keep the salt across reinstalls, so the same data gives the same split (and hash)
+        previous = root / SECRET_FILE
+        secret = previous.read_text(encoding="utf-8") if previous.exists() else secrets.token_hex(16)
+        (staging / SECRET_FILE).write_text(secret, encoding="utf-8")
+        os.chmod(staging / SECRET_FILE, 0o600)
         tasks = {}
         for task in suite.tasks.values():
             items = task.hooks.build_items(task, staging / "files")

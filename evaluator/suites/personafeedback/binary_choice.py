@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from evaluator.predictions import PredictionProblem
-from evaluator.splits import SplitFormatError, read_jsonl, require
+from evaluator.splits import SplitFormatError, installation_secret, read_jsonl, require
 from evaluator.suite import Item, Task, load_prompts
 
 LABELS = ("1", "2")
@@ -39,8 +39,10 @@ def _field(task: Task, name: str) -> str:
     return task.suite.split_fields.get(name, name)
 
 
-def chosen_position(seed: int, item_id: str) -> str:
-    """Where the chosen response goes ("1" or "2"): fixed per (seed, item id), independent of order."""
+def chosen_position(seed: int | str, item_id: str) -> str:
+    """Where the chosen response goes ("1" or "2"): fixed per (seed, item id), independent of order.
+    `seed` includes the installation's secret salt (evaluator.splits.installation_secret), so the
+    position cannot be recomputed from the public inputs and the public manifest."""
     return "1" if random.Random(f"{seed}:{item_id}").random() < 0.5 else "2"
 
 
@@ -94,7 +96,8 @@ def _memories(task: Task, folder: Path) -> dict[int, list[str]] | None:
 
 
 def build_items(task: Task, folder: Path) -> list[Item]:
-    seed = int(task.options["shuffle_seed"])
+    salt = installation_secret(folder)
+    seed = f"{int(task.options['shuffle_seed'])}:{salt}" if salt else int(task.options["shuffle_seed"])
     personas = _personas(task, folder)
     memories = _memories(task, folder)
     fields = {name: _field(task, name) for name in ("user_id", "question", "chosen", "reject")}

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from evaluator.splits import SplitFormatError, read_jsonl, require
+from evaluator.splits import SplitFormatError, read_jsonl, require, installation_secret
 from evaluator.suite import Item, Split, Task, load_prompts
 
 EXPRESSION_TYPES = ("explicit_direct", "explicit_contextual", "implicit_stylistic", "implicit_experience")
@@ -220,8 +220,9 @@ def history_tokens(data: dict, history: list[str]) -> int:
 
 # -- items ----------------------------------------------------------------------------------------
 
-def lettered(pref: dict, seed: int) -> tuple[dict[str, str], str]:
-    """The four options in a seeded order per preference, and the letter of the aligned one."""
+def lettered(pref: dict, seed: int | str) -> tuple[dict[str, str], str]:
+    """The four options in a seeded order per preference, and the letter of the aligned one.
+    `seed` includes the installation's secret salt, so the order cannot be undone from public inputs."""
     order = random.Random(f"{seed}:{pref['id']}").sample(range(4), 4)
     return {LETTERS[i]: pref["options"][j] for i, j in enumerate(order)}, LETTERS[order.index(pref["aligned"])]
 
@@ -229,7 +230,11 @@ def lettered(pref: dict, seed: int) -> tuple[dict[str, str], str]:
 def build_items(task: Task, folder: Path) -> list[Item]:
     data = load_data(task, folder)
     configs = configurations(task)
-    seed, hseed = int(task.options["shuffle_seed"]), int(task.options["history_seed"])
+    # The option/statement shuffles decide the gold's position: salted per installation (see
+    # evaluator.splits.installation_secret). The history sampling decides no gold: left public.
+    salt = installation_secret(folder)
+    seed = f"{int(task.options['shuffle_seed'])}:{salt}" if salt else int(task.options["shuffle_seed"])
+    hseed = int(task.options["history_seed"])
     by_user: dict[str, list[dict]] = {}
     for pref in data["preferences"]:
         by_user.setdefault(pref["user"], []).append(pref)
