@@ -132,3 +132,157 @@ def test_realpref_end_to_end(live_service, tmp_path):
         assert "context window of 16384" in record["provenance"]["not_applicable"]["normal"]
         assert set(record["metrics"]["tiers"]["context"]) == {"simple"}
     print(f"\nrealpref e2e: {time.monotonic() - started:.1f} s")
+
+
+# -- tiny models on true_false and open_ended (with a locally registered judge) -------------------
+
+JUDGE_ENV = "PERSONABOARD_JUDGE_MODEL"
+
+
+def install(svc) -> None:
+    proc = cli("splits", "install", SUITE, "--source", str(FIXTURE), env=svc.env)
+    assert proc.returncode == 0, proc.stderr
+
+
+def fixture_preferences() -> dict[str, dict]:
+    lines = (FIXTURE / "preferences.jsonl").read_text().splitlines()
+    return {p["preference_id"]: p for p in map(json.loads, filter(str.strip, lines))}
+
+
+def stored(svc, task: str, sid: str) -> dict:
+    return json.loads((svc.data_dir / "results-dataset" / "results" / SUITE / task / f"{sid}.json").read_text())
+
+
+def checkpoint_answers(svc, sid: str) -> dict[str, object]:
+    lines = (svc.data_dir / "checkpoints" / f"{sid}.jsonl").read_text().splitlines()
+    return {r["id"]: r["answer"] for r in map(json.loads, filter(str.strip, lines))}
+
+
+def configure_judge(svc, name: str) -> None:
+    """Name the judge in the environment of the web app (intake) AND of the workers (scoring)."""
+    svc.env[JUDGE_ENV] = name
+    svc.restart_web()
+    n = len(svc.workers)
+    for _ in range(n):
+        svc.kill_worker(0)
+    for _ in range(n):
+        svc.start_worker()
+    svc.wait_workers_registered()
+
+
+def expected_judge_scores(judge_dir: Path, publics: list[dict], responses: dict[str, str]) -> dict[str, dict[str, float]]:
+    """The judge's expected 1-5 rating of each (item, rubric), computed here from the judge's folder
+    (not through the service's registry or settings): what the worker must have published."""
+    from evaluator.backends import ModelSpec, load_backend
+    from evaluator.protocols import ChoiceRequest, choose_by_logprobs, expected_rating
+    from evaluator.suites.realpref.open_ended import RUBRICS, judge_messages
+
+    backend = load_backend(ModelSpec("judge", str(judge_dir), "generative"), "transformers")
+    prefs = fixture_preferences()
+    requests = [ChoiceRequest(f"{pub['id']}::{rubric}",
+                              judge_messages(rubric, prefs[pub["preference_id"]]["preference"], pub["query"],
+                                             responses[pub["id"]]), ("1", "2", "3", "4", "5"))
+                for pub in publics if responses.get(pub["id"]) for rubric in RUBRICS]
+    scores: dict[str, dict[str, float]] = {rubric: {} for rubric in RUBRICS}
+    for request, decision in zip(requests, choose_by_logprobs(backend, requests)):
+        item, rubric = request.id.split("::")
+        scores[rubric][item] = expected_rating(decision)
+    for rubric in RUBRICS:  # an item without text scores 1 on every rubric
+        for pub in publics:
+            scores[rubric].setdefault(pub["id"], 1.0)
+    return scores
+
+
+def test_realpref_true_false_tiny_model(live_service, tmp_path):
+    """true_false from a tiny model (choice_logprobs over the single tokens True/False): a finished
+    partial row (only `simple` fits the 16K window) whose accuracy is exactly that of the stored answers."""
+    svc = live_service
+    started = time.monotonic()
+    install(svc)
+    name = "tiny-tf"
+    register(svc, name, build_tiny_model(tmp_path / "tiny", "generative", seed=7))
+    with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+        prefs = fixture_preferences()
+        truths = {(pid, s["statement"]): s["label"] in (True, "true") for pid, p in prefs.items() for s in p["true_false"]}
+        gold = {p["id"]: "true" if truths[(p["preference_id"], p["statement"])] else "false" for p in inputs(http, "true_false")}
+        answer = http.post("/api/v1/submissions", json={"model": name, "suite": SUITE, "task": "true_false",
+                                                         "setting": "reminder"})
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["details"]["protocol"] == "choice_logprobs"
+        sid = answer.json()["id"]
+        final = wait_done(http, sid, 180, svc.logs)
+        assert final["state"] == "finished", final
+        row = rows(http, "true_false")[name]
+    assert row["row_kind"] == "partial" and row["setting"] == "reminder"
+    assert row["n_items"] == 40  # 5 preferences x 4 expression types x 2 statements, `simple` only
+    assert all(row.get(f"context/{c}") is None for c in CONFIGS[1:])  # n/a: no value (no column if no other row has one)
+    answers = checkpoint_answers(svc, sid)
+    assert len(answers) == 40 and set(answers.values()) <= {"true", "false"}  # every answer read, none unparsed
+    correct = sum(answers[i] == gold[i] for i in answers)
+    assert row["total"] == pytest.approx(correct / 40)
+    assert row["context/simple"] == pytest.approx(correct / 40)
+    record = stored(svc, "true_false", sid)
+    assert record["provenance"]["protocol"] == "choice_logprobs" and record["provenance"]["unparsed"] == 0
+    assert set(record["provenance"]["not_applicable"]) == set(CONFIGS[1:])
+    print(f"\nrealpref true_false tiny model: {time.monotonic() - started:.1f} s")
+
+
+@pytest.mark.slow
+def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
+    """open_ended with a tiny judge registered on the service and named in PERSONABOARD_JUDGE_MODEL
+    (web app and workers): (a) an uploaded predictions file -> finished row with the three rubric
+    means equal to the judge's ratings computed here, setting and provenance naming the judge;
+    (b) a tiny model's own answers (generate_parse, limit 2) -> finished partial row, judged the same way."""
+    svc = live_service
+    started = time.monotonic()
+    install(svc)
+    judge, runner = "tiny-judge", "tiny-oe"
+    judge_dir = build_tiny_model(tmp_path / "judge", "generative", seed=11)
+    judge_entry = register(svc, judge, judge_dir)
+    register(svc, runner, build_tiny_model(tmp_path / "runner", "generative", seed=12))
+    configure_judge(svc, judge)
+    with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+        publics = inputs(http, "open_ended")
+        assert len(publics) == 120
+        # (a) an uploaded file: two different answers, so the judge's ratings vary with the response
+        responses = {p["id"]: ("I would suggest a quiet place with good food." if k % 2 else "Yes, go to a big party.")
+                     for k, p in enumerate(publics)}
+        answer = upload(http, "open_ended", [{"id": i, "response": r} for i, r in responses.items()], "file-oe")
+        assert answer.status_code == 201, answer.text
+        upload_sid = answer.json()["id"]
+        # (b) the runner's own answers, judged by the judge
+        answer = http.post("/api/v1/submissions", json={"model": runner, "suite": SUITE, "task": "open_ended",
+                                                         "setting": "zero_shot", "limit": 2})
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["details"]["protocol"] == "generate_parse"
+        run_sid = answer.json()["id"]
+        for sid in (upload_sid, run_sid):
+            final = wait_done(http, sid, 240, svc.logs)
+            assert final["state"] == "finished", final
+        table = rows(http, "open_ended")
+    setting = f"zero_shot+judge:{judge}"  # judged results compare only under the same judge
+
+    expected = expected_judge_scores(judge_dir, publics, responses)
+    row = table["file-oe"]
+    assert row["row_kind"] == "computed" and row["n_items"] == 120 and row["setting"] == setting
+    assert row["total"] == pytest.approx(sum(expected["alignment"].values()) / 120, rel=1e-4)  # primary: alignment
+    assert row["awareness"] == pytest.approx(sum(expected["awareness"].values()) / 120, rel=1e-4)
+    assert row["quality"] == pytest.approx(sum(expected["quality"].values()) / 120, rel=1e-4)
+    assert row["context/extreme"] is not None and 1 <= row["context/extreme"] <= 5
+    record = stored(svc, "open_ended", upload_sid)
+    assert record["setting"] == setting
+    assert record["provenance"]["judge"]["model"] == judge
+    assert record["provenance"]["judge"]["revision"] == judge_entry["revision"]
+    assert record["provenance"]["protocol"] == "uploaded predictions"
+
+    row = table[runner]
+    assert row["row_kind"] == "partial" and row["n_items"] == 2 and row["setting"] == setting
+    record = stored(svc, "open_ended", run_sid)
+    assert record["provenance"]["protocol"] == "generate_parse" and record["provenance"]["judge"]["model"] == judge
+    assert record["provenance"]["split"]["full_n_items"] == 120
+    texts = checkpoint_answers(svc, run_sid)
+    assert len(texts) == 2
+    judged = expected_judge_scores(judge_dir, [p for p in publics if p["id"] in texts], texts)
+    for column, rubric in (("total", "alignment"), ("awareness", "awareness"), ("quality", "quality")):
+        assert row[column] == pytest.approx(sum(judged[rubric].values()) / 2, rel=1e-4), column
+    print(f"\nrealpref open_ended with a judge: {time.monotonic() - started:.1f} s")

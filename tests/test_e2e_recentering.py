@@ -231,3 +231,115 @@ def test_tiny_model_rates_pairs(installed, tiny):
                         .read_text(encoding="utf-8"))
     assert record["provenance"]["protocol"] == "rating_logprobs" and record["provenance"]["unparsed"] == 0
     assert record["provenance"]["split"]["full_n_items"] == 10
+
+
+# -- tiny models on stages 1 and 2 ------------------------------------------------------------------
+
+def register_tiny(svc, name: str, folder: Path) -> None:
+    proc = run_cli("models", "add", name, str(folder), env=svc.env)
+    assert proc.returncode == 0, proc.stderr
+
+
+def run_tiny(http, svc, name: str, task: str, setting: str, protocol: str | None, limit: int | None) -> str:
+    body = {"model": name, "suite": SUITE, "task": task, "setting": setting,
+            **({"protocol": protocol} if protocol else {}), **({"limit": limit} if limit else {})}
+    answer = http.post("/api/v1/submissions", json=body)
+    assert answer.status_code == 201, answer.text
+    if protocol:
+        assert answer.json()["details"]["protocol"] == protocol
+    return answer.json()["id"]
+
+
+def stored_record(svc, task: str, sid: str) -> dict:
+    path = svc.data_dir / "results-dataset" / "results" / SUITE / task / f"{sid}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def checkpoint_answers(svc, sid: str) -> dict:
+    lines = (svc.data_dir / "checkpoints" / f"{sid}.jsonl").read_text(encoding="utf-8").splitlines()
+    return {r["id"]: r["answer"] for r in map(json.loads, filter(str.strip, lines))}
+
+
+def expected_binary(answers: dict, gold: dict, positive: str) -> dict:
+    """accuracy (`total`), precision, recall, F1 of stored answers, as the task descriptions define
+    them: None (unparsed) is wrong and not positive; an undefined ratio is None (no value)."""
+    ids = list(answers)
+    tp = sum(answers[i] == positive and gold[i] == positive for i in ids)
+    pred = sum(answers[i] == positive for i in ids)
+    real = sum(gold[i] == positive for i in ids)
+    precision = tp / pred if pred else None
+    recall = tp / real if real else None
+    f1 = 2 * tp / (pred + real) if pred + real else None
+    return {"total": sum(answers[i] is not None and answers[i] == gold[i] for i in ids) / len(ids),
+            "precision": precision, "recall": recall, "f1": f1}
+
+
+def assert_columns(row: dict, expect: dict) -> None:
+    for column, value in expect.items():
+        if value is None:
+            assert row.get(column) is None, (column, row.get(column))
+        else:
+            assert row[column] == pytest.approx(value), (column, row[column], value)
+
+
+def test_tiny_model_verifies_attributes(installed, tiny):
+    """Stage 1 from a tiny model (generate_parse, the paper's 512-token cap, limit 3): a finished
+    partial row whose accuracy / precision / recall / F1 are exactly those of the stored answers
+    (an unparsable answer: wrong, and not flagged), with the unparsed count in the provenance."""
+    svc = installed
+    started = time.monotonic()
+    limit = 3
+    register_tiny(svc, "rc-tiny-verifier", tiny)
+    gold = {i.id: i.gold for i in gold_items(svc, "attribute_verification")}
+    with http_client(svc) as http:
+        sid = run_tiny(http, svc, "rc-tiny-verifier", "attribute_verification", "optimized_prompt", "generate_parse", limit)
+        final = wait_done(http, sid, 180, svc.logs)
+        assert final["progress"]["done"] == limit
+        row = row_of(http, "attribute_verification", sid, "optimized_prompt")
+    assert row["row_kind"] == "partial" and row["n_items"] == limit and row["model_name"] == "rc-tiny-verifier"
+    answers = checkpoint_answers(svc, sid)
+    assert len(answers) == limit and set(answers) <= set(gold)
+    assert set(answers.values()) <= {"supported", "unsupported", None}
+    assert_columns(row, expected_binary(answers, gold, "unsupported"))
+    record = stored_record(svc, "attribute_verification", sid)
+    assert record["provenance"]["protocol"] == "generate_parse"
+    assert record["provenance"]["unparsed"] == sum(a is None for a in answers.values())
+    assert record["provenance"]["split"]["full_n_items"] == 10
+    print(f"\nrecentering attribute_verification tiny model: {time.monotonic() - started:.1f} s")
+
+
+def test_tiny_model_judges_relevance(installed, tiny):
+    """Stage 2 from a tiny model: choice_logprobs (YES / NO single tokens) on the whole split -> a
+    computed row, every answer read, metrics exactly those of the stored answers and the humans'
+    YES-rate; generate_parse (limit 2) -> a partial row scored the same way, unparsed counted."""
+    svc = installed
+    started = time.monotonic()
+    register_tiny(svc, "rc-tiny-relevance", tiny)
+    items = gold_items(svc, "relevance")
+    gold = {i.id: i.gold for i in items}
+    with http_client(svc) as http:
+        logprob_sid = run_tiny(http, svc, "rc-tiny-relevance", "relevance", "zero_shot", "choice_logprobs", None)
+        generate_sid = run_tiny(http, svc, "rc-tiny-relevance", "relevance", "grpo", "generate_parse", 2)
+        for sid in (logprob_sid, generate_sid):
+            wait_done(http, sid, 180, svc.logs)
+        logprob_row = row_of(http, "relevance", logprob_sid, "zero_shot")
+        generate_row = row_of(http, "relevance", generate_sid, "grpo")
+
+    answers = checkpoint_answers(svc, logprob_sid)
+    assert len(answers) == 10 and set(answers.values()) <= {"YES", "NO"}  # no unparsed answer
+    assert logprob_row["row_kind"] == "computed" and logprob_row["n_items"] == 10
+    assert_columns(logprob_row, {**expected_binary(answers, gold, "YES"),
+                                 "yes_rate": sum(a == "YES" for a in answers.values()) / 10,
+                                 "human_yes_rate": sum(g == "YES" for g in gold.values()) / 10})
+    record = stored_record(svc, "relevance", logprob_sid)
+    assert record["provenance"]["protocol"] == "choice_logprobs" and record["provenance"]["unparsed"] == 0
+
+    answers = checkpoint_answers(svc, generate_sid)
+    assert len(answers) == 2 and set(answers.values()) <= {"YES", "NO", None}
+    assert generate_row["row_kind"] == "partial" and generate_row["n_items"] == 2
+    assert_columns(generate_row, {**expected_binary(answers, gold, "YES"),
+                                  "yes_rate": sum(a == "YES" for a in answers.values()) / 2})
+    record = stored_record(svc, "relevance", generate_sid)
+    assert record["provenance"]["protocol"] == "generate_parse"
+    assert record["provenance"]["unparsed"] == sum(a is None for a in answers.values())
+    print(f"\nrecentering relevance tiny model: {time.monotonic() - started:.1f} s")

@@ -11,6 +11,10 @@ CHATML = (
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 SPECIALS = ["<|pad|>", "<|im_start|>", "<|im_end|>"]
+# The answer labels the suites' protocols read as one token each (choice/rating log-probs), added as
+# whole-word tokens so that, as in real tokenizers, each is a single token while longer strings such
+# as "AB" or " option" stay several tokens.
+LABEL_TOKENS = ["True", "False", "YES", "NO", "yes", "no", "A", "B", "C", "D", "1", "2", "3", "4", "5"]
 
 
 def _corpus() -> list[str]:
@@ -26,7 +30,7 @@ def _corpus() -> list[str]:
 
 
 def build_tokenizer(vocab_size: int = 400):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
@@ -38,6 +42,7 @@ def build_tokenizer(vocab_size: int = 400):
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|im_end|>",
                                    bos_token="<|im_start|>")
     fast.chat_template = CHATML
+    fast.add_tokens([AddedToken(label, single_word=True, normalized=False) for label in LABEL_TOKENS])
     return fast
 
 
