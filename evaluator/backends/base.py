@@ -32,17 +32,27 @@ class Backend(ABC):
     name: str = "backend"
     spec: ModelSpec
 
-    # -- prompts ------------------------------------------------------------------------------
-    @abstractmethod
-    def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[int]:
-        """Apply the model's chat template and tokenize, once per prompt."""
+    # -- prompts: both backends hold a Hugging Face tokenizer as `self.tokenizer` ----------------
+    tokenizer: object
 
-    @abstractmethod
+    def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[int]:
+        """Apply the model's chat template and tokenize, once per prompt (refused if over the window)."""
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise BackendError(f"{self.spec.name} has no chat template; generative evaluation needs one")
+        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
+                                                 tokenize=True, return_dict=False)
+        return self.checked(list(ids))
+
     def token_id(self, text: str) -> int:
         """The single token that `text` is when it starts the assistant's turn; BackendError if it is not one token."""
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(ids) != 1:
+            raise BackendError(f"choice label {text!r} is {len(ids)} tokens for {self.spec.name}, not one: "
+                               "its log-probability cannot be read from one next-token distribution")
+        return ids[0]
 
-    @abstractmethod
-    def decode(self, token_ids: Sequence[int]) -> str: ...
+    def decode(self, token_ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
 
     # -- primitives ---------------------------------------------------------------------------
     @abstractmethod

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from evaluator.backends.base import Backend, BackendError, Messages, ModelSpec, Progress
+from evaluator.backends.base import Backend, BackendError, ModelSpec, Progress
 
 log = logging.getLogger(__name__)
 
@@ -116,23 +116,6 @@ class TransformersBackend(Backend):
         self.max_batch_size = max_batch_size
         self.reuse_prefix = reuse_prefix
         self.version = transformers.__version__
-
-    # -- prompts ------------------------------------------------------------------------------
-    def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[int]:
-        if not self.tokenizer.chat_template:
-            raise BackendError(f"{self.spec.name} has no chat template; generative evaluation needs one")
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, tokenize=True, return_dict=False)
-        return self.checked(list(ids))
-
-    def token_id(self, text: str) -> int:
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        if len(ids) != 1:
-            raise BackendError(f"choice label {text!r} is {len(ids)} tokens for {self.spec.name}, not one: "
-                               "its log-probability cannot be read from one next-token distribution")
-        return ids[0]
-
-    def decode(self, token_ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
 
     def context_window(self) -> int | None:
         return getattr(self.model.config, "max_position_embeddings", None)

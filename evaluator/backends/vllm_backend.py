@@ -12,11 +12,9 @@ folder, and start `rq worker personaboard --url redis://HOST:PORT` with PERSONAB
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 
-from evaluator.backends.base import Backend, BackendError, Messages, ModelSpec
+from evaluator.backends.base import Backend, BackendError, ModelSpec
 
 
 class VLLMBackend(Backend):
@@ -42,22 +40,6 @@ class VLLMBackend(Backend):
             self.version = vllm.__version__
         except ImportError:
             self.version = "unknown"
-
-    # -- prompts ------------------------------------------------------------------------------
-    def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[int]:
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise BackendError(f"{self.spec.name} has no chat template; generative evaluation needs one")
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, tokenize=True, return_dict=False)
-        return self.checked(list(ids))
-
-    def token_id(self, text: str) -> int:
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        if len(ids) != 1:
-            raise BackendError(f"choice label {text!r} is {len(ids)} tokens for {self.spec.name}, not one")
-        return ids[0]
-
-    def decode(self, token_ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
 
     def context_window(self) -> int | None:
         config = getattr(getattr(self.llm, "llm_engine", None), "model_config", None)
