@@ -67,7 +67,7 @@ def new_submission_id() -> str:
 class Submission:
     id: str
     created_at: str
-    kind: str  # "predictions" (a file); model runs come later
+    kind: str  # "predictions" (an uploaded file) | "model" (the service runs the model)
     suite: str
     task: str
     setting: str

@@ -120,7 +120,8 @@ def wait_state(http: httpx.Client, submission_id: str, states=TERMINAL, timeout:
 
 def wait_finished(http: httpx.Client, submission_id: str, timeout: float = 120.0, logs=None) -> dict:
     final = wait_state(http, submission_id, TERMINAL, timeout, logs=logs)
-    assert final["state"] == "finished", f"submission {submission_id} ended {final['state']}: {final.get('error')}"
+    assert final["state"] == "finished", (f"submission {submission_id} ended {final['state']}: {final.get('error')}"
+                                          + (f"\n{logs()}" if logs else ""))
     return final
 
 
@@ -141,3 +142,10 @@ def run_cli(*args: str, env: dict, timeout: float = 300) -> subprocess.Completed
     command = [str(script)] if script.exists() else [sys.executable, "-m", "backend.cli"]
     root = Path(__file__).resolve().parents[1]
     return subprocess.run([*command, *args], capture_output=True, text=True, cwd=root, env=env, timeout=timeout)
+
+
+def register_model(svc, name: str, folder: Path) -> dict:
+    """`personaboard models add NAME FOLDER` into the service's data folder; the registry entry."""
+    proc = run_cli("models", "add", name, str(folder), env=svc.env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)[name]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -18,10 +17,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from live_helpers import register_model, run_cli, wait_state  # noqa: E402
 from tiny_models import build_tiny_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = Path(sys.executable).parent / "personaboard"
 SUITE, TASK = "prefeval", "mcq"
 
 
@@ -32,30 +31,8 @@ def tiny(tmp_path_factory):
             "reward": build_tiny_model(root / "rew", "reward", seed=12)}
 
 
-def cli(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "backend.cli"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
-
-
 def http_client(svc) -> httpx.Client:
     return httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60)
-
-
-def wait_done(http: httpx.Client, sid: str, timeout: float, logs) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        body = http.get(f"/api/v1/submissions/{sid}").json()
-        if body["state"] in ("finished", "failed"):
-            return body
-        if time.monotonic() > deadline:
-            raise AssertionError(f"submission {sid} still {body['state']} after {timeout}s: {body}\n{logs()}")
-        time.sleep(0.25)
-
-
-def register(svc, name: str, folder: Path) -> dict:
-    proc = cli("models", "add", name, str(folder), env=svc.env)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)[name]
 
 
 def stored_record(svc, sid: str) -> dict:
@@ -73,8 +50,8 @@ def test_model_submissions_run_and_publish_partial_rows(shared_live_service, tin
     svc = shared_live_service
     tag = uuid.uuid4().hex[:8]
     gen_name, rm_name = f"tiny-gen-{tag}", f"tiny-rm-{tag}"
-    gen_entry = register(svc, gen_name, tiny["generative"])
-    rm_entry = register(svc, rm_name, tiny["reward"])
+    gen_entry = register_model(svc, gen_name, tiny["generative"])
+    rm_entry = register_model(svc, rm_name, tiny["reward"])
     assert (gen_entry["model_type"], rm_entry["model_type"]) == ("generative", "reward")
     with http_client(svc) as http:
         listed = {m["name"]: m for m in http.get("/api/v1/models").json()["models"]}
@@ -97,7 +74,7 @@ def test_model_submissions_run_and_publish_partial_rows(shared_live_service, tin
         assert again.json()["detail"]["existing_id"] == ids[gen_name]
         assert ids[gen_name] in again.json()["detail"]["message"]
 
-        finals = {name: wait_done(http, sid, 180, svc.logs) for name, sid in ids.items()}
+        finals = {name: wait_state(http, sid, timeout=180, logs=svc.logs) for name, sid in ids.items()}
         print(f"\ntwo 12-item model runs finished in {time.monotonic() - started:.1f} s")
         for name, final in finals.items():
             assert final["state"] == "finished", final
@@ -132,7 +109,7 @@ def test_model_submissions_run_and_publish_partial_rows(shared_live_service, tin
         # a different limit is a different run
         other = http.post("/api/v1/submissions", json=model_body(rm_name, limit=3))
         assert other.status_code == 201, other.text
-        assert wait_done(http, other.json()["id"], 120, svc.logs)["state"] == "finished"
+        assert wait_state(http, other.json()["id"], timeout=120, logs=svc.logs)["state"] == "finished"
 
 
 def test_model_submission_refusals(shared_live_service):
@@ -179,7 +156,7 @@ def test_worker_killed_mid_model_run_resumes_from_checkpoint(live_service, tiny)
     # second still leaves a window of ~20 s to kill in.
     LIMIT = 128
     svc = live_service
-    register(svc, "tiny-gen", tiny["generative"])
+    register_model(svc, "tiny-gen", tiny["generative"])
     with http_client(svc) as http:
         answer = http.post("/api/v1/submissions", json=model_body("tiny-gen", limit=LIMIT))
         assert answer.status_code == 201, answer.text
@@ -203,7 +180,7 @@ def test_worker_killed_mid_model_run_resumes_from_checkpoint(live_service, tiny)
         killed_at = time.monotonic()
         svc.start_worker()
 
-        final = wait_done(http, sid, 180, svc.logs)
+        final = wait_state(http, sid, timeout=180, logs=svc.logs)
         print(f"\nworker SIGKILL mid model run -> finished {time.monotonic() - killed_at:.1f} s later "
               f"(attempts={final['attempts']})")
         assert final["state"] == "finished", final
@@ -217,7 +194,7 @@ def test_worker_killed_mid_model_run_resumes_from_checkpoint(live_service, tiny)
 @pytest.mark.slow
 def test_cli_evaluate_model_folder(tiny, tmp_path):
     env = {**os.environ, "PERSONABOARD_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1"}
-    proc = cli("evaluate", "--model", str(tiny["generative"]), "--suite", SUITE, "--task", TASK,
+    proc = run_cli("evaluate", "--model", str(tiny["generative"]), "--suite", SUITE, "--task", TASK,
                "--setting", "zero_shot", "--limit", "6", env=env)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)

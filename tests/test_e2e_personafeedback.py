@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from live_helpers import run_cli
+from live_helpers import run_cli, wait_finished
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -59,17 +58,6 @@ def submit(http, body: bytes, setting: str = "persona", model_name: str = "pf-te
     return http.post("/api/v1/submissions", files={"file": ("predictions.jsonl", body, "application/x-ndjson")},
                      data={"suite": SUITE, "task": TASK, "setting": setting, "model_name": model_name})
 
-
-def wait_done(http, sid: str, timeout: float, logs) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        body = http.get(f"/api/v1/submissions/{sid}").json()
-        if body["state"] in ("finished", "failed"):
-            assert body["state"] == "finished", f"{body}\n{logs()}"
-            return body
-        if time.monotonic() > deadline:
-            raise AssertionError(f"submission {sid} still {body['state']} after {timeout}s\n{logs()}")
-        time.sleep(0.2)
 
 
 def rows(http, setting: str | None = None) -> list[dict]:
@@ -170,7 +158,7 @@ def test_uploads_scored_into_table3_columns(installed):
         scores_id = submit(http, ("\n".join(score_lines) + "\n").encode(), model_name="pf-scores").json()["id"]
 
         for sid in (labels_id, scores_id):
-            wait_done(http, sid, 120, svc.logs)
+            wait_finished(http, sid, 120, svc.logs)
         row = row_of(http, labels_id)
         assert row["row_kind"] == "computed" and row["n_items"] == 24
         for column in TABLE3_COLUMNS:
@@ -228,7 +216,7 @@ def test_rag_refused_on_a_split_without_memory(installed, tmp_path):
         install(svc, FIXTURE)
     with http_client(svc) as http:  # with memory data again: rag accepted
         sid = submit(http, body, setting="rag", model_name="pf-perfect-rag").json()["id"]
-        wait_done(http, sid, 120, svc.logs)
+        wait_finished(http, sid, 120, svc.logs)
         assert row_of(http, sid, "rag")["total"] == 1.0
 
 
@@ -255,7 +243,7 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
             assert answer.json()["details"]["protocol"] == ("pairwise_logprobs" if kind == "generative" else "reward")
             ids[kind] = answer.json()["id"]
         for sid in ids.values():
-            final = wait_done(http, sid, 240, svc.logs)
+            final = wait_finished(http, sid, 240, svc.logs)
             assert final["progress"]["done"] == limit
         judge, rm = row_of(http, ids["generative"]), row_of(http, ids["reward"])
     for row in (judge, rm):
@@ -299,7 +287,7 @@ def test_tiny_judge_rag_run(installed, tiny):
                                                          "setting": "rag", "limit": 6})
         assert answer.status_code == 201, answer.text
         sid = answer.json()["id"]
-        wait_done(http, sid, 240, svc.logs)
+        wait_finished(http, sid, 240, svc.logs)
         row = row_of(http, sid, "rag")
     assert row["row_kind"] == "partial" and row["n_items"] == 6 and row["position_consistency"] is not None
     record = json.loads((svc.data_dir / "results-dataset" / "results" / SUITE / TASK / f"{sid}.json").read_text())

@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_e2e_models import cli, register, wait_done  # noqa: E402
+from live_helpers import register_model, run_cli, wait_state  # noqa: E402
 from tiny_models import build_tiny_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def test_realpref_end_to_end(live_service, tmp_path):
         assert "personaboard splits install realpref --source" in refused.json()["detail"]["message"]
         assert http.get("/api/v1/leaderboard", params={"suite": SUITE}).status_code == 200
 
-        proc = cli("splits", "install", SUITE, "--source", str(FIXTURE), env=svc.env)
+        proc = run_cli("splits", "install", SUITE, "--source", str(FIXTURE), env=svc.env)
         assert proc.returncode == 0, proc.stderr
         info = json.loads((svc.data_dir / "splits" / SUITE / "INSTALLED.json").read_text())
         assert info["fixture"] is True
@@ -76,7 +76,7 @@ def test_realpref_end_to_end(live_service, tmp_path):
         tag = uuid.uuid4().hex[:6]
         answer = upload(http, "mcq", lines, f"file-mcq-{tag}")
         assert answer.status_code == 201, answer.text
-        final = wait_done(http, answer.json()["id"], 60, svc.logs)
+        final = wait_state(http, answer.json()["id"], timeout=60, logs=svc.logs)
         assert final["state"] == "finished", final
         row = rows(http, "mcq")[f"file-mcq-{tag}"]
         assert row["row_kind"] == "computed" and row["n_items"] == 120
@@ -95,7 +95,7 @@ def test_realpref_end_to_end(live_service, tmp_path):
         answer2 = upload(http, "true_false", right, f"file-tf-right-{tag}", setting="reminder")
         assert answer2.status_code == 201, answer2.text
         for sid in (answer.json()["id"], answer2.json()["id"]):
-            assert wait_done(http, sid, 60, svc.logs)["state"] == "finished"
+            assert wait_state(http, sid, timeout=60, logs=svc.logs)["state"] == "finished"
         tf_rows = rows(http, "true_false")
         assert tf_rows[f"file-tf-{tag}"]["total"] == 0.5 and tf_rows[f"file-tf-{tag}"]["context/extreme"] == 0.5
         assert tf_rows[f"file-tf-right-{tag}"]["total"] == 1.0 and tf_rows[f"file-tf-right-{tag}"]["setting"] == "reminder"
@@ -118,10 +118,10 @@ def test_realpref_end_to_end(live_service, tmp_path):
         # a tiny model with a 16K window: only `simple` (2K) is run; the other configurations are n/a
         model_dir = build_tiny_model(tmp_path / "tiny", "generative", seed=5)
         name = f"tiny-realpref-{tag}"
-        register(svc, name, model_dir)
+        register_model(svc, name, model_dir)
         answer = http.post("/api/v1/submissions", json={"model": name, "suite": SUITE, "task": "mcq", "setting": "zero_shot"})
         assert answer.status_code == 201, answer.text
-        final = wait_done(http, answer.json()["id"], 180, svc.logs)
+        final = wait_state(http, answer.json()["id"], timeout=180, logs=svc.logs)
         assert final["state"] == "finished", final
         row = rows(http, "mcq")[name]
         assert row["row_kind"] == "partial" and row["n_items"] == 20  # 5 preferences x 4 expression types
@@ -140,7 +140,7 @@ JUDGE_ENV = "PERSONABOARD_JUDGE_MODEL"
 
 
 def install(svc) -> None:
-    proc = cli("splits", "install", SUITE, "--source", str(FIXTURE), env=svc.env)
+    proc = run_cli("splits", "install", SUITE, "--source", str(FIXTURE), env=svc.env)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -200,7 +200,7 @@ def test_realpref_true_false_tiny_model(live_service, tmp_path):
     started = time.monotonic()
     install(svc)
     name = "tiny-tf"
-    register(svc, name, build_tiny_model(tmp_path / "tiny", "generative", seed=7))
+    register_model(svc, name, build_tiny_model(tmp_path / "tiny", "generative", seed=7))
     with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
         prefs = fixture_preferences()
         truths = {(pid, s["statement"]): s["label"] in (True, "true") for pid, p in prefs.items() for s in p["true_false"]}
@@ -210,7 +210,7 @@ def test_realpref_true_false_tiny_model(live_service, tmp_path):
         assert answer.status_code == 201, answer.text
         assert answer.json()["details"]["protocol"] == "choice_logprobs"
         sid = answer.json()["id"]
-        final = wait_done(http, sid, 180, svc.logs)
+        final = wait_state(http, sid, timeout=180, logs=svc.logs)
         assert final["state"] == "finished", final
         row = rows(http, "true_false")[name]
     assert row["row_kind"] == "partial" and row["setting"] == "reminder"
@@ -238,8 +238,8 @@ def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
     install(svc)
     judge, runner = "tiny-judge", "tiny-oe"
     judge_dir = build_tiny_model(tmp_path / "judge", "generative", seed=11)
-    judge_entry = register(svc, judge, judge_dir)
-    register(svc, runner, build_tiny_model(tmp_path / "runner", "generative", seed=12))
+    judge_entry = register_model(svc, judge, judge_dir)
+    register_model(svc, runner, build_tiny_model(tmp_path / "runner", "generative", seed=12))
     configure_judge(svc, judge)
     with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
         publics = inputs(http, "open_ended")
@@ -257,7 +257,7 @@ def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
         assert answer.json()["details"]["protocol"] == "generate_parse"
         run_sid = answer.json()["id"]
         for sid in (upload_sid, run_sid):
-            final = wait_done(http, sid, 240, svc.logs)
+            final = wait_state(http, sid, timeout=240, logs=svc.logs)
             assert final["state"] == "finished", final
         table = rows(http, "open_ended")
     setting = f"zero_shot+judge:{judge}"  # judged results compare only under the same judge

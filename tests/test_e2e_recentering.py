@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_helpers import run_cli
+from live_helpers import run_cli, wait_finished
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -54,17 +54,6 @@ def submit(http, task: str, body: bytes, setting: str = "zero_shot", model_name:
     return http.post("/api/v1/submissions", files={"file": ("predictions.jsonl", body, "application/x-ndjson")},
                      data={"suite": SUITE, "task": task, "setting": setting, "model_name": model_name})
 
-
-def wait_done(http, sid: str, timeout: float, logs) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        body = http.get(f"/api/v1/submissions/{sid}").json()
-        if body["state"] in ("finished", "failed"):
-            assert body["state"] == "finished", f"{body}\n{logs()}"
-            return body
-        if time.monotonic() > deadline:
-            raise AssertionError(f"submission {sid} still {body['state']} after {timeout}s\n{logs()}")
-        time.sleep(0.2)
 
 
 def rows(http, task: str, setting: str | None = None) -> list[dict]:
@@ -165,7 +154,7 @@ def test_each_task_upload_scored(installed):
             assert answer.status_code == 201, answer.text
             ids[task] = (answer.json()["id"], setting)
         for sid, _ in ids.values():
-            wait_done(http, sid, 120, svc.logs)
+            wait_finished(http, sid, 120, svc.logs)
         for task, expect in (("attribute_verification", expect_av), ("relevance", expect_rel),
                              ("response_preference", expect_pref)):
             sid, setting = ids[task]
@@ -221,7 +210,7 @@ def test_tiny_model_rates_pairs(installed, tiny):
         assert answer.status_code == 201, answer.text
         assert answer.json()["details"]["protocol"] == "rating_logprobs"
         sid = answer.json()["id"]
-        final = wait_done(http, sid, 240, svc.logs)
+        final = wait_finished(http, sid, 240, svc.logs)
         assert final["progress"]["done"] == limit
         row = row_of(http, "response_preference", sid, "default")
     assert row["row_kind"] == "partial" and row["n_items"] == limit
@@ -293,7 +282,7 @@ def test_tiny_model_verifies_attributes(installed, tiny):
     gold = {i.id: i.gold for i in gold_items(svc, "attribute_verification")}
     with http_client(svc) as http:
         sid = run_tiny(http, svc, "rc-tiny-verifier", "attribute_verification", "optimized_prompt", "generate_parse", limit)
-        final = wait_done(http, sid, 180, svc.logs)
+        final = wait_finished(http, sid, 180, svc.logs)
         assert final["progress"]["done"] == limit
         row = row_of(http, "attribute_verification", sid, "optimized_prompt")
     assert row["row_kind"] == "partial" and row["n_items"] == limit and row["model_name"] == "rc-tiny-verifier"
@@ -321,7 +310,7 @@ def test_tiny_model_judges_relevance(installed, tiny):
         logprob_sid = run_tiny(http, svc, "rc-tiny-relevance", "relevance", "zero_shot", "choice_logprobs", None)
         generate_sid = run_tiny(http, svc, "rc-tiny-relevance", "relevance", "grpo", "generate_parse", 2)
         for sid in (logprob_sid, generate_sid):
-            wait_done(http, sid, 180, svc.logs)
+            wait_finished(http, sid, 180, svc.logs)
         logprob_row = row_of(http, "relevance", logprob_sid, "zero_shot")
         generate_row = row_of(http, "relevance", generate_sid, "grpo")
 

@@ -17,20 +17,12 @@ from rq import Queue, Worker
 from backend import processes
 from backend.redis_server import RedisServerError, find_redis_server
 from backend.settings import QUEUE_NAME
+from live_helpers import wait_until
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HAVE_APP = (PROJECT_ROOT / "backend" / "app.py").exists()
 
 
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def descendants(pid: int) -> set[int]:
