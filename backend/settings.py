@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from backend.redis_server import redis_url
+
 QUEUE_NAME = "personaboard"
 
 
@@ -20,6 +22,8 @@ class Settings:
     data_dir: Path
     redis_url: str
     redis_port: int
+    redis_host: str  # the address the service's own Redis binds: loopback unless a password is set
+    redis_password: str | None
     workers: int
     max_upload_bytes: int
 
@@ -45,12 +49,16 @@ def load_settings() -> Settings:
     env = os.environ
     data_dir = Path(env.get("PERSONABOARD_DATA_DIR", "./var")).resolve()
     redis_port = int(env.get("PERSONABOARD_REDIS_PORT", "6389"))
+    redis_host = env.get("PERSONABOARD_REDIS_HOST", "127.0.0.1")
+    redis_password = env.get("PERSONABOARD_REDIS_PASSWORD") or None
     return Settings(
         host=env.get("PERSONABOARD_HOST", "127.0.0.1"),
         port=int(env.get("PERSONABOARD_PORT", "7860")),
         data_dir=data_dir,
-        redis_url=env.get("PERSONABOARD_REDIS_URL", f"redis://127.0.0.1:{redis_port}/0"),
+        redis_url=env.get("PERSONABOARD_REDIS_URL") or redis_url(redis_host, redis_port, redis_password),
         redis_port=redis_port,
+        redis_host=redis_host,
+        redis_password=redis_password,
         workers=int(env.get("PERSONABOARD_WORKERS", "2")),
         max_upload_bytes=int(env.get("PERSONABOARD_MAX_UPLOAD_BYTES", str(64 * 1024 * 1024))),
     )

@@ -3,6 +3,12 @@
 The file is read line by line, so a file of any size is checked in bounded memory, and every
 problem names the line and the field. Messages quote only what the submitter sent and the public
 item ids: never a gold label.
+
+Hostile files cost bounded CPU and memory: a line is cut off at `MAX_LINE_BYTES` while it is read,
+nesting depth and number length are checked before `json.loads` sees the line (it raises
+RecursionError on deep nesting and ValueError on integers over 4,300 digits), reading stops at the
+first line past the split's item count (plus `EXTRA_LINES`), and string fields are bounded. Every
+such refusal names the limit, the line and, where there is one, the field.
 """
 from __future__ import annotations
 
@@ -14,6 +20,15 @@ from typing import BinaryIO, Iterable
 from evaluator.suite import Split, Task
 
 MAX_REPORTED_PROBLEMS = 20
+
+# Input limits (see the module docstring). Generous for honest files: a prediction line is a few
+# short fields; the longest legitimate one is an open-ended response (realpref: 20,000 characters).
+MAX_LINE_BYTES = 256 * 1024
+MAX_DEPTH = 32  # levels of nested arrays/objects in one line
+MAX_NUMBER_DIGITS = 100  # digits in a run inside one number
+MAX_ID_CHARS = 256
+MAX_FIELD_CHARS = 64 * 1024  # any string field
+EXTRA_LINES = 1000  # lines allowed beyond one per item (blank lines)
 
 
 @dataclass(frozen=True)
@@ -111,6 +126,44 @@ def _canonical_matchers(answer_field: str):
     return ((id_first.fullmatch, 1, 2), (answer_first.fullmatch, 2, 1))
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+_LONG_DIGITS = re.compile(r"[0-9]{%d,}" % (MAX_NUMBER_DIGITS + 1))
+
+
+def structure_problem(text: str) -> str | None:
+    """Why `text` must not reach json.loads (too deeply nested, a too long number), else None.
+
+    Cheap for ordinary lines (two C-level scans); strings are blanked out only when a suspicious
+    bracket count or digit run shows up, so brackets and digits inside strings never count.
+    """
+    suspicious_depth = text.count("[") + text.count("{") > MAX_DEPTH
+    suspicious_digits = _LONG_DIGITS.search(text) is not None
+    if not (suspicious_depth or suspicious_digits):
+        return None
+    bare = _JSON_STRING.sub('""', text)
+    if suspicious_digits and _LONG_DIGITS.search(bare):
+        return f"a number has more than {MAX_NUMBER_DIGITS} digits (limit: number size)"
+    if suspicious_depth:
+        depth = 0
+        for bracket in _BRACKET.finditer(bare):
+            depth += 1 if bracket.group() in "[{" else -1
+            if depth > MAX_DEPTH:
+                return f"nested more than {MAX_DEPTH} levels deep (limit: nesting depth)"
+    return None
+
+
+def field_problem(record: dict) -> tuple[str, str] | None:
+    """(field, why) for the first top-level field over its length limit, else None."""
+    item_id = record.get("id")
+    if isinstance(item_id, str) and len(item_id) > MAX_ID_CHARS:
+        return "id", f"longer than {MAX_ID_CHARS} characters (limit: field length)"
+    for name, value in record.items():
+        if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+            return _shorten(name, 60).strip("'"), f"longer than {MAX_FIELD_CHARS} characters (limit: field length)"
+    return None
+
+
 def read_predictions(
     lines: Iterable[bytes], task: Task, split: Split, filename: str = "predictions file"
 ) -> dict[str, object]:
@@ -118,11 +171,13 @@ def read_predictions(
     problems: list[Problem] = []
     total = 0
 
-    def report(line: int | None, field: str | None, message: str) -> None:
+    def report(line: int | None, field: str | None, message: str, always_shown: bool = False) -> None:
         nonlocal total
         total += 1
         if len(problems) < MAX_REPORTED_PROBLEMS:
             problems.append(Problem(line, field, message))
+        elif always_shown:  # why reading stopped must be in the answer, even after many other problems
+            problems[-1] = Problem(line, field, message)
 
     known = split.by_id
     answer_field = task.answer_field
@@ -133,7 +188,15 @@ def read_predictions(
     answers: dict[str, object] = {}
     first_seen: dict[str, int] = {}
     line_no = 0
+    max_lines = len(split.items) + EXTRA_LINES
     for line_no, raw in enumerate(lines, start=1):
+        if line_no > max_lines:
+            report(line_no, None, f"more than {max_lines} lines: the split has {len(split.items)} items, one line "
+                                  f"each (limit: line count); the rest of the file was not read", always_shown=True)
+            break
+        if isinstance(raw, OverlongLine):
+            report(line_no, None, f"longer than {MAX_LINE_BYTES} bytes (limit: line length)")
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -147,13 +210,24 @@ def read_predictions(
         else:
             if not text.strip():
                 continue  # blank lines (a trailing newline) are harmless
+            too_complex = structure_problem(text)
+            if too_complex:
+                report(line_no, None, too_complex)
+                continue
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as exc:
                 report(line_no, None, f"not valid JSON ({exc.msg} at column {exc.colno})")
                 continue
+            except (ValueError, RecursionError) as exc:  # a limit the pre-check missed: still a 4xx, never a 500
+                report(line_no, None, f"not accepted by the JSON parser ({type(exc).__name__})")
+                continue
         if not isinstance(record, dict):
             report(line_no, None, "expected a JSON object like {\"id\": ..., \"" + answer_field + "\": ...}")
+            continue
+        too_long = field_problem(record)
+        if too_long:
+            report(line_no, *too_long)
             continue
         item_id = record.get("id")
         if item_id is None:
@@ -182,12 +256,34 @@ def read_predictions(
     return answers
 
 
-def iter_lines(stream: BinaryIO, chunk_size: int = 1 << 20) -> Iterable[bytes]:
-    """Lines of a binary stream, split on b'\\n' only (a stray \\r stays inside the JSON, where it is whitespace)."""
-    pending = b""
+class OverlongLine(bytes):
+    """What iter_lines yields in place of a line longer than its limit (the line's first bytes)."""
+
+
+def iter_lines(stream: BinaryIO, chunk_size: int = 1 << 20, max_line_bytes: int = MAX_LINE_BYTES) -> Iterable[bytes]:
+    """Lines of a binary stream, split on b'\\n' only (a stray \\r stays inside the JSON, where it is whitespace).
+
+    Memory is bounded by chunk_size + max_line_bytes: a longer line is yielded once as an
+    OverlongLine (its first max_line_bytes) and the rest of it is skipped as it streams past.
+    """
+    pending = bytearray()
+    skipping = False  # inside an overlong line, already reported
     while chunk := stream.read(chunk_size):
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        yield from complete
-    if pending:
-        yield pending
+        *complete, tail = chunk.split(b"\n")
+        for part in complete:
+            if skipping:
+                skipping = False
+            elif pending:
+                pending += part
+                yield OverlongLine(pending[:max_line_bytes]) if len(pending) > max_line_bytes else bytes(pending)
+            else:
+                yield OverlongLine(part[:max_line_bytes]) if len(part) > max_line_bytes else part
+            pending.clear()
+        if not skipping:
+            pending += tail
+            if len(pending) > max_line_bytes:
+                yield OverlongLine(pending[:max_line_bytes])
+                pending.clear()
+                skipping = True
+    if pending and not skipping:
+        yield bytes(pending)

@@ -104,17 +104,15 @@ class LocalDatasetStore:
         self.ensure()
         relative = self.record_path(record)
         with self._locked():
+            published = self._git("log", "-1", "--format=%H", "--", relative).decode().strip()
+            if published:
+                return published
+            self._discard_uncommitted()
             target = self.root / relative
-            if target.exists():
-                published = self._git("log", "-1", "--format=%H", "--", relative).decode().strip()
-                if published:
-                    return published
-                # Written but never committed (the publisher died in between): finish that publish.
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_suffix(".tmp")
-                tmp.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
-                os.replace(tmp, target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, target)
             self._write_scores(self._read_records_from_disk())
             self._git("add", "-A")
             self._git("commit", "-q", "-m", f"Add result {record['submission_id']} ({record['suite']}/{record['task']})")
@@ -126,6 +124,7 @@ class LocalDatasetStore:
         (The papers' reported rows: a corrected transcription replaces the old rows, in history.)"""
         self.ensure()
         with self._locked():
+            self._discard_uncommitted()
             wanted = {self.record_path(r): json.dumps(r, indent=1, sort_keys=True) for r in records}
             present = {str(p.relative_to(self.root)): p for p in (self.root / "results").glob(f"*/*/{prefix}*.json")}
             changed = False
@@ -145,6 +144,16 @@ class LocalDatasetStore:
             self._git("add", "-A")
             self._git("commit", "-q", "-m", message)
             return self._git("rev-parse", "HEAD").decode().strip()
+
+    def _discard_uncommitted(self) -> None:
+        """Drop whatever a writer that died mid-publish left (a record, a half-built table).
+
+        Called with the lock held, so nothing uncommitted can belong to a live writer. Without this
+        the next publish's `git add -A` would commit the dead attempt's record inside another
+        submission's commit; instead that submission's retried job publishes it in its own.
+        """
+        self._git("reset", "-q", "--hard", "HEAD")
+        self._git("clean", "-q", "-f", "-d")
 
     def _write_scores(self, records: list[dict[str, Any]]) -> None:
         path = self.root / SCORES_PATH

@@ -130,9 +130,22 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+# A cell starting with one of these is run as a formula by spreadsheets (CSV injection, OWASP).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_formula(value: Any) -> Any:
+    """Text a spreadsheet would evaluate gets a leading apostrophe, so it is shown as typed."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_PREFIXES) else value
+
+
 def export(frame: pd.DataFrame, fmt: str) -> bytes:
     if fmt == "csv":
-        return frame.to_csv(index=False).encode()
+        # Only text columns: numbers (negative scores included) stay numbers.
+        text_columns = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+        safe = frame.assign(**{c: frame[c].map(neutralise_formula) for c in text_columns}) if text_columns else frame
+        # CRLF rows (RFC 4180): the csv writer then also quotes a field holding a lone \r
+        return safe.to_csv(index=False, lineterminator="\r\n").encode()
     if fmt == "json":
         # Not DataFrame.to_json: it keeps at most 15 significant digits, so e.g. 1/3 would not
         # read back as the value the scorer computed (CSV and parquet are exact).

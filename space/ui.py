@@ -162,9 +162,21 @@ def _download_links(suite, task, setting, tier) -> str:
     return "Download this table (full precision): " + " · ".join(links)
 
 
+def inert(text: object) -> str:
+    """User-supplied text for a Markdown component: shown as typed, never markup.
+
+    html.escape alone is not enough in Markdown: `[x](javascript:...)`, `![](https://...)`, bare
+    URLs (autolinks) and emphasis would still make elements. Every character but letters, digits
+    and spaces becomes a numeric character reference, which Markdown renders as that character
+    and never parses as syntax.
+    """
+    return "".join(c if c.isalnum() or c == " " else f"&#{ord(c)};" for c in str(text))
+
+
 def format_status(status: dict) -> str:
-    lines = [f"**Submission `{status['id']}`**: {status['model_name']} on {status['suite']}/{status['task']} "
-             f"({status['setting']})", f"State: **{status['state']}**"]
+    lines = [f"**Submission {inert(status['id'])}**: {inert(status['model_name'])} on "
+             f"{inert(status['suite'])}/{inert(status['task'])} ({inert(status['setting'])})",
+             f"State: **{inert(status['state'])}**"]
     if status["state"] == "queued" and status.get("queue_position") is not None:
         lines.append(f"Position in queue: {status['queue_position'] + 1}")
     progress = status.get("progress") or {}
@@ -176,7 +188,7 @@ def format_status(status: dict) -> str:
             line += f", about {_duration(progress['eta_s'])} left"
         lines.append(line)
     if status.get("error"):
-        lines.append(f"Reason: {status['error']}")
+        lines.append(f"Reason: {inert(status['error'])}")
     if status["state"] == "finished" and status.get("result"):
         total = status["result"]["total"]
         for metric, stats in total.items():
@@ -194,14 +206,14 @@ def format_error(exc: SubmissionError) -> str:
     """A rejected submission: the message, then one bullet per problem (line and field named)."""
     problems = exc.detail.get("problems") or []
     if not problems or (" rejected:" not in str(exc) and all(p.get("line") is None for p in problems)):
-        return "**Error:** " + html.escape(str(exc))
+        return "**Error:** " + inert(exc)
     head = str(exc).split(":", 1)[0] if " rejected:" in str(exc) else "Submission rejected"
-    lines = [f"**Error:** {html.escape(head)}. Nothing was queued; fix the file and submit again."]
+    lines = [f"**Error:** {inert(head)}. Nothing was queued; fix the file and submit again."]
     for p in problems:
         where = f"line {p['line']}" if p.get("line") is not None else "file"
         if p.get("field"):
-            where += f", field `{p['field']}`"
-        lines.append(f"- {where}: {html.escape(str(p.get('message', '')))}")
+            where += f", field {inert(p['field'])}"
+        lines.append(f"- {where}: {inert(p.get('message', ''))}")
     extra = exc.detail.get("problem_count", len(problems)) - len(problems)
     if extra > 0:
         lines.append(f"- ... and {extra} more")
@@ -298,7 +310,7 @@ def build_ui(services: Services) -> gr.Blocks:
                 accepted.append(accept_model(form, records=services.records, registry=services.models,
                                              redis=services.redis).id)
             except SubmissionError as exc:
-                messages.append(f"**Error ({html.escape(setting)}):** " + format_error(exc).removeprefix("**Error:** "))
+                messages.append(f"**Error ({inert(setting)}):** " + format_error(exc).removeprefix("**Error:** "))
         # The state keeps the refusals too, so the 1 s poll does not wipe them while the others run.
         return (_model_statuses(accepted, messages), {"ids": accepted, "messages": messages},
                 gr.Timer(active=bool(accepted)))
@@ -320,7 +332,7 @@ def build_ui(services: Services) -> gr.Blocks:
     def lookup(submission_id):
         found = services.records.get((submission_id or "").strip())
         if not found:
-            return f"No submission with id `{html.escape(submission_id or '')}`."
+            return f"No submission with id {inert(submission_id or '')}."
         return format_status(services.submission_status(found))
 
     suites = _suite_choices()

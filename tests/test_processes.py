@@ -88,6 +88,33 @@ def test_redis_start_failure_shows_log(tmp_path):
             processes.start_redis(port, tmp_path / "redis", timeout=10)
 
 
+def test_redis_binds_loopback_and_needs_a_password_elsewhere(tmp_path):
+    import redis as redis_lib
+
+    # default: loopback only, as the running server reports it
+    server = processes.start_redis(processes.free_port(), tmp_path / "open")
+    try:
+        assert server.client().config_get("bind")["bind"] == "127.0.0.1"
+    finally:
+        server.stop()
+    # any other address without a password: refused before anything starts
+    with pytest.raises(RedisServerError, match="PERSONABOARD_REDIS_PASSWORD"):
+        processes.start_redis(processes.free_port(), tmp_path / "exposed", host="0.0.0.0")
+    # with a password: clients without it are refused; the password is not on the command line
+    secret = 'pw "with" \\ quotes'
+    server = processes.start_redis(processes.free_port(), tmp_path / "locked", host="0.0.0.0", password=secret)
+    try:
+        assert server.client().ping()
+        assert server.client().config_get("bind")["bind"] == "0.0.0.0"
+        with pytest.raises(redis_lib.AuthenticationError):
+            redis_lib.Redis(host="127.0.0.1", port=server.port, socket_timeout=5).ping()
+        cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes()
+        assert secret.encode() not in cmdline
+        assert (server.dir / "auth.conf").stat().st_mode & 0o077 == 0
+    finally:
+        server.stop()
+
+
 def _aof_exists(redis_dir: Path) -> bool:
     return (redis_dir / "appendonly.aof").exists() or (redis_dir / "appendonlydir").is_dir()
 

@@ -147,6 +147,31 @@ def test_publish_finishes_a_publish_that_died_before_its_commit(tmp_path):
     assert store.publish(record) == revision  # and idempotent afterwards
 
 
+def test_a_dead_publishers_record_is_never_committed_under_another_submission(store):
+    """Issue 7: a killed attempt's record, written but not committed, must not be folded into the
+    next submission's commit; its own retried job publishes it, in a commit of its own."""
+    store.publish(make_record("first", 0.5))
+    orphan = make_record("orphan", 0.9, model="killed-attempt")
+    target = store.root / store.record_path(orphan)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(orphan))  # the dead writer got this far (and half-rebuilt the table)
+    (store.root / SCORES_PATH).write_bytes(b"half-written parquet")
+    (store.root / "results" / "prefeval" / "mcq" / "other.tmp").write_text("{")
+
+    revision = store.publish(make_record("second", 0.25))
+    changed = subprocess.run(["git", "show", "--name-only", "--format=", revision], cwd=store.root,
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(changed) == [SCORES_PATH, "results/prefeval/mcq/second.json"]
+    assert set(store.scores(revision)["submission_id"]) == {"first", "second"}
+    assert "orphan" not in set(store.scores()["submission_id"])  # nor in the files on disk
+
+    own = store.publish(orphan)  # the retry of the killed job
+    changed = subprocess.run(["git", "show", "--name-only", "--format=%s", own], cwd=store.root,
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+    assert changed[0].startswith("Add result orphan ")
+    assert "results/prefeval/mcq/orphan.json" in changed and "results/prefeval/mcq/second.json" not in changed
+
+
 def _sample_record_for_crash_test() -> dict:
     total = {"accuracy": {"value": 0.5, "ci95": [0.4, 0.6], "n": 2}}
     return {
