@@ -1,4 +1,4 @@
-"""Metrics over per-item arrays, with 95% bootstrap confidence intervals.
+"""Metrics over per-item arrays, with 95% confidence intervals (evaluator/statistics.py).
 
 A task's hooks turn (items, answers) into named per-item arrays (`correct`, `pred_pos`/`gold_pos`,
 `pred`/`gold` ratings, `consistent`); a metric reads those arrays at a set of item indices, so
@@ -10,8 +10,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from evaluator.statistics import Units, mean_stats, share_stats, statistic_interval
+
 Arrays = dict[str, np.ndarray]
-BOOTSTRAP_SAMPLES = 2000
 RESAMPLE_SAMPLES = 1000  # for metrics that are not means (F1, Spearman): each draw recomputes them
 
 
@@ -94,37 +95,39 @@ def available(metric: str, arrays: Arrays) -> bool:
     return all(name in arrays for name in OTHER_METRICS[metric][1])
 
 
-def _mean_stats(values: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
-    """Mean and its percentile bootstrap interval.
+# Metrics whose per-item values lie in [0, 1]: their interval is a Wilson interval (no collapse at
+# 0 % or 100 %); ratings get a bootstrap. Both resample the suite's declared units (statistics.py).
+SHARE_METRICS = frozenset({"accuracy", "yes_rate", "human_yes_rate", "position_consistency"})
 
-    Resampling n items with replacement makes the counts of each distinct value
-    Multinomial(n, observed frequencies); for binary outcomes that is Binomial(n, p). Drawing the
-    counts instead of materialising B x n resamples is the same bootstrap in O(B x distinct values).
-    Values with many distinct levels fall back to resampling indices.
-    """
-    values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
-    n = len(values)
-    if n == 0:
+
+def _mean_stats(metric: str, values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
+    if values.dtype.kind == "f":
+        keep = ~np.isnan(values)
+        values, units = values[keep], units.subset(np.flatnonzero(keep))
+    if len(values) == 0:
         return {"value": None, "ci95": [None, None], "n": 0}
-    levels, counts = np.unique(values, return_counts=True)
-    if len(levels) <= 64:
-        draws = rng.multinomial(n, counts / n, size=BOOTSTRAP_SAMPLES) @ levels.astype(float) / n
-    else:
-        draws = values[rng.integers(0, n, size=(RESAMPLE_SAMPLES, n))].mean(axis=1)
-    low, high = np.quantile(draws, [0.025, 0.975])
-    return {"value": float(values.mean()), "ci95": [float(low), float(high)], "n": n}
+    if metric in SHARE_METRICS:
+        return share_stats(values, units, rng)
+    return mean_stats(values, units, rng)
 
 
-def metric_stats(metric: str, arrays: Arrays, idx: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
-    if metric in MEAN_METRICS:
-        return _mean_stats(arrays[MEAN_METRICS[metric]][idx], rng)
-    function, _ = OTHER_METRICS[metric]
+def metric_stats(metric: str, arrays: Arrays, idx: np.ndarray, rng: np.random.Generator,
+                 units: Units | None = None) -> dict[str, Any]:
+    """The metric over the items at `idx`, with its 95 % interval over the units those items
+    belong to (`units` covers all items; None: every item is its own unit)."""
     n = len(idx)
+    if units is None:
+        units = Units.of(None, len(next(iter(arrays.values()))) if arrays else n)
+    here = units.subset(idx) if n else Units(np.array([], dtype=np.int64), 0)
+    if metric in MEAN_METRICS:
+        return _mean_stats(metric, arrays[MEAN_METRICS[metric]][idx], here, rng)
+    function, _ = OTHER_METRICS[metric]
     if n == 0:
         return {"value": None, "ci95": [None, None], "n": 0}
     value = function(arrays, idx)
-    draws = np.array([function(arrays, idx[rng.integers(0, n, size=n)]) for _ in range(RESAMPLE_SAMPLES)])
-    draws = draws[~np.isnan(draws)]
-    low, high = (np.quantile(draws, [0.025, 0.975]) if len(draws) else (np.nan, np.nan))
+    low, high = statistic_interval(lambda positions: function(arrays, idx[positions]), here, rng, RESAMPLE_SAMPLES)
     clean = lambda x: None if np.isnan(x) else float(x)  # noqa: E731
-    return {"value": clean(value), "ci95": [clean(low), clean(high)], "n": n}
+    stats = {"value": clean(value), "ci95": [clean(low), clean(high)], "n": n, "interval": "bootstrap"}
+    if not here.independent:
+        stats["n_units"] = here.n_units
+    return stats

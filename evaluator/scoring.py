@@ -12,6 +12,7 @@ import numpy as np
 
 from evaluator.metrics import available, metric_stats
 from evaluator.predictions import iter_lines, read_predictions
+from evaluator.statistics import Units
 from evaluator.suite import Split, Task
 
 SCORER_VERSION = "1.0.0"
@@ -27,13 +28,25 @@ def item_arrays(task: Task, split: Split, answers: dict[str, object]) -> dict[st
     return {"correct": correct}
 
 
+def item_units(task: Task, split: Split) -> Units:
+    """The independent units of the split's items, as the task declares them (else: the items)."""
+    if not task.bootstrap_unit:
+        return Units.of(None, len(split.items))
+    missing = [item.id for item in split.items if item.unit is None]
+    if missing:
+        raise ValueError(f"{task.key} declares bootstrap_unit {task.bootstrap_unit.get('name')!r} but item "
+                         f"{missing[0]!r} (and {len(missing) - 1} more) has none")
+    return Units.of([item.unit for item in split.items], len(split.items))
+
+
 def score_answers(task: Task, split: Split, answers: dict[str, object]) -> dict[str, Any]:
     """Aggregate metrics for a complete, validated set of answers: every metric on the total,
     the primary metric on every tier."""
     arrays = item_arrays(task, split, answers)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
+    units = item_units(task, split)
     everything = np.arange(len(split.items))
-    total = {m: metric_stats(m, arrays, everything, rng) for m in task.metrics if available(m, arrays)}
+    total = {m: metric_stats(m, arrays, everything, rng, units) for m in task.metrics if available(m, arrays)}
     tiers: dict[str, dict[str, Any]] = {}
     for group in task.tier_groups:
         position = {tier: i for i, tier in enumerate(group.tiers)}  # a dict lookup, not tuple.index per item
@@ -44,7 +57,7 @@ def score_answers(task: Task, split: Split, answers: dict[str, object]) -> dict[
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(group.tiers) + 1))
         tiers[name] = {
-            tier: {task.metric: metric_stats(task.metric, arrays, order[bounds[i]:bounds[i + 1]], rng)}
+            tier: {task.metric: metric_stats(task.metric, arrays, order[bounds[i]:bounds[i + 1]], rng, units)}
             for i, tier in enumerate(group.tiers)
             if bounds[i + 1] > bounds[i]  # a partial run may not reach every tier: no column rather than an empty one
         }
@@ -52,6 +65,7 @@ def score_answers(task: Task, split: Split, answers: dict[str, object]) -> dict[
     return {
         **({"scoring_provenance": provenance(task)} if provenance else {}),
         "metric": task.metric,
+        "interval_unit": task.bootstrap_unit.get("name", "item"),
         "total": total,
         "tiers": tiers,
         "n_items": len(split.items),

@@ -26,6 +26,10 @@ class Item:
     tiers: dict[str, str]  # tier group -> tier, e.g. {"form": "explicit", "topic": "travel_hotel"}
     public: dict[str, Any]
     gold: str
+    # The independent unit the item belongs to when the task declares one (`bootstrap_unit`), e.g.
+    # PrefEval's preference pair, asked in three forms. Not part of the split hash: it groups, it
+    # changes no input or gold.
+    unit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,9 @@ class Task:
     metrics: tuple[str, ...] = ()  # every metric reported for the total, primary first
     answer_kind: str = "label"  # "label" (one of answer_labels) | "rating" (a number in answer_range)
     answer_range: tuple[float, float] = (1, 5)
+    # What the items cluster in (intervals resample these): {"name": ..., "description": ...};
+    # empty: every item is independent.
+    bootstrap_unit: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -134,6 +141,7 @@ class Task:
             "model_protocols": self.model_protocols,
             "answer_field": self.answer_field,
             "answer_labels": list(self.answer_labels),
+            "bootstrap_unit": self.bootstrap_unit.get("name", "item"),
             "tier_groups": [
                 {"name": g.name, "label": g.label, "tiers": [{"name": t, "label": g.label_of(t)} for t in g.tiers]}
                 for g in self.tier_groups
@@ -250,5 +258,6 @@ def load_suite(manifest_path: Path) -> Suite:
             hooks_module=f"{package}.{task_spec.get('hooks', task_name)}",
             options=dict(task_spec.get("options", {})),
             model=dict(task_spec.get("model", {})),
+            bootstrap_unit=dict(task_spec.get("bootstrap_unit", {})),
         )
     return suite

@@ -8,7 +8,8 @@ import pytest
 
 from evaluator import suite as suite_module
 from evaluator.predictions import PredictionsError
-from evaluator.metrics import BOOTSTRAP_SAMPLES, metric_stats
+from evaluator.metrics import metric_stats
+from evaluator.statistics import BOOTSTRAP_SAMPLES
 from evaluator.scoring import score_answers, score_predictions_file
 from evaluator.suite import TierGroup
 from unit_helpers import item, make_task
@@ -46,12 +47,16 @@ def test_ci_contains_value_and_lies_in_unit_interval(tiny_task):
         assert 0.0 <= low <= stats["value"] <= high <= 1.0, stats
 
 
-def test_all_correct_is_degenerate(tiny_task):
+def test_all_or_none_correct_keeps_a_wilson_width(tiny_task):
+    """4 of 4 right is not certainty: the Wilson interval's lower end is 4 / (4 + z^2) = 0.510."""
     answers = {"q1": "A", "q2": "B", "q3": "C", "q4": "D"}
     result = score_answers(tiny_task, tiny_task.load_split(), answers)
-    assert acc(result["total"]) == {"value": 1.0, "ci95": [1.0, 1.0], "n": 4}
+    z2 = 1.959963984540054 ** 2
+    assert acc(result["total"])["value"] == 1.0 and acc(result["total"])["n"] == 4
+    assert acc(result["total"])["ci95"] == pytest.approx([4 / (4 + z2), 1.0])
     none_right = score_answers(tiny_task, tiny_task.load_split(), {k: "B" if v != "B" else "A" for k, v in answers.items()})
-    assert acc(none_right["total"]) == {"value": 0.0, "ci95": [0.0, 0.0], "n": 4}
+    assert acc(none_right["total"])["value"] == 0.0
+    assert acc(none_right["total"])["ci95"] == pytest.approx([0.0, z2 / (4 + z2)])
 
 
 def test_empty_tier_is_left_out():

@@ -130,7 +130,7 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                 if memories is not None:
                     public["memory"] = memories.get(user, [])
                 items.append(Item(id=item_id, tiers={"cell": f"{kind}/{difficulty}", "type": kind},
-                                  public=public, gold=gold))
+                                  public=public, gold=gold, unit=f"persona-{user}"))
     return items
 
 

@@ -79,6 +79,7 @@ def build_items(task: Task, data: Path) -> list[Item]:
                             "options": options,
                         },
                         gold=gold,
+                        unit=f"{topic}-{row:03d}",  # the (preference, question) pair, shared by the three forms
                     )
                 )
     return items

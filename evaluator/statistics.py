@@ -1,0 +1,202 @@
+"""Honest uncertainty: intervals over a suite's independent units, and paired comparisons of two rows.
+
+Items of one benchmark are often not independent: PrefEval asks every (preference, question) pair
+in three forms, PersonaFeedback asks many questions of one persona. Resampling items as if they
+were independent then understates the uncertainty (PrefEval: 1.7x too narrow for a model whose
+correctness is shared within a pair). The unit a suite's items cluster in is declared in its
+manifest (`bootstrap_unit`), and every interval here resamples those units.
+
+- Shares (accuracy and other 0/1 means): the Wilson score interval, whose width does not collapse
+  at 0 % or 100 % as a percentile bootstrap does, computed with the Kish effective sample size
+  n / design effect, the design effect being the cluster bootstrap's variance over the variance
+  of independent items. With one item per unit that is the plain Wilson interval.
+- Other means (ratings): the percentile bootstrap over units.
+- Paired comparison of two rows on the same items: the difference of their means, its cluster
+  bootstrap interval, and the two-sided p-value of a sign-flip (permutation) test over units,
+  exact up to 16 units that differ; with units = items and 0/1 outcomes it is McNemar's exact test.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+Z95 = 1.959963984540054
+BOOTSTRAP_SAMPLES = 2000
+EXACT_SIGN_FLIP_MAX_UNITS = 16
+
+
+@dataclass(frozen=True)
+class Units:
+    """Which unit each item belongs to: `codes[i]` is item i's unit, 0..n_units-1."""
+
+    codes: np.ndarray
+    n_units: int
+
+    @classmethod
+    def of(cls, labels: list[str] | np.ndarray | None, n_items: int) -> "Units":
+        if labels is None:
+            return cls(np.arange(n_items), n_items)
+        _, codes = np.unique(np.asarray(labels), return_inverse=True)
+        return cls(codes.astype(np.int64), int(codes.max()) + 1 if len(codes) else 0)
+
+    def subset(self, idx: np.ndarray) -> "Units":
+        """The units of a subset of items (e.g. one tier), renumbered 0..k-1."""
+        _, codes = np.unique(self.codes[idx], return_inverse=True)
+        return Units(codes.astype(np.int64), int(codes.max()) + 1 if len(codes) else 0)
+
+    @property
+    def independent(self) -> bool:
+        return self.n_units == len(self.codes)
+
+
+def wilson_interval(share: float, n_effective: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a share observed over `n_effective` independent trials."""
+    if n_effective <= 0:
+        return (float("nan"), float("nan"))
+    denominator = 1 + z * z / n_effective
+    centre = (share + z * z / (2 * n_effective)) / denominator
+    half = z * math.sqrt(share * (1 - share) / n_effective + z * z / (4 * n_effective ** 2)) / denominator
+    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    # exact at the edges (the formula gives 0 and 1 there, up to rounding)
+    return (0.0 if share <= 0 else low, 1.0 if share >= 1 else high)
+
+
+def _unit_sums(values: np.ndarray, units: Units) -> tuple[np.ndarray, np.ndarray]:
+    sums = np.bincount(units.codes, weights=values.astype(float), minlength=units.n_units)
+    sizes = np.bincount(units.codes, minlength=units.n_units).astype(float)
+    return sums, sizes
+
+
+def cluster_bootstrap_means(values: np.ndarray, units: Units, rng: np.random.Generator,
+                            samples: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
+    """Bootstrap draws of the item mean, resampling whole units with replacement.
+
+    A draw takes each unit a Multinomial(G, 1/G) number of times; its mean is the drawn units'
+    item total over their item count (the ratio estimator, right for units of unequal size).
+    Drawing the counts is the same bootstrap as materialising resampled index lists, in O(B x G).
+    """
+    sums, sizes = _unit_sums(values, units)
+    g = units.n_units
+    counts = rng.multinomial(g, np.full(g, 1.0 / g), size=samples).astype(float)
+    return (counts @ sums) / (counts @ sizes)
+
+
+def share_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
+    """A mean of values in [0, 1] (a share, or a mean of halves) with its Wilson interval at the
+    effective sample size: n for independent 0/1 items; otherwise p(1-p) over the cluster
+    bootstrap's variance, at least the number of units (at most n for 0/1 values)."""
+    n = len(values)
+    share = float(values.mean())
+    binary = bool(np.isin(values, (0, 1)).all())
+    if binary and units.independent:
+        n_effective = float(n)
+    elif 0.0 < share < 1.0:
+        # Values between 0 and 1 (a pairwise judge's two orders averaged) vary less than 0/1
+        # outcomes: their n_effective may exceed n; clustering brings it down.
+        variance = cluster_bootstrap_means(values, units, rng).var()
+        n_effective = share * (1 - share) / variance if variance > 0 else float(n)
+    else:
+        # No variation to measure the clustering from: assume the worst (all of a unit's items
+        # share one outcome), so the interval is as wide as with one item per unit.
+        n_effective = float(units.n_units)
+    n_effective = max(n_effective, float(units.n_units))
+    if binary:
+        n_effective = min(n_effective, float(n))
+    low, high = wilson_interval(share, n_effective)
+    stats = {"value": share, "ci95": [low, high], "n": n, "interval": "wilson"}
+    if not units.independent:
+        stats["n_units"] = units.n_units
+    if n_effective != n:
+        stats["n_effective"] = round(n_effective, 2)
+    return stats
+
+
+def mean_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
+    """A mean of non-binary values (ratings) with its percentile bootstrap interval over units."""
+    draws = cluster_bootstrap_means(values, units, rng)
+    low, high = np.quantile(draws, [0.025, 0.975])
+    stats = {"value": float(values.mean()), "ci95": [float(low), float(high)], "n": len(values),
+             "interval": "bootstrap"}
+    if not units.independent:
+        stats["n_units"] = units.n_units
+    return stats
+
+
+def resample_unit_indices(units: Units, rng: np.random.Generator) -> np.ndarray:
+    """One bootstrap draw of item positions: G units drawn with replacement, all their items kept."""
+    members = _members(units)
+    drawn = rng.integers(0, units.n_units, size=units.n_units)
+    return np.concatenate([members[u] for u in drawn]) if units.n_units else np.array([], dtype=np.int64)
+
+
+def _members(units: Units) -> list[np.ndarray]:
+    order = np.argsort(units.codes, kind="stable")
+    bounds = np.searchsorted(units.codes[order], np.arange(units.n_units + 1))
+    return [order[bounds[u]:bounds[u + 1]] for u in range(units.n_units)]
+
+
+def statistic_interval(function: Callable[[np.ndarray], float], units: Units, rng: np.random.Generator,
+                       samples: int) -> tuple[float, float]:
+    """Percentile interval of any statistic of item positions (F1, Spearman), resampling units."""
+    members = _members(units)
+    draws = []
+    for _ in range(samples):
+        drawn = rng.integers(0, units.n_units, size=units.n_units)
+        draws.append(function(np.concatenate([members[u] for u in drawn])))
+    finite = np.array([d for d in draws if not np.isnan(d)])
+    if not len(finite):
+        return (float("nan"), float("nan"))
+    low, high = np.quantile(finite, [0.025, 0.975])
+    return (float(low), float(high))
+
+
+def sign_flip_p_value(unit_differences: np.ndarray, rng: np.random.Generator,
+                      samples: int = 20000) -> float:
+    """Two-sided p-value of "no difference" for per-unit summed differences (A - B).
+
+    Under the null the two rows are exchangeable within a unit, so each unit's difference is as
+    likely negated: the statistic's null distribution is over all sign flips. Units without a
+    difference do not move the statistic and are left out. Exact (all 2^k flips) for k <= 16
+    differing units, a Monte-Carlo estimate with the +1 correction above that.
+    """
+    d = unit_differences[unit_differences != 0]
+    k = len(d)
+    if k == 0:
+        return 1.0
+    observed = abs(d.sum())
+    tolerance = 1e-9 * max(1.0, observed)
+    if k <= EXACT_SIGN_FLIP_MAX_UNITS:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=k)))
+        return float((np.abs(signs @ d) >= observed - tolerance).mean())
+    signs = rng.choice((1.0, -1.0), size=(samples, k))
+    extreme = (np.abs(signs @ d) >= observed - tolerance).sum()
+    return float((extreme + 1) / (samples + 1))
+
+
+def paired_comparison(a: np.ndarray, b: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
+    """Row A against row B on the same items: mean(A) - mean(B), its interval over units, p-value."""
+    if len(a) != len(b) or len(a) != len(units.codes):
+        raise ValueError("a paired comparison needs both rows' outcomes on the same items")
+    n = len(a)
+    if n == 0:
+        return {"difference": None, "ci95": [None, None], "p_value": None, "n": 0, "n_units": 0}
+    difference = a.astype(float) - b.astype(float)
+    draws = cluster_bootstrap_means(difference, units, rng)
+    low, high = np.quantile(draws, [0.025, 0.975])
+    sums, _ = _unit_sums(difference, units)
+    binary = set(np.unique(a)).issubset({0, 1}) and set(np.unique(b)).issubset({0, 1})
+    result = {
+        "difference": float(difference.mean()),
+        "ci95": [float(low), float(high)],
+        "p_value": sign_flip_p_value(sums, rng),
+        "test": "sign-flip permutation over units" + (" (McNemar exact)" if binary and units.independent else ""),
+        "n": n,
+        "n_units": units.n_units,
+        "a_mean": float(np.mean(a)),
+        "b_mean": float(np.mean(b)),
+    }
+    return result
