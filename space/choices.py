@@ -1,0 +1,54 @@
+"""Dropdown choices, all read from the suites' manifests (no suite is named in the UI's code)."""
+from __future__ import annotations
+
+from evaluator.registry import all_suites, get_task
+
+ALL = "(all)"
+
+
+def pretty(name: str, label: str) -> str:
+    """A manifest label; a bare identifier (`lifestyle_dietary`) is made readable (`Lifestyle dietary`)."""
+    if label == name and "_" in name and " " not in name:
+        words = name.replace("_", " ").strip()
+        return words[:1].upper() + words[1:]
+    return label
+
+
+def suite_choices() -> list[tuple[str, str]]:
+    return [(suite.title, name) for name, suite in all_suites().items()]
+
+
+def ready_suites() -> list[str]:
+    """Suites that take submissions here: at least one task's split is installed."""
+    return [name for name, suite in all_suites().items() if any(t.split_available() for t in suite.tasks.values())]
+
+
+def task_choices(suite: str | None) -> list[tuple[str, str]]:
+    if not suite or suite == ALL:
+        return []
+    return [(task.title, name) for name, task in all_suites()[suite].tasks.items()]
+
+
+def setting_choices(suite: str | None) -> list[str]:
+    if not suite or suite == ALL:
+        return sorted({s for suite_ in all_suites().values() for s in suite_.settings})
+    return list(all_suites()[suite].settings)
+
+
+def tier_choices(suite: str | None, task: str | None) -> list[tuple[str, str]]:
+    choices = []
+    for suite_name, suite_ in all_suites().items():
+        if suite and suite != ALL and suite_name != suite:
+            continue
+        for task_name, task_ in suite_.tasks.items():
+            if task and task != ALL and task_name != task:
+                continue
+            for group in task_.tier_groups:
+                choices.extend((f"{group.label}: {pretty(t, group.label_of(t))}", f"{group.name}/{t}") for t in group.tiers)
+    return list(dict.fromkeys(choices))
+
+
+def protocol_choices(suite: str | None, task: str | None) -> list[str]:
+    if not suite or not task:
+        return ["default"]
+    return ["default", *get_task(suite, task).model_protocols]

@@ -1,0 +1,65 @@
+"""Submission status and refusals as Markdown (user text escaped)."""
+from __future__ import annotations
+
+
+from submissions.intake import SubmissionError
+
+TERMINAL_STATES = ("finished", "failed")
+
+
+def inert(text: object) -> str:
+    """User-supplied text for a Markdown component: shown as typed, never markup.
+
+    html.escape alone is not enough in Markdown: `[x](javascript:...)`, `![](https://...)`, bare
+    URLs (autolinks) and emphasis would still make elements. Every character but letters, digits
+    and spaces becomes a numeric character reference, which Markdown renders as that character
+    and never parses as syntax.
+    """
+    return "".join(c if c.isalnum() or c == " " else f"&#{ord(c)};" for c in str(text))
+
+
+def format_status(status: dict) -> str:
+    lines = [f"**Submission {inert(status['id'])}**: {inert(status['model_name'])} on "
+             f"{inert(status['suite'])}/{inert(status['task'])} ({inert(status['setting'])})",
+             f"State: **{inert(status['state'])}**"]
+    if status["state"] == "queued" and status.get("queue_position") is not None:
+        lines.append(f"Position in queue: {status['queue_position'] + 1}")
+    progress = status.get("progress") or {}
+    if status["state"] == "running" and progress.get("total"):
+        line = f"Progress: {progress['done']} of {progress['total']} items"
+        if progress.get("tokens_per_s"):
+            line += f", {progress['tokens_per_s']:.0f} tokens/s"
+        if progress.get("eta_s") is not None:
+            line += f", about {_duration(progress['eta_s'])} left"
+        lines.append(line)
+    if status.get("error"):
+        lines.append(f"Reason: {inert(status['error'])}")
+    if status["state"] == "finished" and status.get("result"):
+        total = status["result"]["total"]
+        for metric, stats in total.items():
+            lines.append(f"{metric}: **{stats['value'] * 100:.1f}** (95% CI {stats['ci95'][0] * 100:.1f}-{stats['ci95'][1] * 100:.1f}, n={stats['n']})")
+        lines.append(f"Published in results revision `{(status.get('revision') or '')[:12]}`")
+    return "\n\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+
+
+def format_error(exc: SubmissionError) -> str:
+    """A rejected submission: the message, then one bullet per problem (line and field named)."""
+    problems = exc.detail.get("problems") or []
+    if not problems or (" rejected:" not in str(exc) and all(p.get("line") is None for p in problems)):
+        return "**Error:** " + inert(exc)
+    head = str(exc).split(":", 1)[0] if " rejected:" in str(exc) else "Submission rejected"
+    lines = [f"**Error:** {inert(head)}. Nothing was queued; fix the file and submit again."]
+    for p in problems:
+        where = f"line {p['line']}" if p.get("line") is not None else "file"
+        if p.get("field"):
+            where += f", field {inert(p['field'])}"
+        lines.append(f"- {where}: {inert(p.get('message', ''))}")
+    extra = exc.detail.get("problem_count", len(problems)) - len(problems)
+    if extra > 0:
+        lines.append(f"- ... and {extra} more")
+    return "\n".join(lines)

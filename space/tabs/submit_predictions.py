@@ -1,0 +1,88 @@
+"""The Submit predictions tab: pick suite/task/setting, download the public inputs, upload a JSONL
+file of predictions, watch its status."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import gradio as gr
+
+from evaluator.registry import all_suites
+from space.choices import setting_choices, suite_choices, task_choices
+from space.status_text import TERMINAL_STATES, format_error, format_status
+from submissions.intake import SubmissionError, SubmissionForm, accept_predictions
+
+
+def inputs_link(suite, task) -> str:
+    if not suite or not task:
+        return ""
+    url = f"/api/v1/suites/{suite}/tasks/{task}/inputs"
+    return (f'<a class="pb-inputs" href="{html.escape(url)}" download="{html.escape(suite)}-{html.escape(task)}-inputs.jsonl">'
+            f"Download public inputs</a> of {html.escape(suite)}/{html.escape(task)} (JSONL, one item a line, "
+            f"no gold answers): run your model on these and upload one prediction per item.")
+
+
+def setting_info(suite, setting) -> str:
+    if not suite or not setting or suite not in all_suites():
+        return ""
+    described = all_suites()[suite].settings.get(setting, "")
+    return f"**{html.escape(setting)}**: {html.escape(described)}" if described else ""
+
+
+def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | None) -> None:
+    def on_suite(suite):
+        tasks = task_choices(suite)
+        task = tasks[0][1] if tasks else None
+        settings = setting_choices(suite)
+        setting = settings[0] if settings else None
+        return (gr.update(choices=tasks, value=task), gr.update(choices=settings, value=setting),
+                inputs_link(suite, task), setting_info(suite, setting))
+
+    def submit(file_path, suite, task, setting, model_name, link, description):
+        if not file_path:
+            return "**Error:** choose a predictions file (JSONL) first.", None, gr.Timer(active=False)
+        form = SubmissionForm(suite or "", task or "", setting or "", model_name or "", link or "", description or "")
+        try:
+            with open(file_path, "rb") as stream:
+                submission = accept_predictions(
+                    form, stream, Path(file_path).name, records=services.records,
+                    uploads_dir=services.settings.uploads_dir, max_bytes=services.settings.max_upload_bytes,
+                    redis=services.redis,
+                )
+        except SubmissionError as exc:
+            return format_error(exc), None, gr.Timer(active=False)
+        status = services.submission_status(submission)
+        return format_status(status), submission.id, gr.Timer(active=status["state"] not in TERMINAL_STATES)
+
+    def poll(submission_id):
+        """Every second while a submission of this page is in flight; stops at a terminal state."""
+        found = services.records.get(submission_id) if submission_id else None
+        if not found:
+            return gr.skip(), gr.Timer(active=False)
+        status = services.submission_status(found)
+        return format_status(status), gr.Timer(active=status["state"] not in TERMINAL_STATES)
+
+    with gr.Tab("Submit predictions", id="submit"):
+        with gr.Row():
+            s_suite = gr.Dropdown(suite_choices(), value=first_suite, label="Suite", elem_id="submit-suite")
+            s_task = gr.Dropdown(task_choices(first_suite), label="Task", elem_id="submit-task")
+            s_setting = gr.Dropdown(setting_choices(first_suite), label="Setting you ran", elem_id="submit-setting")
+        s_setting_info = gr.Markdown(elem_id="submit-setting-info")
+        s_inputs_link = gr.HTML(elem_id="inputs-link")
+        gr.Markdown('Predictions: one JSON line per item, `{"id": ..., "answer": "A"}`.')
+        s_file = gr.File(label="Predictions file (JSONL)", file_types=[".jsonl", ".json", ".txt"], type="filepath", elem_id="submit-file")
+        with gr.Row():
+            s_model = gr.Textbox(label="Model name", elem_id="submit-model")
+            s_link = gr.Textbox(label="Link (optional)", elem_id="submit-link")
+        s_description = gr.Textbox(label="Description (optional)", lines=2, elem_id="submit-description")
+        s_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
+        s_status = gr.Markdown(elem_id="submit-status")
+        current = gr.State(None)
+        timer = gr.Timer(1.0, active=False)
+
+    ui.load(on_suite, s_suite, [s_task, s_setting, s_inputs_link, s_setting_info])
+    s_suite.change(on_suite, s_suite, [s_task, s_setting, s_inputs_link, s_setting_info])
+    s_setting.change(setting_info, [s_suite, s_setting], s_setting_info)
+    s_task.change(inputs_link, [s_suite, s_task], s_inputs_link)
+    s_button.click(submit, [s_file, s_suite, s_task, s_setting, s_model, s_link, s_description], [s_status, current, timer])
+    timer.tick(poll, current, [s_status, timer], show_progress="hidden")
