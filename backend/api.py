@@ -14,7 +14,7 @@ from backend.services import Services
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from leaderboard.store import StoreError
-from leaderboard.table import EXPORT_FORMATS, export
+from leaderboard.readpath import Filters
 from submissions.intake import ModelForm, SubmissionError, SubmissionForm, accept_model, accept_predictions
 
 router = APIRouter(prefix="/api/v1")
@@ -79,7 +79,8 @@ def health(request: Request):
         redis_ok = bool(svc.redis.ping())
     except RedisError:
         redis_ok = False
-    return {"status": "ok", "queue": "ok" if redis_ok else "unreachable", "results_revision": svc.results.head()}
+    return {"status": "ok", "queue": "ok" if redis_ok else "unreachable",
+            "results_revision": svc.results.head_revision()}
 
 
 @router.get("/suites", summary="Suites with their tasks, tiers and settings")
@@ -193,9 +194,12 @@ def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
 
 @router.get(
     "/leaderboard", summary="The leaderboard, filtered; JSON, CSV or parquet",
-    responses={200: {"content": {"application/json": {}, "text/csv": {}, "application/vnd.apache.parquet": {}}}},
+    description="Responses carry an ETag (it changes with the results revision): send it back in "
+                "If-None-Match to get 304 Not Modified while nothing was published.",
+    responses={200: {"content": {"application/json": {}, "text/csv": {}, "application/vnd.apache.parquet": {}}},
+               304: {"description": "not modified since the ETag given in If-None-Match"}},
 )
-def leaderboard(
+async def leaderboard(
     request: Request,
     suite: str | None = None,
     task: str | None = None,
@@ -205,14 +209,20 @@ def leaderboard(
     format: Literal["json", "csv", "parquet"] = "json",
 ):
     svc = services(request)
+    filters = Filters(suite or None, task or None, setting or None, tier or None)
     try:
-        frame = svc.leaderboard(suite or None, task or None, setting or None, tier or None, revision or None)
+        body = await svc.leaderboard_body(filters, format, revision or None)
     except StoreError as exc:
         raise not_found(str(exc)) from None
-    headers = {"X-Results-Revision": revision or svc.results.head()}
+    # A revision named by its full id never changes; the newest must be revalidated each time.
+    pinned = revision is not None and revision.lower() == body.revision
+    headers = {"X-Results-Revision": body.revision, "ETag": body.etag,
+               "Cache-Control": "public, max-age=31536000, immutable" if pinned else "no-cache"}
+    if body.matches(request.headers.get("if-none-match")):
+        return Response(status_code=304, headers=headers)
     if format != "json":
         headers["Content-Disposition"] = f'attachment; filename="leaderboard.{format}"'
-    return Response(export(frame, format), media_type=EXPORT_FORMATS[format], headers=headers)
+    return Response(body.content, media_type=body.media_type, headers=headers)
 
 
 @router.get("/leaderboard/versions", summary="Every published version of the results dataset, newest first")

@@ -1,8 +1,10 @@
 """The objects every request handler and UI callback shares, built once per app."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,9 +14,10 @@ from redis.exceptions import RedisError
 
 from backend.settings import Settings
 from evaluator.registry import all_suites
+from leaderboard.readpath import Body, Filters, LeaderboardCache
 from leaderboard.reported import publish_reported
 from leaderboard.store import LocalDatasetStore
-from leaderboard.table import column_name, wide_view
+from leaderboard.table import column_name
 from submissions import queue
 from submissions.models import ModelRegistry
 from submissions.records import Submission, SubmissionStore
@@ -22,6 +25,7 @@ from submissions.records import Submission, SubmissionStore
 log = logging.getLogger(__name__)
 
 RECONCILE_EVERY_S = 30
+READ_THREADS = 2  # leaderboard builds run here, never in the pool other endpoints (health) share
 
 
 @dataclass
@@ -31,7 +35,14 @@ class Services:
     results: LocalDatasetStore
     redis: Redis
     models: ModelRegistry
+    board: LeaderboardCache = None  # the read path: one table per results revision
     _stop: threading.Event = field(default_factory=threading.Event)
+    _read_pool: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(READ_THREADS, thread_name_prefix="leaderboard"))
+
+    def __post_init__(self) -> None:
+        if self.board is None:
+            self.board = LeaderboardCache(self.results, manifest_tier_order)
 
     @classmethod
     def create(cls, settings: Settings) -> "Services":
@@ -60,6 +71,7 @@ class Services:
 
     def stop(self) -> None:
         self._stop.set()
+        self._read_pool.shutdown(wait=False, cancel_futures=True)
 
     # -- reads shared by the API and the UI ---------------------------------------------------
     def submission_status(self, submission: Submission) -> dict[str, Any]:
@@ -77,7 +89,19 @@ class Services:
         return status
 
     def leaderboard(self, suite=None, task=None, setting=None, tier=None, revision=None) -> pd.DataFrame:
-        return wide_view(self.results.scores(revision), suite, task, setting, tier, tier_order=manifest_tier_order())
+        """The filtered leaderboard (shared: do not modify it)."""
+        return self.board.table(revision).view(Filters(suite, task, setting, tier))
+
+    async def leaderboard_body(self, filters: Filters, fmt: str, revision: str | None = None) -> Body:
+        """The encoded leaderboard: from memory when this head's body is built, otherwise built on
+        the read threads, so the event loop never does the work and never waits for it."""
+        if revision is None:
+            table = self.board.cached_head()
+            found = table.cached_body(filters, fmt) if table is not None else None
+            if found is not None:
+                return found
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._read_pool, lambda: self.board.table(revision).body(filters, fmt))
 
 
 def manifest_tier_order() -> list[str]:

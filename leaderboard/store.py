@@ -2,12 +2,17 @@
 
     README.md                                   dataset card (configs point at the parquet table)
     results/<suite>/<task>/<submission id>.json one immutable record per result, with provenance
-    data/scores.parquet                         the leaderboard table (one row per result and tier)
+    data/scores/part-NNNNN.parquet              the leaderboard table (one row per result and tier),
+                                                in parts of at most SHARD_RECORDS results
 
 Every publish is one git commit, so every version is immutable and can be read back by its
-commit sha, exactly as a Hub revision. A Hub backend (later) maps `publish` to
-`HfApi.create_commit` with the same paths. Publishing is idempotent per submission id, so a job
-that is retried after its worker died publishes its result exactly once.
+commit sha, exactly as a Hub revision. A Hub backend maps `publish` to `HfApi.create_commit`
+with the same paths. Publishing is idempotent per submission id, so a job that is retried after
+its worker died publishes its result exactly once.
+
+Publishing appends: it rewrites only the newest table part (bounded size) and commits only the
+paths it wrote, so its cost does not grow with the number of results. Readers get the table of a
+revision with `scores(revision)`; parts are cached by blob id, so a new revision costs one part.
 """
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ import io
 import json
 import os
 import subprocess
+import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,20 +32,24 @@ import pandas as pd
 
 from leaderboard.table import records_to_scores
 
-SCORES_PATH = "data/scores.parquet"
+SCORES_DIR = "data/scores"
+SCORES_GLOB = f"{SCORES_DIR}/*.parquet"
+LEGACY_SCORES_PATH = "data/scores.parquet"  # one file, rewritten on every publish (stores made before parts)
+SHARD_RECORDS = 1000  # results per table part: a publish rewrites at most this many results' rows
+PART_CACHE = 64  # parsed table parts kept per store object (immutable, keyed by git blob id)
 
 DATASET_CARD = """---
 license: other
 pretty_name: PersonaBoard results
 configs:
 - config_name: scores
-  data_files: data/scores.parquet
+  data_files: data/scores/*.parquet
 ---
 # PersonaBoard results
 
 One JSON record per evaluated submission under `results/<suite>/<task>/`, with its provenance
 (suite version, split hash, predictions sha256 or model revision, setting, scorer version, timings),
-and the leaderboard table in `data/scores.parquet`. Every publish is a new revision.
+and the leaderboard table in `data/scores/*.parquet`. Every publish is a new revision.
 Each suite's data keeps its own license; see the PersonaBoard README.
 """
 
@@ -57,6 +68,8 @@ class StoreError(RuntimeError):
 class LocalDatasetStore:
     def __init__(self, root: Path):
         self.root = Path(root)
+        self._parts: OrderedDict[str, pd.DataFrame] = OrderedDict()  # blob id -> parsed table part
+        self._parts_lock = threading.Lock()
 
     # -- plumbing -------------------------------------------------------------------------------
     def _git(self, *args: str, input: bytes | None = None) -> bytes:
@@ -81,14 +94,25 @@ class LocalDatasetStore:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def ensure(self) -> None:
+        if (self.root / ".git").exists() and not (self.root / LEGACY_SCORES_PATH).exists():
+            return
         with self._locked():
-            if (self.root / ".git").exists():
-                return
-            self._git("init", "-q", "-b", "main")
-            (self.root / "README.md").write_text(DATASET_CARD, encoding="utf-8")
-            self._write_scores([])
-            self._git("add", "-A")
-            self._git("commit", "-q", "-m", "Create the results dataset")
+            if not (self.root / ".git").exists():
+                self._git("init", "-q", "-b", "main")
+                # the index is rewritten on every commit: keep that write small as results grow
+                self._git("config", "core.splitIndex", "true")
+                (self.root / "README.md").write_text(DATASET_CARD, encoding="utf-8")
+                self._write_scores([])
+                self._git("add", "-A")
+                self._git("commit", "-q", "-m", "Create the results dataset")
+            elif (self.root / LEGACY_SCORES_PATH).exists():
+                # A store made before the table was split into parts: split it once, in a new version.
+                self._discard_uncommitted()
+                (self.root / LEGACY_SCORES_PATH).unlink()
+                (self.root / "README.md").write_text(DATASET_CARD, encoding="utf-8")
+                self._write_scores(self._read_records_from_disk())
+                self._git("add", "-A")
+                self._git("commit", "-q", "-m", "Split the scores table into parts (appends stay cheap)")
 
     # -- writing --------------------------------------------------------------------------------
     @staticmethod
@@ -96,27 +120,46 @@ class LocalDatasetStore:
         return f"results/{record['suite']}/{record['task']}/{record['submission_id']}.json"
 
     def publish(self, record: dict[str, Any]) -> str:
-        """Add one result record and rebuild the table in a new version; returns its revision.
+        """Add one result record and append its rows to the table in a new version; returns its revision.
 
         If this submission was already published (a retried job), nothing is written and the
         revision that first published it is returned.
         """
         self.ensure()
         relative = self.record_path(record)
+        message = f"Add result {record['submission_id']} ({record['suite']}/{record['task']})"
         with self._locked():
-            published = self._git("log", "-1", "--format=%H", "--", relative).decode().strip()
-            if published:
-                return published
-            self._discard_uncommitted()
+            # A writer that died mid-publish may have left this record uncommitted, a half-written
+            # or extra table part: put back what this publish touches as the last commit had it.
+            # Scoped to those paths (a whole-tree reset would stat every result on each publish);
+            # other leftovers are never added, since only this publish's paths are.
+            self._git("clean", "-q", "-f", "--", relative, SCORES_DIR)
+            self._git("checkout", "-q", "HEAD", "--", SCORES_DIR)
             target = self.root / relative
+            if target.exists():  # committed: a retried job; the first result stands
+                return self._git("log", "-1", "--format=%H", "--", relative).decode().strip()
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(".tmp")
             tmp.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
             os.replace(tmp, target)
-            self._write_scores(self._read_records_from_disk())
-            self._git("add", "-A")
-            self._git("commit", "-q", "-m", f"Add result {record['submission_id']} ({record['suite']}/{record['task']})")
-            return self._git("rev-parse", "HEAD").decode().strip()
+            part = self._append_scores(records_to_scores([record]))
+            # Only the paths written: `add -A` would stat every result file on each publish.
+            self._git("add", "--", relative, part)
+            self._git("commit", "-q", "-m", message)
+            return self.head_revision()
+
+    def _append_scores(self, rows: pd.DataFrame) -> str:
+        """Append rows to the newest table part, or start a new part when it is full; returns its path."""
+        parts = sorted((self.root / SCORES_DIR).glob("part-*.parquet"))
+        tail = pd.read_parquet(parts[-1]) if parts else None
+        if tail is None or tail["submission_id"].nunique() >= SHARD_RECORDS:
+            path = self.root / SCORES_DIR / f"part-{len(parts):05d}.parquet"
+            frame = rows
+        else:
+            path = parts[-1]
+            frame = pd.concat([tail, rows], ignore_index=True) if len(tail) else rows
+        _write_parquet(frame, path)
+        return str(path.relative_to(self.root))
 
     def sync_group(self, prefix: str, records: list[dict[str, Any]], message: str) -> str | None:
         """Make the records whose id starts with `prefix` exactly `records`: add new ones, rewrite
@@ -149,18 +192,22 @@ class LocalDatasetStore:
         """Drop whatever a writer that died mid-publish left (a record, a half-built table).
 
         Called with the lock held, so nothing uncommitted can belong to a live writer. Without this
-        the next publish's `git add -A` would commit the dead attempt's record inside another
-        submission's commit; instead that submission's retried job publishes it in its own.
+        a full rebuild's `git add -A` would commit the dead attempt's record inside another commit;
+        instead that submission's retried job publishes it in its own. (`publish` does the same for
+        the paths it touches only: it never adds anything else.)
         """
         self._git("reset", "-q", "--hard", "HEAD")
         self._git("clean", "-q", "-f", "-d")
 
     def _write_scores(self, records: list[dict[str, Any]]) -> None:
-        path = self.root / SCORES_PATH
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        records_to_scores(records).to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        """Rebuild the whole table from records (creation, reported-row sync, repair): rare paths."""
+        folder = self.root / SCORES_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        chunks = [records[i:i + SHARD_RECORDS] for i in range(0, len(records), SHARD_RECORDS)] or [[]]
+        for i, chunk in enumerate(chunks):
+            _write_parquet(records_to_scores(chunk), folder / f"part-{i:05d}.parquet")
+        for stale in sorted(folder.glob("part-*.parquet"))[len(chunks):]:
+            stale.unlink()
 
     def _read_records_from_disk(self) -> list[dict[str, Any]]:
         return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((self.root / "results").glob("*/*/*.json"))]
@@ -168,7 +215,35 @@ class LocalDatasetStore:
     # -- reading --------------------------------------------------------------------------------
     def head(self) -> str:
         self.ensure()
+        return self.head_revision()
+
+    def head_revision(self) -> str:
+        """The newest revision, read from git's ref files: no process, cheap enough for every request
+        (the read path keys its cached table on it, so publishes from other processes are seen)."""
+        git = self.root / ".git"
+        try:
+            head = (git / "HEAD").read_text(encoding="ascii").strip()
+            if not head.startswith("ref: "):
+                return head
+            ref = head[5:]
+            try:
+                return (git / ref).read_text(encoding="ascii").strip()
+            except FileNotFoundError:  # packed by `git gc`
+                for line in (git / "packed-refs").read_text(encoding="ascii").splitlines():
+                    if line.endswith(" " + ref):
+                        return line.split(" ", 1)[0]
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        self.ensure()
         return self._git("rev-parse", "HEAD").decode().strip()
+
+    def resolve_revision(self, revision: str | None) -> str:
+        """The full commit sha of a revision (None: the newest); StoreError if there is none."""
+        if revision is None:
+            self.ensure()
+            return self.head_revision()
+        self.ensure()
+        return self._verify(revision)
 
     def versions(self) -> list[Version]:
         self.ensure()
@@ -176,11 +251,34 @@ class LocalDatasetStore:
         return [Version(*line.split("\t", 2)) for line in out.splitlines() if line]
 
     def scores(self, revision: str | None = None) -> pd.DataFrame:
-        """The leaderboard table at a revision (default: the newest)."""
-        self.ensure()
-        if revision is None:
-            return pd.read_parquet(self.root / SCORES_PATH)
-        return pd.read_parquet(io.BytesIO(self._show(revision, SCORES_PATH)))
+        """The leaderboard table at a revision (default: the newest), read from that commit.
+
+        Parts are immutable blobs: a part already parsed (by blob id) is reused, so reading each new
+        revision after a publish parses one part, not the whole table."""
+        rev = self.resolve_revision(revision)
+        listing = self._git("ls-tree", "-r", rev, "--", "data").decode().splitlines()
+        blobs = []
+        for line in listing:
+            meta, _, path = line.partition("\t")
+            if path == LEGACY_SCORES_PATH or (path.startswith(SCORES_DIR + "/") and path.endswith(".parquet")):
+                blobs.append((path, meta.split()[2]))
+        frames = [self._part(blob) for _, blob in sorted(blobs)]
+        frames = [f for f in frames if len(f)]
+        if not frames:
+            return records_to_scores([])
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+
+    def _part(self, blob: str) -> pd.DataFrame:
+        with self._parts_lock:
+            if blob in self._parts:
+                self._parts.move_to_end(blob)
+                return self._parts[blob]
+        frame = pd.read_parquet(io.BytesIO(self._git("cat-file", "blob", blob)))
+        with self._parts_lock:
+            self._parts[blob] = frame
+            while len(self._parts) > PART_CACHE:
+                self._parts.popitem(last=False)
+        return frame
 
     def records(self, revision: str | None = None) -> list[dict[str, Any]]:
         self.ensure()
@@ -200,3 +298,10 @@ class LocalDatasetStore:
 
     def _show(self, revision: str, path: str) -> bytes:
         return self._git("show", f"{self._verify(revision)}:{path}")
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    frame.to_parquet(tmp, index=False)
+    os.replace(tmp, path)

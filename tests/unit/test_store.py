@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from leaderboard.store import SCORES_PATH, LocalDatasetStore, StoreError
+from leaderboard.store import SCORES_GLOB, LocalDatasetStore, StoreError
 
 
 def make_record(submission_id: str, value: float, model: str = "m", suite: str = "prefeval", task: str = "mcq") -> dict:
@@ -37,18 +37,18 @@ def test_layout(store):
     readme = (store.root / "README.md").read_text()
     assert readme.startswith("---\n")
     card = yaml.safe_load(readme.split("---\n")[1])
-    assert card["configs"] == [{"config_name": "scores", "data_files": SCORES_PATH}]
-    assert (store.root / SCORES_PATH).is_file()
+    assert card["configs"] == [{"config_name": "scores", "data_files": SCORES_GLOB}]
+    assert [p.name for p in store.root.glob(SCORES_GLOB)] == ["part-00000.parquet"]
     assert store.scores().empty
 
     store.publish(make_record("s1", 0.5))
     path = store.root / "results" / "prefeval" / "mcq" / "s1.json"
     assert json.loads(path.read_text()) == make_record("s1", 0.5)
-    scores = pd.read_parquet(store.root / SCORES_PATH)
+    scores = pd.read_parquet(store.root / "data/scores/part-00000.parquet")
     assert len(scores) == 3  # total + 2 tiers
     assert set(scores["tier"]) == {"total", "explicit", "implicit_choice"}
     tracked = subprocess.run(["git", "ls-files"], cwd=store.root, capture_output=True, check=True, text=True).stdout.split()
-    assert sorted(tracked) == ["README.md", SCORES_PATH, "results/prefeval/mcq/s1.json"]
+    assert sorted(tracked) == ["README.md", "data/scores/part-00000.parquet", "results/prefeval/mcq/s1.json"]
 
 
 def test_each_publish_is_a_version_newest_first(store):
@@ -155,13 +155,14 @@ def test_a_dead_publishers_record_is_never_committed_under_another_submission(st
     target = store.root / store.record_path(orphan)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(orphan))  # the dead writer got this far (and half-rebuilt the table)
-    (store.root / SCORES_PATH).write_bytes(b"half-written parquet")
+    (store.root / "data/scores/part-00000.parquet").write_bytes(b"half-written parquet")
+    (store.root / "data/scores/part-00001.parquet").write_bytes(b"a part it started")
     (store.root / "results" / "prefeval" / "mcq" / "other.tmp").write_text("{")
 
     revision = store.publish(make_record("second", 0.25))
     changed = subprocess.run(["git", "show", "--name-only", "--format=", revision], cwd=store.root,
                              capture_output=True, text=True, check=True).stdout.split()
-    assert sorted(changed) == [SCORES_PATH, "results/prefeval/mcq/second.json"]
+    assert sorted(changed) == ["data/scores/part-00000.parquet", "results/prefeval/mcq/second.json"]
     assert set(store.scores(revision)["submission_id"]) == {"first", "second"}
     assert "orphan" not in set(store.scores()["submission_id"])  # nor in the files on disk
 
@@ -203,3 +204,69 @@ def test_sync_group_adds_rewrites_and_removes_only_its_prefix(tmp_path):
     assert set(now) == {"crashed0001", "reported-a"}
     assert now["reported-a"]["metrics"]["total"]["accuracy"]["value"] == 0.55
     assert {r["submission_id"] for r in store.records(first)} == {"crashed0001", "reported-a", "reported-b"}
+
+
+def _tree(root, revision: str) -> dict[str, str]:
+    """path -> blob id of the table parts at a revision."""
+    out = subprocess.run(["git", "ls-tree", "-r", revision, "--", "data"], cwd=root, capture_output=True, text=True,
+                         check=True).stdout
+    return {line.split("\t")[1]: line.split()[2] for line in out.splitlines()}
+
+
+def test_publish_appends_to_the_newest_part_only(store, monkeypatch):
+    import leaderboard.store as store_module
+
+    monkeypatch.setattr(store_module, "SHARD_RECORDS", 2)
+    revisions = [store.publish(make_record(f"s{i}", i / 10)) for i in range(5)]
+    parts = _tree(store.root, revisions[-1])
+    assert sorted(parts) == [f"data/scores/part-0000{i}.parquet" for i in range(3)]
+    # a publish rewrites only the part it appends to: full parts keep their blob ids
+    assert _tree(store.root, revisions[3])["data/scores/part-00000.parquet"] == parts["data/scores/part-00000.parquet"]
+    assert _tree(store.root, revisions[3])["data/scores/part-00001.parquet"] == parts["data/scores/part-00001.parquet"]
+    assert set(store.scores()["submission_id"]) == {f"s{i}" for i in range(5)}
+    assert set(store.scores(revisions[2])["submission_id"]) == {"s0", "s1", "s2"}
+    # each publish commits only the paths it wrote: a stray file in the folder stays out of the dataset
+    (store.root / "stray.txt").write_text("not a result")
+    revision = store.publish(make_record("s9", 0.9))
+    assert "stray.txt" not in subprocess.run(["git", "ls-tree", "-r", "--name-only", revision], cwd=store.root,
+                                             capture_output=True, text=True, check=True).stdout.split()
+    # a full rebuild (reported-row sync) writes the same table
+    before = store.scores().sort_values(["submission_id", "tier"]).reset_index(drop=True)
+    store._write_scores(store._read_records_from_disk())
+    pd.testing.assert_frame_equal(pd.concat([pd.read_parquet(p) for p in sorted(store.root.glob(SCORES_GLOB))])
+                                  .sort_values(["submission_id", "tier"]).reset_index(drop=True), before)
+
+
+def test_store_with_one_scores_file_is_split_into_parts(tmp_path):
+    root = tmp_path / "old"
+    store = LocalDatasetStore(root)
+    r1 = store.publish(make_record("s1", 0.5))
+    store.publish(make_record("s2", 0.6))
+    # make it look like a store written before parts: data/scores.parquet only
+    legacy = store.scores()
+    subprocess.run(["git", "rm", "-rq", "data/scores"], cwd=root, check=True)
+    (root / "data").mkdir(exist_ok=True)
+    legacy.to_parquet(root / "data/scores.parquet", index=False)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "old layout"], cwd=root, check=True)
+    old_revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+
+    migrated = LocalDatasetStore(root)
+    migrated.ensure()
+    assert not (root / "data/scores.parquet").exists() and migrated.head() != old_revision
+    assert set(migrated.scores(old_revision)["submission_id"]) == {"s1", "s2"}  # the old layout still reads
+    assert set(migrated.scores()["submission_id"]) == {"s1", "s2"}
+    migrated.publish(make_record("s3", 0.7))
+    assert set(migrated.scores()["submission_id"]) == {"s1", "s2", "s3"}
+    assert set(migrated.scores(r1)["submission_id"]) == {"s1"}
+
+
+def test_head_revision_reads_refs_even_when_packed(store):
+    revision = store.publish(make_record("s1", 0.5))
+    assert store.head_revision() == revision
+    subprocess.run(["git", "pack-refs", "--all", "--prune"], cwd=store.root, check=True)
+    assert not (store.root / ".git/refs/heads/main").exists()
+    assert store.head_revision() == revision
+    assert store.resolve_revision(revision[:12]) == revision
+    second = store.publish(make_record("s2", 0.5))
+    assert store.head_revision() == second != revision

@@ -1,0 +1,168 @@
+"""The read path: the leaderboard of a revision, computed once and served from memory.
+
+Any results store serves it (the local git store, the Hub store) through `TableSource`:
+
+    head_revision()            the newest revision id; called on every request, so it must be
+                               cheap and must not block (a file read, an in-memory or Redis value)
+    resolve_revision(revision) the full id of a revision a client named (None: the newest);
+                               raises StoreError for an unknown one
+    scores(revision)           the long scores table at that revision (leaderboard.table)
+
+The cache is keyed on the store's head revision, never on an in-process flag: a publish from any
+process (a worker, another web process) changes the head, the next request sees a new key, and the
+table is rebuilt once for it; a request never gets the table of an older head. Filtered views and
+their encoded bodies (JSON, CSV, parquet) are memoised per revision, with a strong ETag that
+changes with the revision and the bytes.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Hashable, Protocol
+
+import pandas as pd
+
+from leaderboard.table import EXPORT_FORMATS, export, wide_view
+
+VIEWS_PER_REVISION = 64  # filtered views kept per revision (filters come from anyone: bounded)
+BODIES_PER_REVISION = 128
+BODY_BYTES_PER_REVISION = 256 * 1024 * 1024
+PINNED_REVISIONS = 4  # older revisions clients asked for by id, besides the head
+
+
+class TableSource(Protocol):
+    def head_revision(self) -> str: ...
+
+    def resolve_revision(self, revision: str | None) -> str: ...
+
+    def scores(self, revision: str | None = None) -> pd.DataFrame: ...
+
+
+@dataclass(frozen=True)
+class Filters:
+    suite: str | None = None
+    task: str | None = None
+    setting: str | None = None
+    tier: str | None = None
+
+
+@dataclass(frozen=True)
+class Body:
+    """One encoded view: what the API sends, and its validator."""
+
+    revision: str
+    content: bytes
+    media_type: str
+    etag: str
+
+    def matches(self, if_none_match: str | None) -> bool:
+        """RFC 9110 If-None-Match: weak comparison against a list of entity tags, or `*`."""
+        if not if_none_match:
+            return False
+        tags = [tag.strip() for tag in if_none_match.split(",")]
+        return "*" in tags or any(tag.removeprefix("W/") == self.etag for tag in tags)
+
+
+class _Bounded(OrderedDict):
+    """Least-recently-used dict with a cap on entries (and optionally on bytes)."""
+
+    def __init__(self, max_items: int, max_bytes: int | None = None, size: Callable[[object], int] = lambda v: 0):
+        super().__init__()
+        self.max_items, self.max_bytes, self.size, self.bytes = max_items, max_bytes, size, 0
+
+    def get_fresh(self, key: Hashable):
+        value = super().get(key)
+        if value is not None:
+            self.move_to_end(key)
+        return value
+
+    def put(self, key: Hashable, value) -> None:
+        if key in self:
+            self.bytes -= self.size(self.pop(key))
+        self[key] = value
+        self.bytes += self.size(value)
+        while len(self) > self.max_items or (self.max_bytes is not None and self.bytes > self.max_bytes and len(self) > 1):
+            _, dropped = self.popitem(last=False)
+            self.bytes -= self.size(dropped)
+
+
+class RevisionTable:
+    """Everything served for one revision: its scores, then views and bodies as they are asked for."""
+
+    def __init__(self, revision: str, scores: pd.DataFrame, tier_order: list[str]):
+        self.revision = revision
+        self.scores = scores
+        self.tier_order = tier_order
+        self._lock = threading.Lock()
+        self._views = _Bounded(VIEWS_PER_REVISION)
+        self._bodies = _Bounded(BODIES_PER_REVISION, BODY_BYTES_PER_REVISION, size=lambda b: len(b.content))
+
+    def cached_body(self, filters: Filters, fmt: str) -> Body | None:
+        return self._bodies.get_fresh((filters, fmt))
+
+    def view(self, filters: Filters) -> pd.DataFrame:
+        with self._lock:
+            frame = self._views.get_fresh(filters)
+            if frame is None:
+                frame = wide_view(self.scores, filters.suite, filters.task, filters.setting, filters.tier,
+                                  tier_order=self.tier_order)
+                self._views.put(filters, frame)
+            return frame
+
+    def body(self, filters: Filters, fmt: str) -> Body:
+        found = self.cached_body(filters, fmt)
+        if found is not None:
+            return found
+        content = export(self.view(filters), fmt)
+        digest = hashlib.blake2b(content, digest_size=8).hexdigest()
+        body = Body(self.revision, content, EXPORT_FORMATS[fmt], f'"{self.revision[:16]}-{digest}"')
+        with self._lock:
+            self._bodies.put((filters, fmt), body)
+        return body
+
+
+class LeaderboardCache:
+    """The leaderboard tables of the head revision (and a few pinned ones), built once each."""
+
+    def __init__(self, source: TableSource, tier_order: Callable[[], list[str]]):
+        self.source = source
+        self.tier_order = tier_order
+        self._head: RevisionTable | None = None
+        self._pinned = _Bounded(PINNED_REVISIONS)
+        self._build_lock = threading.Lock()  # one build at a time: a burst of requests builds once
+        self.builds = 0  # tables built (tests, metrics)
+
+    def cached_head(self) -> RevisionTable | None:
+        """The head's table if it is built, without blocking; None when the head moved (or cold)."""
+        head = self._head
+        if head is not None and head.revision == self.source.head_revision():
+            return head
+        return None
+
+    def table(self, revision: str | None = None) -> RevisionTable:
+        """The table of `revision` (None: the head), built if needed; blocks while it is built."""
+        if revision is None:
+            wanted = self.source.head_revision()
+            current = self._head
+            if current is not None and current.revision == wanted:
+                return current
+        else:
+            wanted = self.source.resolve_revision(revision)  # StoreError for an unknown revision
+            for table in (self._head, self._pinned.get_fresh(wanted)):
+                if table is not None and table.revision == wanted:
+                    return table
+        with self._build_lock:
+            if revision is None:
+                wanted = self.source.head_revision()  # it may have moved while we waited
+            for table in (self._head, self._pinned.get_fresh(wanted)):  # built while we waited?
+                if table is not None and table.revision == wanted:
+                    return table
+            table = RevisionTable(wanted, self.source.scores(wanted), self.tier_order())
+            self.builds += 1
+            if revision is None:
+                self._head = table
+            else:
+                self._pinned.put(wanted, table)
+            return table
