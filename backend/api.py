@@ -10,12 +10,12 @@ from fastapi.responses import JSONResponse, Response
 from redis.exceptions import RedisError
 from starlette.datastructures import UploadFile
 
-from backend.services import Services
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from leaderboard.store import StoreError
 from leaderboard.readpath import Filters
 from submissions.intake import ModelForm, SubmissionError, SubmissionForm, accept_model, accept_predictions
+from submissions.service import Services
 
 router = APIRouter(prefix="/api/v1")
 

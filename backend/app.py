@@ -20,9 +20,9 @@ from fastapi.responses import JSONResponse  # noqa: E402
 
 from backend.api import router  # noqa: E402
 from backend.limits import BodySizeLimit  # noqa: E402
-from backend.services import Services  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
 from space.ui import build_ui  # noqa: E402
+from submissions.service import Services  # noqa: E402
 
 log = logging.getLogger("personaboard")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from evaluator.predictions import PredictionsError
 from evaluator.backends.base import BackendError
+from evaluator.judge import judge_for
 from evaluator.registry import UnknownSuiteError, all_suites, check_setting, get_task
 from evaluator.scoring import score_predictions_file
 
@@ -18,7 +19,7 @@ def _score(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"error: {path}: no such file", file=sys.stderr)
         return 2
-    result = score_predictions_file(task, path, filename=str(path))
+    result = score_predictions_file(task, path, filename=str(path), judge=judge_for(task))
     result.pop("scoring_seconds", None)  # keep the printed JSON reproducible
     print(json.dumps({"suite": args.suite, "task": args.task, **result}, indent=2))
     return 0
@@ -42,15 +43,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     """Run a model on a task's hidden split, as a worker would, with a progress bar."""
     from tqdm import tqdm
 
-    from backend.settings import load_settings
     from evaluator.backends import ModelSpec, load_backend
     from evaluator.model_eval import run_model, select_items
+    from evaluator.models import ModelRegistry, download_hub_model, resolve_model
     from evaluator.scoring import score_answers
-    from submissions.models import ModelRegistry, download_hub_model, resolve_model
+    from evaluator.settings import load_evaluator_settings
 
     task = get_task(args.suite, args.task)
     check_setting(task, args.setting)
-    registry = ModelRegistry(load_settings().data_dir)
+    judge = judge_for(task)  # before the run: a judge-scored task without a judge fails now, not after it
+    registry = ModelRegistry(load_evaluator_settings().data_dir)
     if Path(args.model).is_dir():
         registry = _ad_hoc_registry(Path(args.model))
     resolved = resolve_model(str(Path(args.model).resolve()) if Path(args.model).is_dir() else args.model,
@@ -65,7 +67,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             bar.refresh()
 
         run = run_model(task, args.setting, backend, args.protocol, args.limit, on_progress=on_progress)
-    metrics = score_answers(task, run.split, run.answers)
+    metrics = score_answers(task, run.split, run.answers, judge)
     print(json.dumps({"suite": args.suite, "task": args.task, "setting": args.setting, "model": resolved.name,
                       "revision": resolved.revision, "partial": run.partial, "run": run.stats, **metrics}, indent=2))
     return 0
@@ -75,7 +77,7 @@ def _ad_hoc_registry(folder: Path):
     """A model folder given by path on the command line: registered in a throwaway registry."""
     import tempfile
 
-    from submissions.models import ModelRegistry
+    from evaluator.models import ModelRegistry
 
     registry = ModelRegistry(Path(tempfile.mkdtemp(prefix="personaboard-cli-")))
     registry.add(str(folder.resolve()), folder, converted_dir=folder.parent / (folder.name + "-converted"))
@@ -83,27 +85,27 @@ def _ad_hoc_registry(folder: Path):
 
 
 def _models_add(args: argparse.Namespace) -> int:
-    from backend.settings import load_settings
-    from submissions.models import ModelRegistry
+    from evaluator.models import ModelRegistry
+    from evaluator.settings import load_evaluator_settings
 
-    settings = load_settings()
+    settings = load_evaluator_settings()
     entry = ModelRegistry(settings.data_dir).add(args.name, Path(args.path),
-                                                 converted_dir=settings.data_dir / "models" / args.name)
+                                                 converted_dir=settings.converted_models_dir / args.name)
     print(json.dumps({args.name: entry}, indent=2))
     return 0
 
 
 def _models_list(args: argparse.Namespace) -> int:
-    from backend.settings import load_settings
-    from submissions.models import ModelRegistry
+    from evaluator.models import ModelRegistry
+    from evaluator.settings import load_evaluator_settings
 
-    print(json.dumps(ModelRegistry(load_settings().data_dir).all(), indent=2))
+    print(json.dumps(ModelRegistry(load_evaluator_settings().data_dir).all(), indent=2))
     return 0
 
 
 def _splits_install(args: argparse.Namespace) -> int:
     from evaluator.registry import get_suite
-    from evaluator.splits import install
+    from evaluator.split_install import install
 
     info = install(get_suite(args.suite), args.source, args.revision)
     print(json.dumps(info, indent=2))

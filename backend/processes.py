@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from backend.redis_server import RedisServer, log_tail, start_redis_server
-from backend.settings import QUEUE_NAME
+from backend.settings import QUEUE_NAME, web_app
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HEALTH_PATH = "/api/v1/health"
@@ -121,12 +121,9 @@ def start_worker(
     return _popen(worker_argv(name), env, log_path)
 
 
-DEFAULT_WEB_APP = "backend.app:create_app"
-
-
 def web_argv(host: str, port: int, app: str | None = None) -> list[str]:
     """uvicorn on an app factory: PERSONABOARD_WEB_APP overrides it (the tests use a stub)."""
-    app = app or os.environ.get("PERSONABOARD_WEB_APP") or DEFAULT_WEB_APP
+    app = app or web_app()
     return [
         sys.executable, "-m", "uvicorn", app, "--factory",
         "--host", host, "--port", str(port), "--log-level", "info",
@@ -137,7 +134,7 @@ def start_web(
     host: str, port: int, env: Mapping[str, str] | None = None, log_path: Path | str | None = None,
     app: str | None = None,
 ) -> subprocess.Popen:
-    app = app or (env or os.environ).get("PERSONABOARD_WEB_APP")
+    app = app or web_app(env)
     return _popen(web_argv(host, port, app), env, log_path)
 
 

@@ -20,11 +20,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from backend.settings import redis_server_override
+from submissions.settings import redis_url  # noqa: F401 - the URL clients use, composed in one place
 
 
 class RedisServerError(RuntimeError):
@@ -43,16 +45,8 @@ def check_exposure(host: str, password: str | None) -> None:
         )
 
 
-def redis_url(host: str, port: int, password: str | None = None) -> str:
-    """The URL clients use; a server bound to every address is reached on the loopback one."""
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    auth = f":{quote(password, safe='')}@" if password else ""
-    return f"redis://{auth}{host}:{port}/0"
-
-
 def find_redis_server() -> str:
-    explicit = os.environ.get("PERSONABOARD_REDIS_SERVER")
+    explicit = redis_server_override()
     if explicit:
         if not os.access(explicit, os.X_OK):
             raise RedisServerError(f"PERSONABOARD_REDIS_SERVER={explicit!r} is not an executable file")

@@ -1,44 +1,26 @@
-"""Service configuration, read once from the environment.
+"""Service configuration: the web layer's own variables, composed with the lower layers' settings.
 
-Every process of the service (web app, RQ workers, CLI) reads the same variables, so a worker
-started on another node only needs PERSONABOARD_DATA_DIR (a shared folder) and
-PERSONABOARD_REDIS_URL to join.
+Each layer reads its own variables (evaluator/settings.py, leaderboard/settings.py,
+submissions/settings.py: data folder, records, queue and Redis); this module adds what only the
+web node and the supervisor need (address, worker count) and is the one object the app and
+`make serve` read.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
-from backend.redis_server import redis_url
+from submissions.settings import QUEUE_NAME, SubmissionSettings, load_submission_settings  # noqa: F401
 
-QUEUE_NAME = "personaboard"
+DEFAULT_WEB_APP = "backend.app:create_app"
 
 
 @dataclass(frozen=True)
-class Settings:
-    host: str
-    port: int
-    data_dir: Path
-    redis_url: str
-    redis_port: int
-    redis_host: str  # the address the service's own Redis binds: loopback unless a password is set
-    redis_password: str | None
-    workers: int
-    max_upload_bytes: int
-
-    @property
-    def submissions_db(self) -> Path:
-        return self.data_dir / "submissions.sqlite3"
-
-    @property
-    def uploads_dir(self) -> Path:
-        return self.data_dir / "uploads"
-
-    @property
-    def store_dir(self) -> Path:
-        """The results store: a folder laid out like a Hugging Face Hub dataset repository."""
-        return self.data_dir / "results-dataset"
+class Settings(SubmissionSettings):
+    host: str = "127.0.0.1"
+    port: int = 7860
+    workers: int = 2
 
     @property
     def redis_dir(self) -> Path:
@@ -47,18 +29,20 @@ class Settings:
 
 def load_settings() -> Settings:
     env = os.environ
-    data_dir = Path(env.get("PERSONABOARD_DATA_DIR", "./var")).resolve()
-    redis_port = int(env.get("PERSONABOARD_REDIS_PORT", "6389"))
-    redis_host = env.get("PERSONABOARD_REDIS_HOST", "127.0.0.1")
-    redis_password = env.get("PERSONABOARD_REDIS_PASSWORD") or None
+    lower = load_submission_settings()
     return Settings(
+        **{f.name: getattr(lower, f.name) for f in fields(lower)},
         host=env.get("PERSONABOARD_HOST", "127.0.0.1"),
         port=int(env.get("PERSONABOARD_PORT", "7860")),
-        data_dir=data_dir,
-        redis_url=env.get("PERSONABOARD_REDIS_URL") or redis_url(redis_host, redis_port, redis_password),
-        redis_port=redis_port,
-        redis_host=redis_host,
-        redis_password=redis_password,
         workers=int(env.get("PERSONABOARD_WORKERS", "2")),
-        max_upload_bytes=int(env.get("PERSONABOARD_MAX_UPLOAD_BYTES", str(64 * 1024 * 1024))),
     )
+
+
+def web_app(env=None) -> str:
+    """The uvicorn app factory to serve: PERSONABOARD_WEB_APP overrides it (the tests use a stub)."""
+    return (os.environ if env is None else env).get("PERSONABOARD_WEB_APP") or DEFAULT_WEB_APP
+
+
+def redis_server_override() -> str | None:
+    """A redis-server binary to use instead of the one found on PATH (PERSONABOARD_REDIS_SERVER)."""
+    return os.environ.get("PERSONABOARD_REDIS_SERVER") or None

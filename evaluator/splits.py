@@ -2,22 +2,25 @@
 
 A suite's manifest says where its split comes from (`split.source`): `bundled` (the suite folder's
 data/, as PrefEval) or `installed` (a Hugging Face Hub dataset at a pinned revision, or a local
-folder, copied into the data folder by `personaboard splits install`). Until then the suite shows
+folder, copied into the data folder by `personaboard splits install`: evaluator/split_install.py).
+This module only locates and reads splits. Until then the suite shows
 its reported rows, and uploads and model runs for it are refused with the command to run.
 """
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import shutil
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from evaluator.suite import Suite
+from evaluator.settings import load_evaluator_settings
+
+
+class SuiteLike(Protocol):
+    """What these functions read of a suite (evaluator.suite.Suite; not imported: suite.py imports this module)."""
+
+    name: str
+    folder: Path
+    split_spec: dict[str, Any]
 
 FIXTURE_MARKER = "FIXTURE"  # a file of this name in a split folder marks it as a test fixture
 
@@ -27,27 +30,24 @@ class SplitNotInstalled(LookupError):
 
 
 def splits_root() -> Path:
-    configured = os.environ.get("PERSONABOARD_SPLITS_DIR")
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("PERSONABOARD_DATA_DIR", "./var")).resolve() / "splits"
+    return load_evaluator_settings().splits_dir
 
 
-def install_command(suite: "Suite") -> str:
+def install_command(suite: SuiteLike) -> str:
     source = suite.split_spec.get("hub_id") or "PATH_TO_SPLIT_FOLDER"
     return f"personaboard splits install {suite.name} --source {source}"
 
 
-def installed_dir(suite: "Suite") -> Path:
+def installed_dir(suite: SuiteLike) -> Path:
     return splits_root() / suite.name
 
 
-def installed_info(suite: "Suite") -> dict | None:
+def installed_info(suite: SuiteLike) -> dict | None:
     info = installed_dir(suite) / "INSTALLED.json"
     return json.loads(info.read_text(encoding="utf-8")) if info.exists() else None
 
 
-def split_files(suite: "Suite") -> Path:
+def split_files(suite: SuiteLike) -> Path:
     """The folder a suite's hooks read its split from."""
     if suite.split_spec.get("source", "bundled") == "bundled":
         return suite.folder / "data"
@@ -60,7 +60,7 @@ def split_files(suite: "Suite") -> Path:
     return files
 
 
-def split_marker(suite: "Suite") -> float | None:
+def split_marker(suite: SuiteLike) -> float | None:
     """Changes when the installed split changes (so per-process caches rebuild)."""
     if suite.split_spec.get("source", "bundled") == "bundled":
         return None
@@ -81,68 +81,6 @@ def installation_secret(files: Path) -> str:
     """
     path = Path(files).parent / SECRET_FILE
     return path.read_text(encoding="utf-8").strip() if path.exists() else ""
-
-
-def _fetch(source: str, revision: str | None, into: Path) -> dict:
-    """Copy a local folder, or download a Hub dataset at a revision; returns where it came from."""
-    local = Path(source)
-    if local.exists():
-        if not local.is_dir():
-            raise ValueError(f"{source} is not a folder")
-        shutil.copytree(local, into)
-        return {"source": str(local.resolve()), "kind": "local", "revision": revision or "local"}
-    from huggingface_hub import HfApi, snapshot_download
-
-    from submissions.models import HubUnreachable  # the same "Hub cannot be reached" wording
-
-    try:
-        sha = HfApi().dataset_info(source, revision=revision).sha
-        path = snapshot_download(source, repo_type="dataset", revision=sha)
-    except Exception as exc:  # noqa: BLE001 - every failure here is reported with its cause
-        if type(exc).__name__ in ("RepositoryNotFoundError", "RevisionNotFoundError"):
-            raise ValueError(f"{source} (revision {revision or 'main'}) is neither a local folder nor a Hub dataset") from None
-        raise HubUnreachable(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
-    shutil.copytree(path, into)
-    return {"source": source, "kind": "hub", "revision": sha}
-
-
-def install(suite: "Suite", source: str, revision: str | None = None) -> dict:
-    """Fetch, validate (every task's items must build: a missing field is named), hash, then swap in."""
-    from evaluator.suite import Split, clear_split_cache
-
-    root = installed_dir(suite)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{suite.name}-", dir=root.parent))
-    try:
-        origin = _fetch(source, revision, staging / "files")
-        # keep the salt across reinstalls, so the same data gives the same split (and hash)
-        previous = root / SECRET_FILE
-        secret = previous.read_text(encoding="utf-8") if previous.exists() else secrets.token_hex(16)
-        (staging / SECRET_FILE).write_text(secret, encoding="utf-8")
-        os.chmod(staging / SECRET_FILE, 0o600)
-        tasks = {}
-        for task in suite.tasks.values():
-            items = task.hooks.build_items(task, staging / "files")
-            split = Split(name=task.options.get("split", "test"), items=items)
-            tasks[task.name] = {"n_items": len(items), "sha256": split.sha256}
-        info = {
-            **origin,
-            "suite": suite.name,
-            "installed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "fixture": (staging / "files" / FIXTURE_MARKER).exists(),
-            "tasks": tasks,
-        }
-        (staging / "INSTALLED.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
-        old = root.with_name(root.name + ".old")
-        if root.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(root, old)
-        os.replace(staging, root)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    clear_split_cache(suite.name)
-    return info
 
 
 class SplitFormatError(ValueError):

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from evaluator.splits import SplitNotInstalled, install_command, installed_info, split_files, split_marker
+
 
 @dataclass(frozen=True)
 class Item:
@@ -86,6 +88,7 @@ class Task:
     # What the items cluster in (intervals resample these): {"name": ..., "description": ...};
     # empty: every item is independent.
     bootstrap_unit: dict[str, str] = field(default_factory=dict)
+    judge: dict[str, Any] = field(default_factory=dict)  # non-empty: scored by a judge model (evaluator/judge.py)
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -106,8 +109,6 @@ class Task:
     def load_split(self) -> Split:
         """Build the hidden test split from the suite's data (cached per process, rebuilt when an
         installed split changes). Raises SplitNotInstalled for a split the operator has not installed."""
-        from evaluator.splits import split_files, split_marker
-
         marker = split_marker(self.suite)
         cached = _SPLIT_CACHE.get(self.key)
         if cached is None or _SPLIT_MARKERS.get(self.key) != marker:
@@ -117,8 +118,6 @@ class Task:
         return cached
 
     def split_available(self) -> bool:
-        from evaluator.splits import SplitNotInstalled
-
         try:
             self.load_split()
         except SplitNotInstalled:
@@ -185,8 +184,6 @@ class Suite:
         return self.folder / "data"
 
     def split_status(self) -> dict[str, Any]:
-        from evaluator.splits import install_command, installed_info
-
         if self.split_spec.get("source", "bundled") == "bundled":
             return {"source": "bundled", "installed": True}
         info = installed_info(self)
@@ -259,5 +256,6 @@ def load_suite(manifest_path: Path) -> Suite:
             options=dict(task_spec.get("options", {})),
             model=dict(task_spec.get("model", {})),
             bootstrap_unit=dict(task_spec.get("bootstrap_unit", {})),
+            judge=dict(task_spec.get("judge") or {}),
         )
     return suite

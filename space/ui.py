@@ -13,13 +13,14 @@ from space.tabs.status import build_status_tab
 from space.tabs.submit_model import build_submit_model_tab
 from space.status_text import format_error, format_status, inert  # noqa: F401  (space.ui's public helpers)
 from space.tabs.submit_predictions import build_submit_predictions_tab
+from submissions.service import Services
 
 INTRO = ("# PersonaBoard\nA leaderboard for LLM personalization benchmarks. "
          "Rows marked *verified* were scored here on the hidden test split; "
          "*reported (paper)* rows are the papers' own numbers and are never ranked among them.")
 
 
-def build_ui(services) -> gr.Blocks:
+def build_ui(services: Services) -> gr.Blocks:
     # Default the submit tabs to a suite that takes submissions here (its split is installed).
     ready = ready_suites()
     first_suite = ready[0] if ready else next((name for _, name in suite_choices()), None)

@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 from redis import Redis
 from redis.exceptions import RedisError
 
+from evaluator.judge import judge_unavailable_reason
 from evaluator.predictions import PredictionsError, iter_lines, read_predictions
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, check_setting, get_suite, get_task
@@ -75,8 +76,7 @@ def check_form(form: SubmissionForm):
         task.load_split()
     except SplitNotInstalled as exc:
         raise SubmissionError(409, str(exc), field="suite") from None
-    unavailable = getattr(task.hooks, "unavailable_reason", None)  # e.g. a judge-scored task with no judge configured
-    reason = unavailable(task, form.setting) if unavailable else None
+    reason = judge_unavailable_reason(task)  # a judge-scored task with no judge configured
     if reason:
         raise SubmissionError(409, reason, field="task")
     return task
@@ -180,7 +180,7 @@ def model_dedup_key(resolved, form: ModelForm, protocol: str) -> str:
 
 def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: Redis | None) -> Submission:
     """Resolve the model (pinning its revision), refuse duplicates, record, then queue."""
-    from submissions.models import ModelError, resolve_model
+    from evaluator.models import HubUnreachable, ModelError, resolve_model
 
     task = check_form(SubmissionForm(form.suite, form.task, form.setting, form.model or "-", "", form.description))
     if not task.model_protocols:
@@ -189,7 +189,7 @@ def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: 
         raise SubmissionError(422, "limit must be a positive number of items", field="limit")
     try:
         resolved = resolve_model(form.model, form.revision, form.model_type, registry)
-    except ModelError as exc:
+    except (ModelError, HubUnreachable) as exc:
         raise SubmissionError(exc.status, str(exc), field="model") from None
     protocol = form.protocol or ("reward" if resolved.model_type == "reward" else task.model.get("default_protocol"))
     if protocol not in task.model_protocols:

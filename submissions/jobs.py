@@ -6,28 +6,25 @@ is idempotent per submission, so a job retried after its worker was killed publi
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any
 
 from rq import get_current_job
 
-from backend.settings import load_settings
 from evaluator.backends.base import BackendError
+from evaluator.judge import judge_for
+from evaluator.settings import load_evaluator_settings
 from evaluator.predictions import PredictionsError
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import score_predictions_file
 from leaderboard.store import LocalDatasetStore
 from submissions.records import Submission, SubmissionStore, utc_now
+from submissions.settings import load_submission_settings
 
 log = logging.getLogger(__name__)
 
-# Fault injection for the worker-kill tests: the job pauses this long after it is marked running.
-FAULT_PAUSE_ENV = "PERSONABOARD_TEST_JOB_PAUSE_S"
-
-
 def _stores() -> tuple[SubmissionStore, LocalDatasetStore]:
-    settings = load_settings()
+    settings = load_submission_settings()
     return SubmissionStore(settings.submissions_db), LocalDatasetStore(settings.store_dir)
 
 
@@ -86,14 +83,14 @@ def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) 
     from evaluator.backends import ModelSpec, load_backend
     from evaluator.model_eval import Checkpoint, run_model
     from evaluator.scoring import SCORER_VERSION, score_answers
-    from submissions.models import ResolvedModel, download_hub_model
+    from evaluator.models import ResolvedModel, download_hub_model
 
+    settings = load_evaluator_settings()
     details = submission.details or {}
     resolved = ResolvedModel(**details["model"])
     path = resolved.path or download_hub_model(resolved)
-    backend_name = os.environ.get("PERSONABOARD_BACKEND", "transformers")
-    backend = load_backend(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), backend_name)
-    checkpoint = Checkpoint(load_settings().data_dir / "checkpoints" / f"{submission.id}.jsonl")
+    backend = load_backend(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), settings.backend)
+    checkpoint = Checkpoint(settings.checkpoints_dir / f"{submission.id}.jsonl")
     last_saved = [0.0]
 
     def on_progress(report: dict[str, Any]) -> None:
@@ -107,7 +104,7 @@ def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) 
 
     run = run_model(task, submission.setting, backend, details.get("protocol"), details.get("limit"),
                     checkpoint, on_progress)
-    metrics = score_answers(task, run.split, run.answers)
+    metrics = score_answers(task, run.split, run.answers, judge_for(task, settings))
     full = task.load_split()
     metrics["split"] = {"name": run.split.name, "sha256": full.sha256, "n_items": len(run.split.items),
                         "full_n_items": len(full.items)}
@@ -118,7 +115,7 @@ def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) 
     if submission.setting == "rag":
         from evaluator.backends.embedding import default_embedding_model
 
-        stats["retrieval_model"] = default_embedding_model()
+        stats["retrieval_model"] = default_embedding_model(settings)
     return metrics, stats
 
 
@@ -129,7 +126,7 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
         log.info("submission %s already finished or unknown; nothing to do", submission_id)
         return None
     started = time.time()
-    if pause := float(os.environ.get(FAULT_PAUSE_ENV, "0") or 0):
+    if pause := load_submission_settings().job_pause_s:  # fault injection for the worker-kill tests
         time.sleep(pause)
     run_stats = None
     try:
@@ -138,7 +135,8 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
         if submission.kind == "model":
             metrics, run_stats = _evaluate_model(submission, task, submissions)
         else:
-            metrics = score_predictions_file(task, submission.file_path, submission.filename or "predictions file")
+            metrics = score_predictions_file(task, submission.file_path, submission.filename or "predictions file",
+                                             judge_for(task))
             metrics["split"]["full_n_items"] = metrics["split"]["n_items"]
     except (PredictionsError, UnknownSuiteError, BackendError, FileNotFoundError) as exc:
         # Deterministic failures: retrying cannot help, so fail now with the reason.

@@ -14,8 +14,8 @@ from rq import Callback, Queue, Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from backend.settings import QUEUE_NAME
 from submissions.records import ACTIVE_STATES, SubmissionStore
+from submissions.settings import QUEUE_NAME
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from backend import processes  # noqa: E402
 from live_helpers import (  # noqa: E402
     client, explicit_only, make_predictions, status, submit, submit_ok, wait_finished, wait_state, wait_until,
 )
-from submissions.jobs import FAULT_PAUSE_ENV  # noqa: E402
+from submissions.settings import FAULT_PAUSE_ENV  # noqa: E402
 from submissions.queue import job_id_for  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -1,14 +1,15 @@
 """Sentence embeddings for retrieval settings (all-MiniLM-L6-v2 by default, mean pooling)."""
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 import numpy as np
 
+from evaluator.settings import EvaluatorSettings, load_evaluator_settings
 
-def default_embedding_model() -> str:
-    configured = os.environ.get("PERSONABOARD_EMBEDDING_MODEL")
+
+def default_embedding_model(settings: EvaluatorSettings | None = None) -> str:
+    configured = (settings or load_evaluator_settings()).embedding_model
     if configured:
         return configured
     try:

@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from submissions.models import (  # noqa: E402
+from evaluator.models import (  # noqa: E402
     HubUnreachable, ModelError, ModelRegistry, folder_hash, resolve_hub_model, resolve_model,
 )
 from tiny_models import build_tiny_model  # noqa: E402

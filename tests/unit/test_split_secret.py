@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from evaluator.registry import get_suite, get_task
-from evaluator.splits import SECRET_FILE, install, installed_dir
+from evaluator.split_install import install
+from evaluator.splits import SECRET_FILE, installed_dir
 from evaluator.suite import clear_split_cache
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "splits"

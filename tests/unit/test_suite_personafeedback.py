@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluator import splits as splits_module
+from evaluator import split_install, splits as splits_module
 from evaluator.predictions import PredictionsError, read_predictions
 from evaluator.registry import UnknownSuiteError, check_setting, get_task
 from evaluator.scoring import score_answers
@@ -40,7 +40,7 @@ def installed(task, tmp_path, monkeypatch):
         shutil.copytree(FIXTURE, source)
         if edit:
             edit(source)
-        splits_module.install(task.suite, str(source))
+        split_install.install(task.suite, str(source))
         return task.load_split()
 
     yield install

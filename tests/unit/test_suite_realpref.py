@@ -8,10 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evaluator.backends.base import BackendError
+from evaluator.judge import Judge, judge_unavailable_reason
 from evaluator.predictions import PredictionsError, read_predictions
 from evaluator.registry import get_task
 from evaluator.scoring import score_answers
 from evaluator.splits import SplitFormatError
+from evaluator.settings import JUDGE_ENV
 from evaluator.suite import Split
 from evaluator.suites.realpref import common, open_ended
 from unit_helpers import jsonl
@@ -230,11 +233,14 @@ def test_parse_answers():
 
 
 def test_open_ended_refused_without_judge(monkeypatch):
-    monkeypatch.delenv(open_ended.JUDGE_ENV, raising=False)
+    monkeypatch.delenv(JUDGE_ENV, raising=False)
     t = task("open_ended")
-    assert "no judge model is configured" in open_ended.unavailable_reason(t, "zero_shot")
-    monkeypatch.setenv(open_ended.JUDGE_ENV, "judge-x")
-    assert open_ended.unavailable_reason(t, "zero_shot") is None
+    assert "no judge model is configured" in judge_unavailable_reason(t)
+    with pytest.raises(BackendError, match="no judge model is configured"):
+        score_answers(t, split_of("open_ended"), {})
+    monkeypatch.setenv(JUDGE_ENV, "judge-x")
+    assert judge_unavailable_reason(t) is None
+    assert judge_unavailable_reason(task("mcq")) is None  # not judge-scored: never refused for want of a judge
 
 
 class FakeJudge:
@@ -254,14 +260,12 @@ class FakeJudge:
         return np.array(rows)
 
 
-def test_open_ended_judge_arrays(monkeypatch):
-    monkeypatch.setenv(open_ended.JUDGE_ENV, "judge-x")
-    monkeypatch.setattr(open_ended, "_judge", lambda name: (FakeJudge(), "rev1"))
+def test_open_ended_judge_arrays():
     t = task("open_ended")
     oe = split_of("open_ended")
     answers = {i.id: "Stay at a small guesthouse." for i in oe.items}
     answers[oe.items[0].id] = None  # a model run with no text: scores 1 on every rubric
-    result = score_answers(t, oe, answers)
+    result = score_answers(t, oe, answers, Judge("judge-x", "rev1", FakeJudge()))
     assert result["metric"] == "alignment"
     n = len(oe.items)
     assert result["total"]["alignment"]["value"] == pytest.approx((5 * (n - 1) + 1) / n)

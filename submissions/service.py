@@ -1,4 +1,8 @@
-"""The objects every request handler and UI callback shares, built once per app."""
+"""The objects every request handler and UI callback shares, built once per app.
+
+Lives in the submissions layer so that the web app (backend/) and the UI (space/) both reach it
+by importing down; neither imports the other for it.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -12,15 +16,15 @@ import pandas as pd
 from redis import Redis
 from redis.exceptions import RedisError
 
-from backend.settings import Settings
+from evaluator.models import ModelRegistry
 from evaluator.registry import all_suites
 from leaderboard.readpath import Body, Filters, LeaderboardCache
 from leaderboard.reported import publish_reported
 from leaderboard.store import LocalDatasetStore
 from leaderboard.table import column_name
 from submissions import queue
-from submissions.models import ModelRegistry
 from submissions.records import Submission, SubmissionStore
+from submissions.settings import SubmissionSettings
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +34,7 @@ READ_THREADS = 2  # leaderboard builds run here, never in the pool other endpoin
 
 @dataclass
 class Services:
-    settings: Settings
+    settings: SubmissionSettings
     records: SubmissionStore
     results: LocalDatasetStore
     redis: Redis
@@ -45,7 +49,7 @@ class Services:
             self.board = LeaderboardCache(self.results, manifest_tier_order)
 
     @classmethod
-    def create(cls, settings: Settings) -> "Services":
+    def create(cls, settings: SubmissionSettings) -> "Services":
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         results = LocalDatasetStore(settings.store_dir)
         results.ensure()

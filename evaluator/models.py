@@ -17,6 +17,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from evaluator import hub
+from evaluator.hub import HubUnreachable  # noqa: F401 - callers catch it with ModelError
+
 log = logging.getLogger(__name__)
 
 REWARD_SUFFIXES = ("ForSequenceClassification", "ForRewardModel", "RewardModel")
@@ -28,17 +31,6 @@ class ModelError(ValueError):
     def __init__(self, message: str, status: int = 422):
         super().__init__(message)
         self.status = status
-
-
-class HubUnreachable(ModelError):
-    """The submitter sees what happened and what to do; the library's own text (often advice for
-    the operator, such as unsetting HF_HUB_OFFLINE) goes to the log only."""
-
-    def __init__(self, detail: str, name: str | None = None):
-        about = f"{name!r} is not a model registered on this server, and " if name else ""
-        super().__init__(f"{about}the Hugging Face Hub cannot be reached from this server right now; "
-                         "submit again later, or ask the operator to register the model locally", status=503)
-        log.warning("Hub unreachable%s: %s", f" while resolving {name}" if name else "", detail)
 
 
 @dataclass
@@ -204,29 +196,15 @@ def resolve_model(name: str, revision: str | None, model_type: str, registry: Mo
 
 
 def resolve_hub_model(repo_id: str, revision: str | None, model_type: str) -> ResolvedModel:
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import (
-        GatedRepoError, HfHubHTTPError, HFValidationError, RepositoryNotFoundError, RevisionNotFoundError,
-    )
-
-    api = HfApi()
     try:
-        info = api.model_info(repo_id, revision=revision or None, files_metadata=False, timeout=15)
-    except HFValidationError as exc:
-        raise ModelError(f"{repo_id!r} is neither a registered local model nor a valid Hub id ({exc})") from None
-    except RevisionNotFoundError:
-        raise ModelError(f"{repo_id} has no revision {revision!r} on the Hub") from None
-    except GatedRepoError:
-        raise ModelError(f"{repo_id} is gated on the Hub; the service evaluates only openly downloadable models") from None
-    except RepositoryNotFoundError:
-        raise ModelError(f"no model {repo_id!r} on the Hub, and no local model registered under that name") from None
-    except HfHubHTTPError as exc:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-        if status and status < 500:
-            raise ModelError(f"the Hub refused {repo_id}: {exc}") from None
-        raise HubUnreachable(str(exc).splitlines()[0], repo_id) from None
-    except Exception as exc:  # offline mode, DNS, refused connection, timeouts: all "unreachable"
-        raise HubUnreachable(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", repo_id) from None
+        info = hub.model_info(repo_id, revision)
+    except hub.HubRefused as refused:
+        raise ModelError({
+            "invalid": f"{repo_id!r} is neither a registered local model nor a valid Hub id ({refused.detail})",
+            "revision": f"{repo_id} has no revision {revision!r} on the Hub",
+            "gated": f"{repo_id} is gated on the Hub; the service evaluates only openly downloadable models",
+            "not_found": f"no model {repo_id!r} on the Hub, and no local model registered under that name",
+        }.get(refused.reason, f"the Hub refused {repo_id}: {refused.detail}")) from None
     config = info.config or {}
     if config.get("auto_map"):
         raise ModelError(f"{repo_id} needs remote code (auto_map), which the service does not run")
@@ -242,7 +220,4 @@ def resolve_hub_model(repo_id: str, revision: str | None, model_type: str) -> Re
 
 def download_hub_model(resolved: ResolvedModel) -> str:
     """The worker's copy of a Hub model at its pinned commit (cached by huggingface_hub)."""
-    from huggingface_hub import snapshot_download
-
-    return snapshot_download(resolved.name, revision=resolved.revision,
-                             allow_patterns=["*.json", "*.safetensors", "*.jinja", "*.model", "*.txt", "tokenizer*"])
+    return hub.download_model(resolved.name, resolved.revision)
