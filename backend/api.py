@@ -12,7 +12,7 @@ from starlette.datastructures import UploadFile
 
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
-from leaderboard.store import StoreError
+from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.readpath import Filters
 from submissions.intake import ModelForm, SubmissionError, SubmissionForm, accept_model, accept_predictions
 from submissions.service import Services
@@ -79,8 +79,11 @@ def health(request: Request):
         redis_ok = bool(svc.redis.ping())
     except RedisError:
         redis_ok = False
-    return {"status": "ok", "queue": "ok" if redis_ok else "unreachable",
-            "results_revision": svc.results.head_revision()}
+    backlog = svc.outbox.backlog()
+    return {"status": "ok", "queue": "ok" if redis_ok else "unreachable", "results_revision": svc.results_head(),
+            "results_store": {"kind": svc.results.kind, "location": svc.results.location if svc.results.kind == "hub" else None},
+            "publish_backlog": backlog, "publish_rejected": svc.outbox.rejected(),
+            "publish_message": f"{backlog} result(s) waiting to publish" if backlog else None}
 
 
 @router.get("/suites", summary="Suites with their tasks, tiers and settings")
@@ -205,13 +208,15 @@ async def leaderboard(
     task: str | None = None,
     setting: str | None = None,
     tier: str | None = None,
-    revision: str | None = Query(None, description="a results-dataset revision (commit sha); default the newest"),
+    revision: str | None = Query(None, description="a results-dataset revision (commit sha) or release name; default the newest"),
     format: Literal["json", "csv", "parquet"] = "json",
 ):
     svc = services(request)
     filters = Filters(suite or None, task or None, setting or None, tier or None)
     try:
         body = await svc.leaderboard_body(filters, format, revision or None)
+    except StoreUnavailable as exc:
+        raise HTTPException(503, {"message": "the results dataset cannot be reached right now; try again later"}) from exc
     except StoreError as exc:
         raise not_found(str(exc)) from None
     # A revision named by its full id never changes; the newest must be revalidated each time.
@@ -225,6 +230,10 @@ async def leaderboard(
     return Response(body.content, media_type=body.media_type, headers=headers)
 
 
-@router.get("/leaderboard/versions", summary="Every published version of the results dataset, newest first")
+@router.get("/leaderboard/versions", summary="Every published version of the results dataset and its named releases, newest first")
 def leaderboard_versions(request: Request):
-    return {"versions": [v.__dict__ for v in services(request).results.versions()]}
+    results = services(request).results
+    try:
+        return {"versions": [v.__dict__ for v in results.versions()], "releases": [r.__dict__ for r in results.releases()]}
+    except StoreUnavailable as exc:
+        raise HTTPException(503, {"message": "the results dataset cannot be reached right now; try again later"}) from exc

@@ -10,8 +10,9 @@ import os
 from contextlib import asynccontextmanager
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+# Not offline: Hub model ids, private splits and the Hub results store need the Hub. When it cannot
+# be reached, calls fail within seconds (evaluator/hub.py's timeouts) and submitters get a 503.
 
 import gradio as gr  # noqa: E402
 from fastapi import FastAPI, Request  # noqa: E402
@@ -34,6 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         services.start_reconciler()  # re-queue anything accepted but lost by the queue
+        services.start_publisher()  # requests/ records and the outbox backlog, to the results store
         yield
         services.stop()
 

@@ -11,6 +11,7 @@ from evaluator.backends.base import BackendError
 from evaluator.judge import judge_for
 from evaluator.registry import UnknownSuiteError, all_suites, check_setting, get_task
 from evaluator.scoring import score_predictions_file
+from leaderboard.store import StoreError
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -117,6 +118,15 @@ def _splits_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _release(args: argparse.Namespace) -> int:
+    """Name the results dataset's newest version (a tag, on the Hub or in the local folder)."""
+    from leaderboard.results import open_store
+
+    release = open_store().release(args.name, args.notes or "")
+    print(json.dumps(release.__dict__, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="personaboard", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -160,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     install.set_defaults(run=_splits_install)
     splits_list = splits_commands.add_parser("list", help="which splits are installed, from where, at which revision")
     splits_list.set_defaults(run=_splits_list)
+    release = commands.add_parser("release", help="name the newest version of the results dataset (a tag)")
+    release.add_argument("name", help="e.g. v1 (letters, digits, '.', '_', '-')")
+    release.add_argument("--notes", help="what changed since the last release")
+    release.set_defaults(run=_release)
     return parser
 
 
@@ -167,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (UnknownSuiteError, PredictionsError, BackendError, ValueError, LookupError, KeyError) as exc:
+    except (UnknownSuiteError, PredictionsError, BackendError, ValueError, LookupError, KeyError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

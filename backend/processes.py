@@ -49,8 +49,7 @@ def child_env(
     env["PERSONABOARD_DATA_DIR"] = str(Path(data_dir).resolve())
     env["PERSONABOARD_REDIS_URL"] = redis_url
     env.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    env.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # offline or not is the caller's choice (tests: offline)
     env.setdefault("PYTHONUNBUFFERED", "1")
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(PROJECT_ROOT) not in paths:

@@ -1,14 +1,17 @@
 """The results store: a folder laid out like a Hugging Face Hub dataset repository, versioned by git.
 
-    README.md                                   dataset card (configs point at the parquet table)
-    results/<suite>/<task>/<submission id>.json one immutable record per result, with provenance
-    data/scores/part-NNNNN.parquet              the leaderboard table (one row per result and tier),
-                                                in parts of at most SHARD_RECORDS results
+    README.md                                    dataset card (configs point at the parquet table)
+    results/<suite>/<task>/<submission id>.json  one immutable record per result, with provenance
+    requests/<suite>/<task>/<submission id>.json one record per submission: public metadata, status
+    releases/<name>.json                         a named release's notes (the release is a tag)
+    data/scores/part-NNNNN.parquet               the leaderboard table (one row per result and tier),
+                                                 in parts of at most SHARD_RECORDS results
 
 Every publish is one git commit, so every version is immutable and can be read back by its
-commit sha, exactly as a Hub revision. A Hub backend maps `publish` to `HfApi.create_commit`
-with the same paths. Publishing is idempotent per submission id, so a job that is retried after
-its worker died publishes its result exactly once.
+commit sha, exactly as a Hub revision; a release is a git tag, as on the Hub. The Hub store
+(leaderboard/hub_store.py) maps the same operations onto `HfApi.create_commit` with the same
+paths. Publishing is idempotent per submission id, so a job that is retried after its worker died
+publishes its result exactly once.
 
 Publishing appends: it rewrites only the newest table part (bounded size) and commits only the
 paths it wrote, so its cost does not grow with the number of results. Readers get the table of a
@@ -20,11 +23,13 @@ import fcntl
 import io
 import json
 import os
+import re
 import subprocess
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -61,15 +66,82 @@ class Version:
     message: str
 
 
+@dataclass(frozen=True)
+class Release:
+    name: str
+    revision: str  # the tagged commit
+    notes: str
+    created_at: str
+
+
 class StoreError(RuntimeError):
     pass
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot be reached right now (the Hub is down): nothing was published; try again later."""
+
+
+RELEASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def record_path(record: dict[str, Any]) -> str:
+    return f"results/{record['suite']}/{record['task']}/{record['submission_id']}.json"
+
+
+def request_path(request: dict[str, Any]) -> str:
+    return f"requests/{request['suite']}/{request['task']}/{request['submission_id']}.json"
+
+
+def release_path(name: str) -> str:
+    return f"releases/{name}.json"
+
+
+def check_release_name(name: str) -> str:
+    if not RELEASE_NAME.fullmatch(name or "") or RE_SHA.fullmatch(name):
+        raise StoreError(f"release name {name!r}: use letters, digits, '.', '_' or '-' (at most 64), not a commit sha")
+    return name
+
+
+RE_SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+def release_note(name: str, notes: str, table_revision: str) -> dict[str, Any]:
+    return {"name": name, "notes": notes, "table_revision": table_revision,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+STATUS_RANK = {"queued": 0, "finished": 1, "failed": 1}
+
+
+def supersedes(request: dict[str, Any], current: dict[str, Any] | None) -> bool:
+    """Whether `request` should replace the stored record: it changed, and its status is not older."""
+    if current == request:
+        return False
+    return current is None or STATUS_RANK.get(request.get("status"), 0) >= STATUS_RANK.get(current.get("status"), 0)
+
+
+def requests_message(requests: list[dict[str, Any]]) -> str:
+    shown = ", ".join(f"{r['submission_id']} {r.get('status')}" for r in requests[:5])
+    return f"Requests: {shown}" + (f" and {len(requests) - 5} more" if len(requests) > 5 else "")
+
+
+def as_json(data: dict[str, Any]) -> str:
+    """The one serialisation of a stored record (so an unchanged record is an unchanged file)."""
+    return json.dumps(data, indent=1, sort_keys=True)
+
+
 class LocalDatasetStore:
+    kind = "local"
+
     def __init__(self, root: Path):
         self.root = Path(root)
         self._parts: OrderedDict[str, pd.DataFrame] = OrderedDict()  # blob id -> parsed table part
         self._parts_lock = threading.Lock()
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
 
     # -- plumbing -------------------------------------------------------------------------------
     def _git(self, *args: str, input: bytes | None = None) -> bytes:
@@ -115,12 +187,11 @@ class LocalDatasetStore:
                 self._git("commit", "-q", "-m", "Split the scores table into parts (appends stay cheap)")
 
     # -- writing --------------------------------------------------------------------------------
-    @staticmethod
-    def record_path(record: dict[str, Any]) -> str:
-        return f"results/{record['suite']}/{record['task']}/{record['submission_id']}.json"
+    record_path = staticmethod(record_path)
 
-    def publish(self, record: dict[str, Any]) -> str:
-        """Add one result record and append its rows to the table in a new version; returns its revision.
+    def publish(self, record: dict[str, Any], request: dict[str, Any] | None = None) -> str:
+        """Add one result record (and its submission's request record) and append its rows to the
+        table in a new version; returns its revision.
 
         If this submission was already published (a retried job), nothing is written and the
         revision that first published it is returned.
@@ -168,7 +239,7 @@ class LocalDatasetStore:
         self.ensure()
         with self._locked():
             self._discard_uncommitted()
-            wanted = {self.record_path(r): json.dumps(r, indent=1, sort_keys=True) for r in records}
+            wanted = {self.record_path(r): as_json(r) for r in records}
             present = {str(p.relative_to(self.root)): p for p in (self.root / "results").glob(f"*/*/{prefix}*.json")}
             changed = False
             for relative, text in wanted.items():
@@ -198,6 +269,60 @@ class LocalDatasetStore:
         """
         self._git("reset", "-q", "--hard", "HEAD")
         self._git("clean", "-q", "-f", "-d")
+    def publish_requests(self, requests: list[dict[str, Any]]) -> str | None:
+        """Write submissions' request records (public metadata and status) in one version; None if
+        nothing changed. A status never goes back (a late "queued" does not undo "finished")."""
+        self.ensure()
+        with self._locked():
+            written = []
+            for request in requests:
+                relative = request_path(request)
+                old = self.root / relative
+                current = json.loads(old.read_text(encoding="utf-8")) if old.exists() else None
+                if supersedes(request, current) and self._write(relative, as_json(request)):
+                    written.append(relative)
+            if not written:
+                return None
+            self._git("add", "--", *written)
+            self._git("commit", "-q", "-m", requests_message(requests))
+            return self.head_revision()
+
+    def release(self, name: str, notes: str = "") -> Release:
+        """Name the newest version: a commit adding releases/<name>.json (the notes), tagged `name`."""
+        self.ensure()
+        check_release_name(name)
+        with self._locked():
+            if self._git("tag", "--list", name).strip():
+                raise StoreError(f"release {name!r} already exists")
+            note = release_note(name, notes, self.head_revision())
+            self._write(release_path(name), as_json(note))
+            self._git("add", "--", release_path(name))
+            self._git("commit", "-q", "-m", f"Release {name}")
+            self._git("tag", name)
+            revision = self.head_revision()
+        return Release(name, revision, notes, note["created_at"])
+
+    def releases(self) -> list[Release]:
+        """Every release, newest first."""
+        self.ensure()
+        out = self._git("tag", "--list", "--sort=-creatordate", "--format=%(refname:short)%09%(objectname)").decode()
+        found = []
+        for line in out.splitlines():
+            name, revision = line.split("\t")
+            note = json.loads(self._show(revision, release_path(name)))
+            found.append(Release(name, revision, note.get("notes", ""), note.get("created_at", "")))
+        return found
+
+    def _write(self, relative: str, text: str) -> bool:
+        """Write a file of the dataset atomically; False if it already had this content."""
+        target = self.root / relative
+        if target.exists() and target.read_text(encoding="utf-8") == text:
+            return False
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        return True
 
     def _write_scores(self, records: list[dict[str, Any]]) -> None:
         """Rebuild the whole table from records (creation, reported-row sync, repair): rare paths."""
@@ -289,12 +414,16 @@ class LocalDatasetStore:
         return [json.loads(self._show(rev, name)) for name in names if name.endswith(".json")]
 
     def _verify(self, revision: str) -> str:
-        if not revision or any(c not in "0123456789abcdefABCDEF" for c in revision) and revision != "main":
+        """A commit sha (or its prefix), `main`, or a release name -> the full commit sha."""
+        if revision and RELEASE_NAME.fullmatch(revision) and not RE_SHA.fullmatch(revision) and revision != "main":
+            revision = f"refs/tags/{revision}"  # a release name; never an option or another ref
+        elif not revision or any(c not in "0123456789abcdefABCDEF" for c in revision) and revision != "main":
             raise StoreError(f"unknown revision {revision!r}")
         try:
             return self._git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").decode().strip()
         except StoreError:
-            raise StoreError(f"unknown revision {revision!r}") from None
+            raise StoreError(f"unknown revision {revision.removeprefix('refs/tags/')!r}") from None
+
 
     def _show(self, revision: str, path: str) -> bytes:
         return self._git("show", f"{self._verify(revision)}:{path}")

@@ -15,13 +15,29 @@ import pandas as pd
 from evaluator.metrics import KNOWN_METRICS
 
 TOTAL = "total"
+# What a result's number depends on, in every row, so the table alone can be filtered by it
+# (e.g. `datasets.load_dataset(...).filter(lambda r: r["judge"] == ...)`).
+PROVENANCE_COLUMNS = ["model_revision", "protocol", "judge", "backend", "split_sha256"]
 SCORE_COLUMNS = [
     "submission_id", "suite", "task", "setting", "model_name", "model_link", "source", "row_kind",
     "tier_group", "tier", "metric", "primary", "value", "ci_low", "ci_high", "n", "submitted_at",
+    *PROVENANCE_COLUMNS,
 ]
 ID_COLUMNS = ["model_name", "suite", "task", "setting", "source", "row_kind", "metric"]
 TRAILING_COLUMNS = ["n_items", "submitted_at", "submission_id", "model_link"]
 ROW_KIND_RANK = {"computed": 0, "partial": 1, "reported": 2}
+
+
+def provenance_columns(record: dict[str, Any]) -> dict[str, str]:
+    provenance = record.get("provenance") or {}
+    model = provenance.get("model")
+    return {
+        "model_revision": (model.get("revision") if isinstance(model, dict) else None) or provenance.get("revision") or "",
+        "protocol": provenance.get("protocol") or "",
+        "judge": (provenance.get("judge") or {}).get("model") or "",
+        "backend": provenance.get("backend") or "",
+        "split_sha256": (provenance.get("split") or {}).get("sha256") or "",
+    }
 
 
 def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
@@ -37,6 +53,7 @@ def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "source": record["source"],
             "row_kind": record.get("row_kind", "computed"),
             "submitted_at": record["submitted_at"],
+            **provenance_columns(record),
         }
         metrics = record["metrics"]
         primary = metrics.get("metric") or next(iter(metrics["total"]), None)

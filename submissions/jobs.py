@@ -17,15 +17,30 @@ from evaluator.settings import load_evaluator_settings
 from evaluator.predictions import PredictionsError
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import score_predictions_file
-from leaderboard.store import LocalDatasetStore
+from leaderboard.outbox import Outbox
+from leaderboard.results import open_outbox
 from submissions.records import Submission, SubmissionStore, utc_now
 from submissions.settings import load_submission_settings
 
 log = logging.getLogger(__name__)
 
-def _stores() -> tuple[SubmissionStore, LocalDatasetStore]:
+# How long a finished job waits to see its result published before it reports "finished, waiting to
+# publish" (the outbox keeps the result; whoever publishes it later records the revision).
+PUBLISH_WAIT_S = 30.0
+
+
+def _stores() -> tuple[SubmissionStore, Outbox]:
     settings = load_submission_settings()
-    return SubmissionStore(settings.submissions_db), LocalDatasetStore(settings.store_dir)
+    submissions = SubmissionStore(settings.submissions_db)
+    return submissions, open_outbox(on_published=record_published(submissions))
+
+
+def record_published(submissions: SubmissionStore):
+    """The outbox's report: a result that went out gets its revision on the submission record."""
+    def on_published(entry: dict[str, Any], revision: str | None) -> None:
+        if entry.get("kind") == "result" and revision:
+            submissions.update(entry["record"]["submission_id"], revision=revision)
+    return on_published
 
 
 def _report_progress(done: int, total: int) -> None:
@@ -151,9 +166,12 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
         "job_seconds": time.time() - started,
     }
     record = result_record(submission, metrics, timings, run_stats)
-    revision = results.publish(record)
+    # Durable in the outbox first; published now unless the store is down (then it waits, in order).
+    _, revision = results.publish_now("result", {"record": record, "request": submission.request_record("finished")},
+                                      wait_s=PUBLISH_WAIT_S)
+    published = {"revision": revision} if revision else {}  # else the publisher records it when it goes out
     submissions.update(
-        submission_id, state="finished", result=record["metrics"], revision=revision,
+        submission_id, state="finished", result=record["metrics"], **published, request_status="finished",
         progress_done=done, progress_total=done, finished_at=utc_now(),
     )
     return {"revision": revision}

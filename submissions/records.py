@@ -52,7 +52,10 @@ CREATE INDEX IF NOT EXISTS submissions_state ON submissions(state);
 ADDED_COLUMNS = [
     ("details", "TEXT"),  # JSON: for model runs, the resolved model, protocol and limit
     ("dedup_key", "TEXT"),  # same (model, revision, task, setting, protocol) => same key
+    ("request_status", "TEXT"),  # the status last sent to the results dataset's requests/ record
 ]
+# what requests/ records show: queued (running included: a commit per start would be noise), finished, failed
+REQUEST_STATUS = {"queued": "queued", "running": "queued", "finished": "finished", "failed": "failed"}
 
 
 def utc_now() -> str:
@@ -89,12 +92,28 @@ class Submission:
     finished_at: str | None = None
     details: dict[str, Any] | None = None
     dedup_key: str | None = None
+    request_status: str | None = None
+
+    def request_record(self, status: str) -> dict[str, Any]:
+        """The `requests/` record the results dataset keeps for every submission (as the Open LLM
+        Leaderboard's requests dataset): public metadata and status only, never files, paths or errors."""
+        details = self.details or {}
+        model = details.get("model") or {}
+        return {
+            "submission_id": self.id, "submitted_at": self.created_at, "status": status, "kind": self.kind,
+            "suite": self.suite, "task": self.task, "setting": self.setting,
+            "model_name": self.model_name, "model_link": self.model_link,
+            "model": {k: model.get(k) for k in ("source", "revision", "model_type", "parameters", "license")} if model else None,
+            "protocol": details.get("protocol"), "limit": details.get("limit"),
+            "predictions_sha256": self.file_sha256 or None,
+        }
 
     def public(self) -> dict[str, Any]:
         """What the API and the UI show: no server-side paths."""
         data = asdict(self)
         data.pop("file_path")
         data.pop("dedup_key")
+        data.pop("request_status")
         model = (data.get("details") or {}).get("model")
         if model:
             data["details"] = {**data["details"], "model": {k: v for k, v in model.items() if k != "path"}}
@@ -160,6 +179,15 @@ class SubmissionStore:
         assignments = ", ".join(f"{name} = :{name}" for name in changes)
         with closing(self._connect()) as db, db:
             db.execute(f"UPDATE submissions SET {assignments} WHERE id = :_id", {**changes, "_id": submission_id})
+
+    def requests_to_publish(self, limit: int = 100) -> list[Submission]:
+        """Submissions whose requests/ record does not show their current status yet."""
+        cases = " ".join(f"WHEN '{state}' THEN '{shown}'" for state, shown in REQUEST_STATUS.items())
+        with closing(self._connect()) as db:
+            rows = db.execute(
+                f"SELECT * FROM submissions WHERE request_status IS NULL OR request_status != CASE state {cases} END "
+                "ORDER BY created_at LIMIT ?", (limit,)).fetchall()
+        return [self._from_row(row) for row in rows]
 
     def start_attempt(self, submission_id: str) -> Submission | None:
         """Mark running and count the attempt; None if it already finished (a duplicate delivery)."""

@@ -18,31 +18,37 @@ from redis.exceptions import RedisError
 
 from evaluator.models import ModelRegistry
 from evaluator.registry import all_suites
+from leaderboard.outbox import Outbox
 from leaderboard.readpath import Body, Filters, LeaderboardCache
 from leaderboard.reported import publish_reported
-from leaderboard.store import LocalDatasetStore
+from leaderboard.results import open_outbox, open_store
+from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.table import column_name
 from submissions import queue
-from submissions.records import Submission, SubmissionStore
+from submissions.jobs import record_published
+from submissions.records import REQUEST_STATUS, Submission, SubmissionStore
 from submissions.settings import SubmissionSettings
 
 log = logging.getLogger(__name__)
 
 RECONCILE_EVERY_S = 30
 READ_THREADS = 2  # leaderboard builds run here, never in the pool other endpoints (health) share
+PUBLISH_EVERY_S = 2.0  # the web node's publisher: requests/ records, then the outbox backlog
 
 
 @dataclass
 class Services:
     settings: SubmissionSettings
     records: SubmissionStore
-    results: LocalDatasetStore
+    results: Any  # LocalDatasetStore | HubDatasetStore (leaderboard/results.py chooses)
     redis: Redis
     models: ModelRegistry
+    outbox: Outbox
     board: LeaderboardCache = None  # the read path: one table per results revision
     _stop: threading.Event = field(default_factory=threading.Event)
     _read_pool: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(READ_THREADS, thread_name_prefix="leaderboard"))
+    _store_ready: bool = False
 
     def __post_init__(self) -> None:
         if self.board is None:
@@ -51,11 +57,54 @@ class Services:
     @classmethod
     def create(cls, settings: SubmissionSettings) -> "Services":
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        results = LocalDatasetStore(settings.store_dir)
-        results.ensure()
-        publish_reported(results)  # the papers' own rows, once per store (idempotent)
-        return cls(settings, SubmissionStore(settings.submissions_db), results, queue.connect(settings.redis_url),
-                   ModelRegistry(settings.data_dir))
+        records = SubmissionStore(settings.submissions_db)
+        results = open_store()
+        services = cls(settings, records, results, queue.connect(settings.redis_url), ModelRegistry(settings.data_dir),
+                       open_outbox(results, on_published=record_published(records)))
+        services.prepare_store()
+        return services
+
+    # -- publishing -------------------------------------------------------------------------------
+    def prepare_store(self) -> bool:
+        """Create the dataset and sync the papers' reported rows, once; a Hub that is down only postpones it."""
+        if not self._store_ready:
+            try:
+                self.results.ensure()
+                publish_reported(self.results)  # the papers' own rows, once per store (idempotent)
+                self._store_ready = True
+            except StoreUnavailable as exc:
+                log.warning("results store unavailable; retrying in the background: %s", exc)
+        return self._store_ready
+
+    def publish_pending(self) -> int:
+        """One pass of the web node's publisher: queue the requests/ records whose status changed, then
+        push the outbox (oldest first; stops at a Hub outage and carries on next pass). Returns the backlog."""
+        if self.prepare_store():
+            changed = self.records.requests_to_publish()
+            if changed:  # one entry (one commit) for every request record that changed since the last pass
+                self.outbox.put("requests", {"requests": [s.request_record(REQUEST_STATUS[s.state]) for s in changed]})
+                for submission in changed:
+                    self.records.update(submission.id, request_status=REQUEST_STATUS[submission.state])
+            self.outbox.drain()
+        return self.outbox.backlog()
+
+    def start_publisher(self) -> None:
+        def loop() -> None:
+            while not self._stop.wait(PUBLISH_EVERY_S):
+                try:
+                    self.publish_pending()
+                except Exception:  # noqa: BLE001 - the loop must outlive any one failure
+                    log.exception("publisher pass failed")
+
+        threading.Thread(target=loop, name="publisher", daemon=True).start()
+
+    def results_head(self) -> str | None:
+        """The newest results revision, or None while the store cannot be reached."""
+        try:
+            return self.results.head_revision()
+        except StoreError as exc:
+            log.warning("results head unavailable: %s", exc)
+            return None
 
     # -- background repair ------------------------------------------------------------------------
     def reconcile(self) -> list[str]:

@@ -7,6 +7,7 @@ here is stopped by PID at teardown (children also get SIGTERM if pytest itself d
     service_env             -> dict, environment for the app/CLI/workers: data dir + that Redis
     live_service            -> LiveService: Redis + 2 workers + web app (function scope)
     shared_live_service     -> the same, started once per test session (do not break it)
+    hub_server              -> HubServerProcess: a local Hub-API server (tests/hub_server.py), with a token
 """
 from __future__ import annotations
 
@@ -191,3 +192,16 @@ def module_live_service(tmp_path_factory):
     finally:
         svc.stop()
 
+
+
+@pytest.fixture
+def hub_server(tmp_path_factory):
+    """tests/hub_server.py on a free port, accepting hub_server.TEST_TOKEN; stopped by PID at teardown."""
+    from hub_server import TEST_TOKEN as HUB_TEST_TOKEN, HubServerProcess
+
+    root = tmp_path_factory.mktemp("hub")
+    server = HubServerProcess(root / "state", [HUB_TEST_TOKEN], root / "hub.log").start()
+    try:
+        yield server
+    finally:
+        server.stop()

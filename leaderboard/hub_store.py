@@ -1,0 +1,272 @@
+"""The results store on the Hugging Face Hub: the local store's interface and layout, in a dataset repo.
+
+Chosen by PERSONABOARD_RESULTS_REPO (+ a token); the local folder stays the default. Layout as in
+leaderboard/store.py (results/, requests/, releases/, data/scores/part-NNNNN.parquet, README.md).
+
+One publish is one `create_commit` with `parent_commit` set to the head it read, so two publishers
+(two machines, or two processes) never overwrite each other: the Hub refuses the second (412, or
+409 while a commit is in flight), and the loser re-reads the new head and tries again. The table is
+carried forward, not rebuilt: the newest part at the parent plus the new record's rows, so a
+publish costs one part download however many results there are, and the table at every revision is
+the fold of the records at that revision (tests/test_hub_store.py checks it).
+
+Table parts are cached by blob id (immutable), and the head is re-read at most every HEAD_TTL_S
+(the read path calls head_revision() on every request).
+"""
+from __future__ import annotations
+
+import io
+import json
+import random
+import threading
+import time
+from typing import Any
+
+import pandas as pd
+
+from evaluator.hub import DatasetRepo, HubCommitConflict, HubNotFound, HubUnavailable
+from leaderboard.store import (
+    DATASET_CARD, SCORES_DIR, SHARD_RECORDS, Release, StoreError, StoreUnavailable, Version, as_json, check_release_name, record_path,
+    release_note, release_path, request_path, requests_message, supersedes,
+)
+from leaderboard.table import records_to_scores
+
+HEAD_TTL_S = 2.0
+MAX_CONFLICT_RETRIES = 20
+PART_CACHE = 64
+FIRST_PART = f"{SCORES_DIR}/part-00000.parquet"
+
+
+class HubDatasetStore:
+    kind = "hub"
+
+    def __init__(self, repo: DatasetRepo, private: bool = False):
+        self.repo = repo
+        self.private = private
+        self._ensured = False
+        self._head: tuple[float, str] | None = None
+        self._parts: dict[str, pd.DataFrame] = {}  # blob id -> parsed table part
+        self._lock = threading.Lock()
+
+    @property
+    def location(self) -> str:
+        return self.repo.repo_id
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _hub(self, call, *args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except HubUnavailable as exc:
+            raise StoreUnavailable(f"the results repo {self.repo.repo_id} cannot be reached: {exc}") from None
+        except HubNotFound as exc:
+            raise StoreError(str(exc)) from None
+
+    def ensure(self) -> None:
+        """Create the repo (private if configured) with its card and an empty table, once."""
+        if self._ensured:
+            return
+        self._hub(self.repo.create, self.private)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            head = self._hub(self.repo.resolve)
+            if self._hub(self.repo.read, "README.md", head) is not None:
+                break
+            try:
+                self._commit({"README.md": DATASET_CARD.encode(), FIRST_PART: _parquet(records_to_scores([]))},
+                             "Create the results dataset", head)
+                break
+            except HubCommitConflict:
+                continue
+        self._ensured = True
+
+    def _commit(self, files: dict[str, bytes], message: str, parent: str, deletions: list[str] = ()) -> str:
+        revision = self._hub(self.repo.commit, files, message, parent, list(deletions))
+        with self._lock:
+            self._head = (time.monotonic(), revision)
+        return revision
+
+    def _retrying(self, attempt):
+        """Run attempt(head) until it commits without a conflict; it returns the revision."""
+        self.ensure()
+        for tries in range(MAX_CONFLICT_RETRIES):
+            head = self.head_revision(fresh=True)
+            try:
+                return attempt(head)
+            except HubCommitConflict:
+                time.sleep(random.uniform(0.05, 0.2) * (tries + 1))  # another publisher won: re-read, retry
+        raise StoreUnavailable(f"the results repo {self.repo.repo_id} kept moving: {MAX_CONFLICT_RETRIES} conflicts in a row")
+
+    # -- writing --------------------------------------------------------------------------------
+    record_path = staticmethod(record_path)
+
+    def publish(self, record: dict[str, Any], request: dict[str, Any] | None = None) -> str:
+        """Add a result record (and its request record) and the table's new rows in one commit.
+
+        Idempotent per submission: if the record is already at the head, the revision whose
+        commit added it is returned and nothing is written.
+        """
+        path = record_path(record)
+
+        def attempt(head: str) -> str:
+            if self._hub(self.repo.read, path, head) is not None:
+                return self._published_in(record["submission_id"]) or head
+            part_path, part = self._tail_part(head)
+            rows = records_to_scores([record])
+            files = {path: as_json(record).encode(),
+                     part_path: _parquet(pd.concat([part, rows], ignore_index=True) if len(part) else rows)}
+            if request is not None:
+                files[request_path(request)] = as_json(request).encode()
+            return self._commit(files, publish_message(record), head)
+
+        return self._retrying(attempt)
+
+    def _published_in(self, submission_id: str) -> str | None:
+        for commit in self._hub(self.repo.commits):
+            if commit.message.startswith(f"Add result {submission_id} "):
+                return commit.revision
+        return None
+
+    def publish_requests(self, requests: list[dict[str, Any]]) -> str | None:
+        """As the local store's: the request records that changed, in one commit (None if none did)."""
+
+        def attempt(head: str) -> str | None:
+            files = {}
+            for request in requests:
+                path = request_path(request)
+                current = self._hub(self.repo.read, path, head)
+                if supersedes(request, json.loads(current) if current is not None else None):
+                    files[path] = as_json(request).encode()
+            return self._commit(files, requests_message(requests), head) if files else None
+
+        return self._retrying(attempt)
+
+    def sync_group(self, prefix: str, records: list[dict[str, Any]], message: str) -> str | None:
+        """As the local store's: make the records whose id starts with `prefix` exactly `records`."""
+
+        def attempt(head: str) -> str | None:
+            present = [p for p in self._hub(self.repo.files, head, "results")
+                       if p.rsplit("/", 1)[-1].startswith(prefix) and p.endswith(".json")]
+            wanted = {record_path(r): as_json(r).encode() for r in records}
+            changed = {p: data for p, data in wanted.items() if self._hub(self.repo.read, p, head) != data}
+            removed = [p for p in present if p not in wanted]
+            if not changed and not removed:
+                return None
+            # the group's rows leave every part they are in, and its current rows join the newest part
+            ids = {r["submission_id"] for r in records} | {p.rsplit("/", 1)[-1][:-5] for p in removed}
+            parts = self._part_blobs(head)
+            files = dict(changed)
+            for path, blob in parts.items():
+                frame = self._part(path, blob, head)
+                if frame["submission_id"].isin(ids).any():
+                    files[path] = frame[~frame["submission_id"].isin(ids)].reset_index(drop=True)
+            tail_path = max(parts) if parts else FIRST_PART
+            tail = files.get(tail_path, self._part(tail_path, parts[tail_path], head) if parts else records_to_scores([]))
+            files[tail_path] = pd.concat([tail, records_to_scores(records)], ignore_index=True)
+            files = {p: _parquet(v) if isinstance(v, pd.DataFrame) else v for p, v in files.items()}
+            return self._commit(files, message, head, removed)
+
+        return self._retrying(attempt)
+
+    def release(self, name: str, notes: str = "") -> Release:
+        check_release_name(name)
+        if any(tag.name == name for tag in self._hub(self.repo.tags)):
+            raise StoreError(f"release {name!r} already exists")
+
+        def attempt(head: str) -> str:
+            return self._commit({release_path(name): as_json(release_note(name, notes, head)).encode()},
+                                f"Release {name}", head)
+
+        revision = self._retrying(attempt)
+        try:
+            self._hub(self.repo.tag, name, revision, notes)
+        except HubCommitConflict:  # 409: someone tagged it first
+            raise StoreError(f"release {name!r} already exists") from None
+        note = json.loads(self._hub(self.repo.read, release_path(name), revision))
+        return Release(name, revision, notes, note["created_at"])
+
+    # -- reading --------------------------------------------------------------------------------
+    def head_revision(self, fresh: bool = False) -> str:
+        """main's commit sha; re-read from the Hub at most every HEAD_TTL_S unless `fresh`."""
+        with self._lock:
+            cached = self._head
+        if not fresh and cached and time.monotonic() - cached[0] < HEAD_TTL_S:
+            return cached[1]
+        self.ensure()
+        revision = self._hub(self.repo.resolve)
+        with self._lock:
+            self._head = (time.monotonic(), revision)
+        return revision
+
+    head = head_revision
+
+    def resolve_revision(self, revision: str | None) -> str:
+        """The commit sha a client named (a sha, its prefix, `main` or a release name; None: the newest)."""
+        if revision is None:
+            return self.head_revision()
+        try:
+            return self.repo.resolve(revision)
+        except HubNotFound:
+            raise StoreError(f"unknown revision {revision!r}") from None
+        except HubUnavailable as exc:
+            raise StoreUnavailable(str(exc)) from None
+
+    def versions(self) -> list[Version]:
+        return [Version(c.revision, c.created_at, c.message) for c in self._hub(self.repo.commits)
+                if c.message != "initial commit"]  # the Hub's own empty first commit
+
+    def releases(self) -> list[Release]:
+        found = []
+        for tag in self._hub(self.repo.tags):
+            note = json.loads(self._hub(self.repo.read, release_path(tag.name), tag.revision) or b"{}")
+            found.append(Release(tag.name, tag.revision, note.get("notes", ""), note.get("created_at", "")))
+        return sorted(found, key=lambda r: r.created_at, reverse=True)
+
+    def scores(self, revision: str | None = None) -> pd.DataFrame:
+        """The leaderboard table at a revision (default: the newest): its parts, each parsed once."""
+        sha = self.resolve_revision(revision)
+        frames = [self._part(path, blob, sha) for path, blob in sorted(self._part_blobs(sha).items())]
+        frames = [f for f in frames if len(f)]
+        if not frames:
+            return records_to_scores([])
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+
+    def _part_blobs(self, sha: str) -> dict[str, str]:
+        return {p: b for p, b in self._hub(self.repo.files, sha, SCORES_DIR).items() if p.endswith(".parquet")}
+
+    def _part(self, path: str, blob: str, sha: str) -> pd.DataFrame:
+        with self._lock:
+            cached = self._parts.get(blob)
+        if cached is not None:
+            return cached
+        data = self._hub(self.repo.read, path, sha)
+        frame = pd.read_parquet(io.BytesIO(data)) if data is not None else records_to_scores([])
+        with self._lock:
+            self._parts[blob] = frame
+            while len(self._parts) > PART_CACHE:
+                self._parts.pop(next(iter(self._parts)))
+        return frame
+
+    def _tail_part(self, sha: str) -> tuple[str, pd.DataFrame]:
+        """The part a publish appends to: the newest, or a new one once it holds SHARD_RECORDS results."""
+        parts = self._part_blobs(sha)
+        if not parts:
+            return FIRST_PART, records_to_scores([])
+        path = max(parts)
+        frame = self._part(path, parts[path], sha)
+        if frame["submission_id"].nunique() >= SHARD_RECORDS:
+            return f"{SCORES_DIR}/part-{len(parts):05d}.parquet", records_to_scores([])
+        return path, frame
+
+    def records(self, revision: str | None = None) -> list[dict[str, Any]]:
+        sha = self.resolve_revision(revision)
+        folder = self._hub(self.repo.download, sha)
+        return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((folder / "results").glob("*/*/*.json"))]
+
+
+def publish_message(record: dict[str, Any]) -> str:
+    return f"Add result {record['submission_id']} ({record['suite']}/{record['task']})"
+
+
+def _parquet(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()

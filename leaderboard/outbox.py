@@ -1,0 +1,173 @@
+"""The outbox: every publish is written to the data folder first, then pushed to the store in order.
+
+    outbox/pending/<sequence>-<submission id>-<kind>.json   waiting, oldest first
+    outbox/done/<same name>                                  published: {"revision": ...} (kept a day)
+    outbox/rejected/<same name>                              refused for good by the store (with the reason)
+
+A publish is durable once `put` returns (written, fsynced, renamed into place). One publisher at a
+time per data folder (an exclusive lock on outbox/publisher.lock) takes entries oldest first and
+stops at the first that cannot go out because the store is unavailable (a Hub outage): nothing is
+lost and nothing overtakes it; the next drain, when the Hub is back, carries on from there.
+Whoever holds the lock drains: the job that just wrote an entry, an idle worker's maintenance
+pass, or the web node's background thread, so the backlog goes out without anyone watching it.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from leaderboard.store import StoreError, StoreUnavailable
+
+log = logging.getLogger(__name__)
+
+DONE_KEPT_S = 24 * 3600
+KINDS = ("result", "requests")
+
+# called after an entry went out: (entry, revision or None if it changed nothing)
+OnPublished = Callable[[dict[str, Any], "str | None"], None]
+
+
+class Outbox:
+    def __init__(self, folder: Path, store, on_published: OnPublished | None = None):
+        self.folder = Path(folder)
+        self.store = store
+        self.on_published = on_published
+        for name in ("pending", "done", "rejected"):
+            (self.folder / name).mkdir(parents=True, exist_ok=True)
+
+    # -- writing ------------------------------------------------------------------------------------
+    def put(self, kind: str, payload: dict[str, Any]) -> str:
+        """Queue a publish durably; returns the entry's name.
+
+        kind "result": {"record": ..., "request": ... or None}; kind "requests": {"requests": [...]}.
+        """
+        if kind not in KINDS:
+            raise ValueError(f"unknown outbox entry kind {kind!r}")
+        submission_id = (payload.get("record") or (payload.get("requests") or [{}])[0]).get("submission_id", "-")
+        # time first, so names sort in the order entries were written (a counter would need a lock)
+        name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:6]}-{submission_id}-{kind}.json"
+        tmp = self.folder / f".{name}.tmp"
+        with open(tmp, "w", encoding="utf-8") as out:
+            json.dump({"kind": kind, **payload}, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.folder / "pending" / name)
+        _fsync_dir(self.folder / "pending")
+        return name
+
+    # -- state ----------------------------------------------------------------------------------------
+    def pending(self) -> list[str]:
+        return sorted(p.name for p in (self.folder / "pending").glob("*.json"))
+
+    def backlog(self) -> int:
+        """How many publishes are waiting (shown in health and the UI)."""
+        return len(self.pending())
+
+    def rejected(self) -> int:
+        return sum(1 for _ in (self.folder / "rejected").glob("*.json"))
+
+    def revision_of(self, name: str) -> str | None:
+        done = self.folder / "done" / name
+        return json.loads(done.read_text(encoding="utf-8")).get("revision") if done.exists() else None
+
+    # -- publishing -----------------------------------------------------------------------------------
+    @contextmanager
+    def _publisher(self, wait_s: float) -> Iterator[bool]:
+        """Yields True while this process is the one publisher of this folder (waits up to wait_s)."""
+        with open(self.folder / "publisher.lock", "w") as lock:
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        yield False
+                        return
+                    time.sleep(0.05)
+            try:
+                yield True
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def drain(self, wait_s: float = 0.0, until: str | None = None) -> int:
+        """Publish pending entries oldest first; returns how many went out.
+
+        Stops at the first entry the store cannot take now (StoreUnavailable), or once `until` has
+        gone out. Returns -1 if another process is the publisher (and stayed so for wait_s).
+        """
+        published = 0
+        with self._publisher(wait_s) as mine:
+            if not mine:
+                return -1
+            for name in self.pending():
+                path = self.folder / "pending" / name
+                try:
+                    entry = json.loads(path.read_text(encoding="utf-8"))
+                except FileNotFoundError:
+                    continue
+                try:
+                    revision = self._publish(entry)
+                except StoreUnavailable as exc:
+                    log.warning("outbox: %d publish(es) waiting; the store is unavailable: %s", len(self.pending()), exc)
+                    break
+                except (StoreError, KeyError, ValueError, TypeError) as exc:
+                    # refused for good (a malformed entry): set aside with the reason, never block the rest
+                    log.error("outbox: %s refused by the store and set aside: %s", name, exc)
+                    _write_json(self.folder / "rejected" / name, {**entry, "rejected_because": str(exc)})
+                    path.unlink(missing_ok=True)
+                    continue
+                _write_json(self.folder / "done" / name, {"revision": revision, "at": time.time()})
+                path.unlink(missing_ok=True)
+                published += 1
+                if self.on_published is not None:
+                    try:
+                        self.on_published(entry, revision)
+                    except Exception:  # noqa: BLE001 - the publish itself stands; the report is best effort
+                        log.exception("outbox: reporting %s as published failed", name)
+                if name == until:
+                    break
+            self._prune_done()
+        return published
+
+    def publish_now(self, kind: str, payload: dict[str, Any], wait_s: float = 30.0) -> tuple[str, str | None]:
+        """put, then drain up to and including this entry: (name, revision or None if it is still
+        waiting, the store being unavailable or another publisher busy for longer than wait_s)."""
+        name = self.put(kind, payload)
+        self.drain(wait_s=wait_s, until=name)
+        return name, self.revision_of(name)
+
+    def _publish(self, entry: dict[str, Any]) -> str | None:
+        if entry["kind"] == "result":
+            return self.store.publish(entry["record"], entry.get("request"))
+        return self.store.publish_requests(entry["requests"])
+
+    def _prune_done(self) -> None:
+        cutoff = time.time() - DONE_KEPT_S
+        for path in (self.folder / "done").glob("*.json"):
+            try:
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,27 @@
+"""Which results store this process uses, and its outbox: the one place that chooses."""
+from __future__ import annotations
+
+from leaderboard.outbox import OnPublished, Outbox
+from leaderboard.settings import LeaderboardSettings, load_leaderboard_settings
+from leaderboard.store import LocalDatasetStore, StoreError
+
+
+def open_store(settings: LeaderboardSettings | None = None):
+    """The Hub store when PERSONABOARD_RESULTS_REPO is set (a token is required), else the local folder."""
+    settings = settings or load_leaderboard_settings()
+    if not settings.results_repo:
+        return LocalDatasetStore(settings.store_dir)
+    if not settings.hub_token:
+        raise StoreError("PERSONABOARD_RESULTS_REPO is set but no token is: set PERSONABOARD_HUB_TOKEN (or HF_TOKEN) "
+                         "to a token that can write to it")
+    from evaluator.hub import DatasetRepo
+    from leaderboard.hub_store import HubDatasetStore
+
+    repo = DatasetRepo(settings.results_repo, settings.hub_token, settings.hub_endpoint, settings.hub_cache_dir)
+    return HubDatasetStore(repo, private=settings.results_private)
+
+
+def open_outbox(store=None, settings: LeaderboardSettings | None = None,
+                on_published: OnPublished | None = None) -> Outbox:
+    settings = settings or load_leaderboard_settings()
+    return Outbox(settings.outbox_dir, store if store is not None else open_store(settings), on_published)
