@@ -112,6 +112,7 @@ def task_inputs(suite: str, task: str):
         headers={
             "Content-Disposition": f'attachment; filename="{suite}-{task}-{split.name}-inputs.jsonl"',
             "X-Split-Sha256": split.sha256,
+            "X-Split-Visibility": found.suite.split_status()["visibility"],  # "public" = public by convention
         },
     )
 

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from evaluator import hub
-from evaluator.splits import FIXTURE_MARKER, SECRET_FILE, installed_dir
+from evaluator.splits import FIXTURE_MARKER, PUBLIC_MARKER, SECRET_FILE, installed_dir
 from evaluator.suite import Split, Suite, clear_split_cache
 
 
@@ -59,6 +59,8 @@ def install(suite: Suite, source: str, revision: str | None = None) -> dict:
             "suite": suite.name,
             "installed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "fixture": (staging / "files" / FIXTURE_MARKER).exists(),
+            "visibility": "public" if (staging / "files" / PUBLIC_MARKER).exists()
+            else suite.split_spec.get("visibility", "hidden"),
             "tasks": tasks,
         }
         (staging / "INSTALLED.json").write_text(json.dumps(info, indent=1), encoding="utf-8")

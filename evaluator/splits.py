@@ -23,6 +23,15 @@ class SuiteLike(Protocol):
     split_spec: dict[str, Any]
 
 FIXTURE_MARKER = "FIXTURE"  # a file of this name in a split folder marks it as a test fixture
+# A file of this name in a split folder declares its gold public (a synthetic fixture whose gold is
+# in this repository, a dataset released with its labels): scores on it are released exactly.
+PUBLIC_MARKER = "PUBLIC"
+VISIBILITY_NOTES = {
+    "hidden": "hidden: gold labels stay on this server; scores are released through the Ladder "
+              "(only improvements on your best, rounded to the noise level, large tiers only)",
+    "public": "public by convention: the gold labels of this split are published elsewhere, so scores "
+              "are exact and nothing here protects them from being fitted; compare results with that in mind",
+}
 
 
 class SplitNotInstalled(LookupError):
@@ -58,6 +67,17 @@ def split_files(suite: SuiteLike) -> Path:
             f"the operator installs it with `{install_command(suite)}`"
         )
     return files
+
+
+def split_visibility(suite: SuiteLike) -> str:
+    """'hidden' or 'public': the manifest's `split.visibility` (default hidden), unless the installed
+    folder declared itself public (PUBLIC_MARKER, recorded at install)."""
+    declared = suite.split_spec.get("visibility", "hidden")
+    if suite.split_spec.get("source", "bundled") != "bundled":
+        info = installed_info(suite)
+        if info and info.get("visibility"):
+            return info["visibility"]
+    return declared
 
 
 def split_marker(suite: SuiteLike) -> float | None:

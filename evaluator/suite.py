@@ -17,7 +17,9 @@ from typing import Any
 
 import yaml
 
-from evaluator.splits import SplitNotInstalled, install_command, installed_info, split_files, split_marker
+from evaluator.splits import (
+    VISIBILITY_NOTES, SplitNotInstalled, install_command, installed_info, split_files, split_marker, split_visibility,
+)
 
 
 @dataclass(frozen=True)
@@ -183,11 +185,19 @@ class Suite:
         """The suite's own bundled files (data/, with their license)."""
         return self.folder / "data"
 
+    @property
+    def split_hidden(self) -> bool:
+        """Scores on a hidden split are released through the Ladder (evaluator/release.py)."""
+        return split_visibility(self) == "hidden"
+
     def split_status(self) -> dict[str, Any]:
+        visibility = split_visibility(self)
+        shown = {"visibility": visibility, "visibility_note": VISIBILITY_NOTES[visibility]}
         if self.split_spec.get("source", "bundled") == "bundled":
-            return {"source": "bundled", "installed": True}
+            return {"source": "bundled", "installed": True, **shown}
         info = installed_info(self)
-        status = {"source": "installed", "installed": info is not None, "hub_id": self.split_spec.get("hub_id")}
+        status = {"source": "installed", "installed": info is not None, "hub_id": self.split_spec.get("hub_id"),
+                  **shown}
         if info:
             status.update({"revision": info.get("revision"), "fixture": info.get("fixture", False),
                            "installed_at": info.get("installed_at")})

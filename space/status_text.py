@@ -34,7 +34,9 @@ def format_status(status: dict) -> str:
         lines.append(line)
     if status.get("error"):
         lines.append(f"Reason: {inert(status['error'])}")
-    if status["state"] == "finished" and status.get("result"):
+    if status["state"] == "finished" and (status.get("result") or {}).get("released") is False:
+        lines.append(f"Result: {inert(status['result']['message'])}")  # hidden split, the Ladder withheld it
+    elif status["state"] == "finished" and status.get("result"):
         total = status["result"]["total"]
         for metric, stats in total.items():
             lines.append(f"{metric}: **{stats['value'] * 100:.1f}** (95% CI {stats['ci95'][0] * 100:.1f}-{stats['ci95'][1] * 100:.1f}, n={stats['n']})")

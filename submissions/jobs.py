@@ -59,6 +59,8 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
         "scorer_version": metrics["scorer_version"],
         "attempts": submission.attempts,
     }
+    if "release" in metrics:  # a hidden split: how the published numbers were released
+        provenance["release"] = metrics["release"]
     scoring = metrics.get("scoring_provenance") or {}
     provenance.update(scoring)
     # A judge-scored result is comparable only with results of the same judge: the judge is part of the setting.
@@ -159,6 +161,10 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
         return None
     done = metrics["n_items"]
     _report_progress(done, done)
+    if task.suite.split_hidden:
+        metrics = _through_the_ladder(submissions, submission, metrics)
+        if metrics is None:  # withheld: finished, nothing published (the reason is the result)
+            return None
     timings = {
         "submitted_at": submission.created_at,
         "started_at": submission.started_at,
@@ -175,6 +181,32 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
         progress_done=done, progress_total=done, finished_at=utc_now(),
     )
     return {"revision": revision}
+
+
+def submitter_of(submission: Submission) -> str:
+    """Whose best a hidden-split score is compared with: the verified owner, else the model name."""
+    owner = getattr(submission, "owner", None)
+    return f"owner:{owner}" if owner else f"name:{submission.model_name.strip().casefold()}"
+
+
+def _through_the_ladder(submissions: SubmissionStore, submission: Submission, metrics: dict) -> dict | None:
+    """Released (rounded, tier-thinned) metrics, or None after recording why the result is withheld.
+    The exact metrics go no further than this function (evaluator/release.py)."""
+    from evaluator import release
+
+    step = release.primary_step(metrics)
+    value = release.primary_value(metrics)
+    released, best = submissions.decide_release(
+        submission.id, submitter_of(submission), f"{submission.suite}/{submission.task}/{submission.setting}",
+        lambda best: (release.beats(value, best, step), release.round_to(value, step)),
+    )
+    if released:
+        return release.released_metrics(metrics)
+    withheld = release.Withheld(best=best, step=step, metric=metrics["metric"])
+    n = metrics["n_items"]
+    submissions.update(submission.id, state="finished", result=withheld.as_result(), revision=None,
+                       progress_done=n, progress_total=n, finished_at=utc_now())
+    return None
 
 
 def on_job_failure(job, connection, exc_type, exc_value, traceback) -> None:

@@ -45,6 +45,17 @@ CREATE TABLE IF NOT EXISTS submissions (
     finished_at   TEXT
 );
 CREATE INDEX IF NOT EXISTS submissions_state ON submissions(state);
+-- The Ladder's memory on hidden splits (evaluator/release.py): one decision per submission, and
+-- each submitter's best released primary score per suite/task/setting is the max over them.
+CREATE TABLE IF NOT EXISTS releases (
+    submission_id TEXT PRIMARY KEY,
+    submitter     TEXT NOT NULL,
+    scope         TEXT NOT NULL,
+    released      INTEGER NOT NULL,
+    value         REAL,
+    decided_at    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS releases_best ON releases(submitter, scope, released);
 """
 
 # Columns added after the first release: (name, declaration). Added in place on open, so a data
@@ -199,6 +210,29 @@ class SubmissionStore:
             )
         found = self.get(submission_id)
         return found if found and found.state == "running" else None
+
+    def decide_release(self, submission_id: str, submitter: str, scope: str, decide) -> tuple[bool, float | None]:
+        """The Ladder step for one submission, atomically: `decide(best)` -> (released, value) with
+        best this submitter's best released value in scope (None: none yet). Recorded once: a
+        retried job gets its first decision back, so a retry never competes with its own result."""
+        with closing(self._connect()) as db:
+            db.execute("BEGIN IMMEDIATE")  # two workers finishing at once see each other's decisions
+            try:
+                row = db.execute("SELECT released, value FROM releases WHERE submission_id = ?",
+                                 (submission_id,)).fetchone()
+                if row is not None:
+                    db.rollback()
+                    return bool(row["released"]), row["value"]
+                best = db.execute("SELECT MAX(value) AS best FROM releases WHERE submitter = ? AND scope = ? "
+                                  "AND released = 1", (submitter, scope)).fetchone()["best"]
+                released, value = decide(best)
+                db.execute("INSERT INTO releases VALUES (?, ?, ?, ?, ?, ?)",
+                           (submission_id, submitter, scope, int(released), value if released else best, utc_now()))
+                db.commit()
+            except BaseException:
+                db.rollback()
+                raise
+        return released, (value if released else best)
 
     @staticmethod
     def _from_row(row: sqlite3.Row) -> Submission:

@@ -145,6 +145,31 @@ def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
     return svc
 
 
+@pytest.fixture(scope="session", autouse=True)
+def gold_canary_watch(tmp_path_factory):
+    """Issue 7 §3: the gold canary (tests/canary.py) never reaches a response or a log in this run."""
+    import httpx
+
+    from canary import GOLD_CANARY, leaks_in_tree
+
+    seen: list[str] = []
+    original = httpx.Client.send
+
+    def watched_send(self, request, *args, **kwargs):
+        response = original(self, request, *args, **kwargs)
+        if not kwargs.get("stream") and GOLD_CANARY.encode() in response.content:
+            seen.append(f"{request.method} {request.url}")
+        return response
+
+    httpx.Client.send = watched_send
+    try:
+        yield
+    finally:
+        httpx.Client.send = original
+    leaks = seen + leaks_in_tree(tmp_path_factory.getbasetemp())
+    assert not leaks, f"the gold canary of the hidden fixture split leaked into: {leaks}"
+
+
 @pytest.fixture
 def redis_server(tmp_path_factory):
     """A real, empty redis-server (append-only persistence) on a free port; yields its URL."""

@@ -14,12 +14,14 @@ from submissions.intake import SubmissionError, SubmissionForm, accept_predictio
 
 
 def inputs_link(suite, task) -> str:
-    if not suite or not task:
+    if not suite or not task or suite not in all_suites():
         return ""
     url = f"/api/v1/suites/{suite}/tasks/{task}/inputs"
     return (f'<a class="pb-inputs" href="{html.escape(url)}" download="{html.escape(suite)}-{html.escape(task)}-inputs.jsonl">'
             f"Download public inputs</a> of {html.escape(suite)}/{html.escape(task)} (JSONL, one item a line, "
-            f"no gold answers): run your model on these and upload one prediction per item.")
+            f"no gold answers): run your model on these and upload one prediction per item."
+            f"<br><small class=\"pb-visibility\">This split is "
+            f"{html.escape(all_suites()[suite].split_status()['visibility_note'])}.</small>")
 
 
 def setting_info(suite, setting) -> str:
