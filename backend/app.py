@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse  # noqa: E402
 
 from backend.api import router  # noqa: E402
 from backend.limits import BodySizeLimit  # noqa: E402
+from backend.metrics import metrics_router  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
 from space.ui import build_ui  # noqa: E402
 from submissions.service import Services  # noqa: E402
@@ -47,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.services = services
     app.include_router(router)
+    app.include_router(metrics_router(services))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):

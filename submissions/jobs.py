@@ -19,6 +19,7 @@ from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import score_predictions_file
 from leaderboard.outbox import Outbox
 from leaderboard.results import open_outbox
+from submissions.metrics import record_job
 from submissions.records import Submission, SubmissionStore, utc_now
 from submissions.settings import load_submission_settings
 
@@ -41,6 +42,11 @@ def record_published(submissions: SubmissionStore):
         if entry.get("kind") == "result" and revision:
             submissions.update(entry["record"]["submission_id"], revision=revision)
     return on_published
+
+
+def _connection():
+    job = get_current_job()
+    return job.connection if job is not None else None
 
 
 def _report_progress(done: int, total: int) -> None:
@@ -158,6 +164,7 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
     except (PredictionsError, UnknownSuiteError, BackendError, FileNotFoundError) as exc:
         # Deterministic failures: retrying cannot help, so fail now with the reason.
         submissions.update(submission_id, state="failed", error=str(exc), finished_at=utc_now())
+        record_job(_connection(), "rejected", time.time() - started)
         return None
     done = metrics["n_items"]
     _report_progress(done, done)
@@ -173,8 +180,10 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
     }
     record = result_record(submission, metrics, timings, run_stats)
     # Durable in the outbox first; published now unless the store is down (then it waits, in order).
+    publish_started = time.time()
     _, revision = results.publish_now("result", {"record": record, "request": submission.request_record("finished")},
                                       wait_s=PUBLISH_WAIT_S)
+    record_job(_connection(), "finished", time.time() - started, time.time() - publish_started)
     published = {"revision": revision} if revision else {}  # else the publisher records it when it goes out
     submissions.update(
         submission_id, state="finished", result=record["metrics"], **published, request_status="finished",
@@ -211,6 +220,7 @@ def _through_the_ladder(submissions: SubmissionStore, submission: Submission, me
 
 def on_job_failure(job, connection, exc_type, exc_value, traceback) -> None:
     """RQ calls this when the job raised or its worker died; RQ retries afterwards if it can."""
+    record_job(connection, "error")
     submission_id = job.args[0]
     submissions, _ = _stores()
     current = submissions.get(submission_id)

@@ -1,11 +1,13 @@
 """The read path through the live service: a publish from another process (as a worker does) is
-seen by the very next request, and the leaderboard revalidates with ETag / If-None-Match."""
+seen by the very next request, and the leaderboard revalidates with ETag / If-None-Match; /metrics
+is Prometheus text and moves when a job runs."""
 from __future__ import annotations
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from leaderboard.store import LocalDatasetStore
-from live_helpers import client
+from live_helpers import client, explicit_only, submit_ok, wait_finished
 
 LEADERBOARD = "/api/v1/leaderboard"
 
@@ -79,3 +81,33 @@ def test_etag_revalidation_gives_304_until_a_publish(service, store):
                         headers={"If-None-Match": etag}).status_code == 304
         missing = http.get(LEADERBOARD, params={"revision": "0" * 40})
         assert missing.status_code == 404 and "unknown revision" in missing.json()["detail"]["message"]
+
+
+def scrape(http) -> dict[tuple[str, tuple], float]:
+    response = http.get("/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(response.text):  # raises on anything not Prometheus text
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def test_metrics_parse_and_move_when_a_job_runs(service):
+    with client(service.base_url) as http:
+        before = scrape(http)
+        assert before[("personaboard_queue_up", ())] == 1
+        assert before[("personaboard_workers", ())] >= 1
+        assert before[("personaboard_publish_backlog", ())] == 0
+        finished = ("personaboard_jobs_total", (("outcome", "finished"),))
+        job_count = ("personaboard_job_duration_seconds_count", ())
+        publish_count = ("personaboard_publish_duration_seconds_count", ())
+
+        sid = submit_ok(http, explicit_only().body, model_name="metrics-probe")
+        wait_finished(http, sid, logs=service.logs)
+        after = scrape(http)
+        assert after[finished] == before[finished] + 1
+        assert after[job_count] == before[job_count] + 1 and after[publish_count] == before[publish_count] + 1
+        assert after[("personaboard_job_duration_seconds_sum", ())] > before[("personaboard_job_duration_seconds_sum", ())]
+        assert after[("personaboard_queue_jobs", (("queue", "personaboard"), ("state", "queued")))] == 0
+        assert after[("personaboard_job_duration_seconds_bucket", (("le", "+Inf"),))] == after[job_count]
