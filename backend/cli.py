@@ -104,6 +104,30 @@ def _models_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _endpoints_add(args: argparse.Namespace) -> int:
+    from evaluator.endpoints import EndpointConfig, EndpointRegistry
+    from evaluator.settings import load_evaluator_settings
+
+    config = EndpointConfig(
+        name=args.name, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
+        logprobs=not args.no_logprobs, requests_per_minute=args.requests_per_minute,
+        max_concurrency=args.max_concurrency, max_retries=args.max_retries, context_window=args.context_window,
+        price_input_per_million=args.price_input, price_output_per_million=args.price_output,
+    )
+    entry = EndpointRegistry(load_evaluator_settings().data_dir).add(config)
+    print(json.dumps({args.name: entry.__dict__}, indent=2))
+    return 0
+
+
+def _endpoints_list(args: argparse.Namespace) -> int:
+    from evaluator.endpoints import EndpointRegistry
+    from evaluator.settings import load_evaluator_settings
+
+    found = EndpointRegistry(load_evaluator_settings().data_dir).all()
+    print(json.dumps({name: config.__dict__ for name, config in found.items()}, indent=2))
+    return 0
+
+
 def _splits_install(args: argparse.Namespace) -> int:
     from evaluator.registry import get_suite
     from evaluator.split_install import install
@@ -161,6 +185,25 @@ def build_parser() -> argparse.ArgumentParser:
     add.set_defaults(run=_models_add)
     listing = models_commands.add_parser("list", help="list registered models")
     listing.set_defaults(run=_models_list)
+    endpoints = commands.add_parser("endpoints", help="models behind OpenAI-compatible endpoints (models and judges)")
+    endpoints_commands = endpoints.add_subparsers(dest="endpoints_command", required=True)
+    add_endpoint = endpoints_commands.add_parser(
+        "add", help="register an endpoint; its key stays in the environment variable named by --api-key-env")
+    add_endpoint.add_argument("name")
+    add_endpoint.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8000/v1")
+    add_endpoint.add_argument("--model", required=True, help="the model id the endpoint serves")
+    add_endpoint.add_argument("--api-key-env", help="NAME of the environment variable that holds the key")
+    add_endpoint.add_argument("--no-logprobs", action="store_true",
+                              help="the endpoint returns no log-probabilities: models run with generate_parse")
+    add_endpoint.add_argument("--requests-per-minute", type=float, default=600.0)
+    add_endpoint.add_argument("--max-concurrency", type=int, default=4)
+    add_endpoint.add_argument("--max-retries", type=int, default=5)
+    add_endpoint.add_argument("--context-window", type=int)
+    add_endpoint.add_argument("--price-input", type=float, default=0.0, help="USD per million prompt tokens")
+    add_endpoint.add_argument("--price-output", type=float, default=0.0, help="USD per million completion tokens")
+    add_endpoint.set_defaults(run=_endpoints_add)
+    endpoints_list = endpoints_commands.add_parser("list", help="list registered endpoints (no keys: they are never stored)")
+    endpoints_list.set_defaults(run=_endpoints_list)
     splits = commands.add_parser("splits", help="hidden splits that are installed, not shipped")
     splits_commands = splits.add_subparsers(dest="splits_command", required=True)
     install = splits_commands.add_parser("install", help="install a suite's split from a Hub dataset or a folder")

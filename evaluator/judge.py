@@ -59,6 +59,12 @@ def _load_judge(name: str, data_dir: str, backend_name: str) -> Judge:
     from evaluator.backends import ModelSpec, load_backend
     from evaluator.models import ModelRegistry
 
+    from evaluator.endpoints import EndpointRegistry, endpoint_backend
+
+    endpoint = EndpointRegistry(Path(data_dir)).get(name)
+    if endpoint is not None:  # a judge behind an OpenAI-compatible endpoint (e.g. a hosted model)
+        backend = endpoint_backend(name, Path(data_dir))
+        return Judge(name, backend.spec.revision, backend)
     entry = ModelRegistry(Path(data_dir)).get(name)
     if entry is None or entry.get("model_type") != "generative":
         raise BackendError(f"judge model {name!r} ({JUDGE_ENV}) is not a registered generative model on this server")

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from evaluator.backends.base import Backend, BackendError, Messages
 from evaluator.protocols import (
-    PROTOCOL_VERSION, Decision, choose_by_generation, choose_by_logprobs, choose_by_reward,
+    PROTOCOL_VERSION, Decision, choose_by_generation, choose_by_logprobs, choose_by_reward, default_protocol,
 )
 from evaluator.suite import Item, Split, Task
 
@@ -171,7 +171,7 @@ def run_model(
     batch_items: int = BATCH_ITEMS,
 ) -> ModelRun:
     # The default fits the model, as for API submissions: a reward model can only be run with `reward`.
-    protocol = protocol or ("reward" if backend.spec.model_type == "reward" else task.model.get("default_protocol"))
+    protocol = protocol or default_protocol(task, backend.spec.model_type, getattr(backend, "supports_logprobs", True))
     if protocol not in task.model_protocols:
         raise BackendError(f"{task.key} runs models with {', '.join(task.model_protocols) or 'no protocol'}, not {protocol!r}")
     if (protocol == "reward") != (backend.spec.model_type == "reward"):

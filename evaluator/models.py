@@ -20,6 +20,8 @@ from typing import Any
 from evaluator import hub
 from evaluator.hub import HubUnreachable  # noqa: F401 - callers catch it with ModelError
 
+from evaluator.endpoints import EndpointRegistry
+
 log = logging.getLogger(__name__)
 
 REWARD_SUFFIXES = ("ForSequenceClassification", "ForRewardModel", "RewardModel")
@@ -36,7 +38,7 @@ class ModelError(ValueError):
 @dataclass
 class ResolvedModel:
     name: str  # what the submitter typed: a Hub id or a registered local name
-    source: str  # "hub" | "local"
+    source: str  # "hub" | "local" | "endpoint"
     revision: str  # commit sha, or "sha256:<content hash>" for a local folder
     model_type: str  # "generative" | "reward"
     path: str | None = None  # local folder (local models only; Hub models are downloaded by the worker)
@@ -188,6 +190,14 @@ def resolve_model(name: str, revision: str | None, model_type: str, registry: Mo
             model_type=_check_type(model_type, entry["model_type"], name), license=entry.get("license"),
             parameters=entry.get("parameters"), has_chat_template=entry.get("has_chat_template"),
         )
+    elif (endpoint := EndpointRegistry(registry.path.parent).get(name)) is not None:
+        # an operator-registered OpenAI-compatible endpoint: no files, no pinned weights; the served
+        # model id is its revision (the ids the endpoint reports are recorded with the run)
+        if model_type not in ("auto", "generative"):
+            raise ModelError(f"{name} is an OpenAI-compatible chat endpoint: a generative model, not {model_type}")
+        resolved = ResolvedModel(name=name, source="endpoint", revision=f"endpoint:{endpoint.model}",
+                                 model_type="generative", has_chat_template=True,
+                                 extra={"served_model": endpoint.model, "logprobs": endpoint.logprobs})
     else:
         resolved = resolve_hub_model(name, revision, model_type)
     if resolved.model_type == "generative" and resolved.has_chat_template is False:

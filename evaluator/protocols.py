@@ -51,9 +51,14 @@ def choose_by_logprobs(backend: Backend, requests: list[ChoiceRequest], progress
     label_ids = [backend.token_id(label) for label in labels]
     prompts = [backend.render(r.messages) for r in requests]
     logprobs = backend.choice_logprobs(prompts, label_ids, progress)
-    normalised = logprobs - np.logaddexp.reduce(logprobs, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):  # a row of -inf (no readable label) becomes NaN: no answer, below
+        normalised = logprobs - np.logaddexp.reduce(logprobs, axis=1, keepdims=True)
     decisions = []
     for request, prompt, row in zip(requests, prompts, normalised):
+        if not np.isfinite(row).any():
+            # no label among what the model's output showed (an endpoint's top log-probs): no answer
+            decisions.append(Decision(request.id, None, {}, prompt_tokens=len(prompt)))
+            continue
         best = int(np.argmax(row))
         decisions.append(Decision(request.id, labels[best], dict(zip(labels, map(float, row))), prompt_tokens=len(prompt)))
     return decisions
@@ -98,9 +103,26 @@ def pairwise_both_orders(backend: Backend, first: list[ChoiceRequest], swapped: 
 
 def expected_rating(decision: Decision) -> float:
     """Mean of a 1-5 (or any numeric-label) rating under the model's distribution over the labels."""
+    if not decision.scores:
+        return float("nan")  # no label was readable (an endpoint's top log-probs held none): not scored
     weights = np.exp(np.array(list(decision.scores.values())))
     values = np.array([float(label) for label in decision.scores])
     return float((weights * values).sum() / weights.sum())
+
+
+LOGPROB_PROTOCOLS = ("choice_logprobs", "pairwise_logprobs", "rating_logprobs")
+
+
+def default_protocol(task, model_type: str, logprobs: bool = True) -> str | None:
+    """The protocol a model runs with when the submitter names none: `reward` for a reward model;
+    else the task's default, except that a model whose log-probabilities cannot be read (an
+    endpoint that returns none) generates and is parsed when the task allows it."""
+    if model_type == "reward":
+        return "reward"
+    chosen = task.model.get("default_protocol")
+    if not logprobs and chosen in LOGPROB_PROTOCOLS and "generate_parse" in task.model_protocols:
+        return "generate_parse"
+    return chosen
 
 
 CHOICE_TAG = re.compile(r"<choice>\s*([A-Z])", re.IGNORECASE)

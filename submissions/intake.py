@@ -191,7 +191,13 @@ def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: 
         resolved = resolve_model(form.model, form.revision, form.model_type, registry)
     except (ModelError, HubUnreachable) as exc:
         raise SubmissionError(exc.status, str(exc), field="model") from None
-    protocol = form.protocol or ("reward" if resolved.model_type == "reward" else task.model.get("default_protocol"))
+    from evaluator.protocols import LOGPROB_PROTOCOLS, default_protocol
+
+    logprobs = resolved.extra.get("logprobs", True)
+    protocol = form.protocol or default_protocol(task, resolved.model_type, logprobs)
+    if protocol in LOGPROB_PROTOCOLS and not logprobs:
+        raise SubmissionError(422, f"{resolved.name} is an endpoint that returns no log-probabilities: "
+                              f"protocol {protocol!r} cannot be read from it; use generate_parse", field="protocol")
     if protocol not in task.model_protocols:
         raise SubmissionError(422, f"{task.key} runs models with {', '.join(task.model_protocols)}, not {protocol!r}",
                               field="protocol")

@@ -111,8 +111,13 @@ def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) 
     settings = load_evaluator_settings()
     details = submission.details or {}
     resolved = ResolvedModel(**details["model"])
-    path = resolved.path or download_hub_model(resolved)
-    backend = load_backend(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), settings.backend)
+    if resolved.source == "endpoint":
+        from evaluator.endpoints import endpoint_backend
+
+        backend = endpoint_backend(resolved.name, settings.data_dir)
+    else:
+        path = resolved.path or download_hub_model(resolved)
+        backend = load_backend(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), settings.backend)
     checkpoint = Checkpoint(settings.checkpoints_dir / f"{submission.id}.jsonl")
     last_saved = [0.0]
 

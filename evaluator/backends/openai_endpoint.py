@@ -1,0 +1,175 @@
+"""A model behind an OpenAI-compatible chat endpoint, as a backend the protocols can use.
+
+The endpoint applies its own chat template, so a "rendered prompt" here is the message list
+itself and a choice "token" is the label text. The primitives:
+- choice_logprobs: one completion of one token with top log-probabilities; a label's log-prob is
+  the log-sum of the top tokens that are that label once stripped (" A" and "A" are both A); a
+  label outside the top ones is -inf, and a request where no label is among them gets no answer.
+- generate: greedy (temperature 0) completion of at most max_new_tokens tokens.
+Requests go out in parallel up to the endpoint's max_concurrency, no faster than its
+requests_per_minute; the client library (openai) retries 429/5xx/connection errors with
+exponential backoff, honouring Retry-After. Token counts come from the endpoint's `usage` and,
+with the registered prices, give the cost recorded on the row.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+import numpy as np
+
+from evaluator.backends.base import Backend, BackendError, Messages, ModelSpec, Progress
+from evaluator.endpoints import EndpointConfig
+
+log = logging.getLogger(__name__)
+
+TOP_LOGPROBS = 20  # the most the OpenAI API returns
+
+
+class RequestPacer:
+    """Spaces request starts at least 60 / requests_per_minute seconds apart (thread-safe)."""
+
+    def __init__(self, requests_per_minute: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.interval = 60.0 / requests_per_minute
+        self._next = 0.0
+        self._lock = threading.Lock()
+        self._clock, self._sleep = clock, sleep
+
+    def wait(self) -> None:
+        with self._lock:
+            now = self._clock()
+            start = max(now, self._next)
+            self._next = start + self.interval
+        if start > now:
+            self._sleep(start - now)
+
+
+class EndpointBackend(Backend):
+    name = "openai-endpoint"
+
+    def __init__(self, config: EndpointConfig, client=None):
+        from openai import OpenAI
+
+        self.config = config
+        self.spec = ModelSpec(config.name, "", "generative", revision=f"endpoint:{config.model}")
+        self.tokenizer = None
+        self.client = client or OpenAI(base_url=config.base_url, api_key=config.api_key(),
+                                       max_retries=config.max_retries, timeout=config.timeout_s)
+        self.pacer = RequestPacer(config.requests_per_minute)
+        self._usage_lock = threading.Lock()
+        self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self.served_models: set[str] = set()
+        self.fingerprints: set[str] = set()
+
+    # -- prompts: the endpoint renders its own chat template ---------------------------------
+    def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[dict[str, str]]:
+        if not add_generation_prompt:
+            raise BackendError("an OpenAI-compatible endpoint only continues a chat; it cannot score a finished one")
+        return [dict(m) for m in messages]
+
+    def token_id(self, text: str) -> str:  # type: ignore[override]
+        return text  # labels are matched by their text in the endpoint's top log-probs
+
+    def decode(self, token_ids) -> str:
+        raise BackendError("an OpenAI-compatible endpoint returns text, not token ids")
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.config.logprobs
+
+    def context_window(self) -> int | None:
+        return self.config.context_window
+
+    # -- calls ----------------------------------------------------------------------------------
+    def _complete(self, messages: list[dict[str, str]], **options: Any):
+        from openai import APIError
+
+        self.pacer.wait()
+        try:
+            response = self.client.chat.completions.create(model=self.config.model, messages=messages,
+                                                           temperature=0, **options)
+        except APIError as exc:
+            # the library's message names the status and the server's words; never the key
+            raise BackendError(f"endpoint {self.config.name!r} failed after {self.config.max_retries} retries: "
+                               f"{type(exc).__name__}: {str(exc)[:300]}") from None
+        usage = getattr(response, "usage", None)
+        with self._usage_lock:
+            self.usage["requests"] += 1
+            if usage is not None:
+                self.usage["prompt_tokens"] += int(usage.prompt_tokens or 0)
+                self.usage["completion_tokens"] += int(usage.completion_tokens or 0)
+            if getattr(response, "model", None):
+                self.served_models.add(response.model)
+            if getattr(response, "system_fingerprint", None):
+                self.fingerprints.add(response.system_fingerprint)
+        return response
+
+    def _map(self, function, prompts: list, progress: Progress | None) -> list:
+        results: list = [None] * len(prompts)
+
+        def run(index: int) -> None:
+            results[index] = function(prompts[index])
+            if progress:
+                progress(1, 0)
+
+        with ThreadPoolExecutor(max_workers=self.config.max_concurrency) as pool:
+            list(pool.map(run, range(len(prompts))))
+        return results
+
+    def choice_logprobs(self, prompts: list, choice_ids: list, progress: Progress | None = None) -> np.ndarray:
+        if not self.config.logprobs:
+            raise BackendError(f"endpoint {self.config.name!r} does not return log-probabilities; "
+                               "run it with generate_parse")
+        labels = [str(label) for label in choice_ids]
+
+        def one(messages) -> list[float]:
+            response = self._complete(messages, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
+            content = getattr(response.choices[0].logprobs, "content", None) if response.choices[0].logprobs else None
+            if not content:
+                raise BackendError(f"endpoint {self.config.name!r} returned no log-probabilities although "
+                                   "registered with logprobs; register it with --no-logprobs")
+            return label_logprobs(content[0].top_logprobs, labels)
+
+        return np.array(self._map(one, prompts, progress), dtype=float).reshape(len(prompts), len(labels))
+
+    def generate(self, prompts: list, max_new_tokens: int, progress: Progress | None = None) -> list[str]:
+        def one(messages) -> str:
+            response = self._complete(messages, max_tokens=max_new_tokens)
+            return response.choices[0].message.content or ""
+
+        return self._map(one, prompts, progress)
+
+    def reward_scores(self, prompts, progress: Progress | None = None) -> np.ndarray:
+        raise BackendError("an OpenAI-compatible chat endpoint is not a reward model")
+
+    def cost_usd(self) -> float:
+        return (self.usage["prompt_tokens"] * self.config.price_input_per_million
+                + self.usage["completion_tokens"] * self.config.price_output_per_million) / 1e6
+
+    def describe(self) -> dict:
+        return {
+            "backend": self.name, "model": self.config.name, "revision": self.spec.revision,
+            **self.config.public(),
+            "served_model_ids": sorted(self.served_models),
+            "system_fingerprints": sorted(self.fingerprints),
+            "endpoint_usage": {**self.usage, "cost_usd": round(self.cost_usd(), 6),
+                               "prices_per_million": [self.config.price_input_per_million,
+                                                      self.config.price_output_per_million]},
+        }
+
+
+def label_logprobs(top_logprobs, labels: list[str]) -> list[float]:
+    """Each label's log-probability from one position's top tokens (objects or dicts with token, logprob)."""
+    found: dict[str, float] = {label: -math.inf for label in labels}
+    for candidate in top_logprobs or []:
+        token = candidate["token"] if isinstance(candidate, dict) else candidate.token
+        value = candidate["logprob"] if isinstance(candidate, dict) else candidate.logprob
+        text = (token or "").strip()
+        if text in found and value is not None:
+            found[text] = float(np.logaddexp(found[text], value))
+    return [found[label] for label in labels]
