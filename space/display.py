@@ -11,7 +11,8 @@ from evaluator.registry import all_suites
 from leaderboard.table import TOTAL
 from space.choices import pretty
 
-ROW_KINDS = {"computed": "verified", "reported": "reported (paper)", "partial": "partial run (not ranked)"}
+ROW_KINDS = {"computed": "verified", "reported": "reported (paper)", "partial": "partial run (not ranked)",
+             "reference": "reference line (chance / majority)"}
 
 
 def column_labels() -> dict[str, str]:

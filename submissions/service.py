@@ -20,6 +20,7 @@ from evaluator.models import ModelRegistry
 from evaluator.registry import all_suites
 from leaderboard.outbox import Outbox
 from leaderboard.readpath import Body, Filters, LeaderboardCache
+from leaderboard.reference import publish_reference
 from leaderboard.reported import publish_reported
 from leaderboard.results import open_outbox, open_store
 from leaderboard.store import StoreError, StoreUnavailable
@@ -71,6 +72,7 @@ class Services:
             try:
                 self.results.ensure()
                 publish_reported(self.results)  # the papers' own rows, once per store (idempotent)
+                publish_reference(self.results)  # chance and majority lines of the installed multiple-choice splits
                 self._store_ready = True
             except StoreUnavailable as exc:
                 log.warning("results store unavailable; retrying in the background: %s", exc)

@@ -1,0 +1,75 @@
+"""Reference lines for multiple-choice tasks: uniform chance and the best constant answer on the split.
+
+A number means little without them: PrefEval's official letter order puts the gold on C for 29 %
+of items, so "always C" scores 29.3 % where uniform chance is 25 %. Both lines are computed by the
+scorer itself from constant answer sets, so they use exactly the metric the rows use:
+- uniform chance: the mean over labels of the score of answering that label everywhere, which (by
+  linearity) is the expected score of answering uniformly at random;
+- majority: the best of those constant scores (the label is named; every submitter can learn it by
+  uploading four constant files, so naming it reveals nothing new about the gold).
+Only mean metrics are averaged; a task whose constant answers do not score (no label answers) has
+no reference line.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from evaluator.suite import Task
+
+
+def _constant_scores(task: Task) -> dict[str, dict[str, Any]]:
+    from evaluator.scoring import score_answers
+
+    split = task.load_split()
+    return {label: score_answers(task, split, {item.id: label for item in split.items})
+            for label in task.answer_labels}
+
+
+def _value(block: dict[str, Any], metric: str) -> float | None:
+    stats = block.get(metric)
+    return None if stats is None else stats.get("value")
+
+
+def _mean_line(scores: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+    """The average of several constant answers' results, total and per tier (no interval: an expectation)."""
+    first = scores[0]
+
+    def average(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+        values = [_value(b, metric) for b in blocks]
+        if any(v is None for v in values):
+            return None
+        return {"value": sum(values) / len(values), "ci95": [None, None], "n": blocks[0][metric]["n"]}
+
+    total = {}
+    if (line := average([s["total"] for s in scores])) is not None:
+        total[metric] = line
+    tiers: dict[str, dict[str, Any]] = {}
+    for group, by_tier in first["tiers"].items():
+        for tier in by_tier:
+            line = average([s["tiers"][group][tier] for s in scores])
+            if line is not None:
+                tiers.setdefault(group, {})[tier] = {metric: line}
+    return {"metric": metric, "total": total, "tiers": tiers}
+
+
+def reference_lines(task: Task) -> list[dict[str, Any]]:
+    """[{"kind": "chance"|"majority", "label": ..., "metrics": {...}, "n_items": ...}] for a label task
+    whose split is available; [] otherwise."""
+    if task.answer_kind != "label" or len(task.answer_labels) < 2 or task.judge or not task.split_available():
+        return []
+    by_label = _constant_scores(task)
+    metric = task.metric
+    scored = {label: result for label, result in by_label.items() if _value(result["total"], metric) is not None}
+    if not scored:
+        return []
+    n_items = next(iter(scored.values()))["n_items"]
+    best = max(scored, key=lambda label: (_value(scored[label]["total"], metric), -task.answer_labels.index(label)))
+    majority = scored[best]
+    return [
+        {"kind": "chance", "label": None, "n_items": n_items,
+         "metrics": _mean_line(list(scored.values()), metric)},
+        {"kind": "majority", "label": best, "n_items": n_items,
+         "metrics": {"metric": metric, "total": {metric: majority["total"][metric]},
+                     "tiers": {g: {t: {metric: s[metric]} for t, s in by_tier.items() if metric in s}
+                               for g, by_tier in majority["tiers"].items()}}},
+    ]

@@ -1,0 +1,57 @@
+"""Chance and majority lines, by hand on a tiny split and on PrefEval's bundled split."""
+from __future__ import annotations
+
+import pytest
+
+from evaluator import suite as suite_module
+from evaluator.baselines import reference_lines
+from evaluator.suite import TierGroup
+from unit_helpers import item, make_task
+
+
+@pytest.fixture
+def skewed_task():
+    groups = (TierGroup("form", "Form", ("x", "y"), {}),)
+    golds = [("q1", "A", "x"), ("q2", "C", "x"), ("q3", "C", "x"), ("q4", "B", "y"), ("q5", "C", "y"), ("q6", "A", "y")]
+    task = make_task([item(i, g, form=f) for i, g, f in golds], groups)
+    yield task
+    suite_module._SPLIT_CACHE.pop(task.key, None)
+
+
+def test_chance_is_the_mean_of_constant_answers_and_majority_the_best(skewed_task):
+    chance, majority = reference_lines(skewed_task)
+    assert chance["kind"] == "chance" and majority["kind"] == "majority"
+    # constant A: 2/6, B: 1/6, C: 3/6, D: 0 -> mean 1/4; per tier x: (1/3 + 0 + 2/3 + 0)/4 = 1/4
+    assert chance["metrics"]["total"]["accuracy"]["value"] == pytest.approx(0.25)
+    assert chance["metrics"]["total"]["accuracy"]["ci95"] == [None, None]
+    assert chance["metrics"]["tiers"]["form"]["x"]["accuracy"]["value"] == pytest.approx(0.25)
+    assert majority["label"] == "C"
+    assert majority["metrics"]["total"]["accuracy"]["value"] == pytest.approx(0.5)
+    assert majority["metrics"]["tiers"]["form"]["x"]["accuracy"]["value"] == pytest.approx(2 / 3)
+    assert majority["metrics"]["tiers"]["form"]["y"]["accuracy"]["value"] == pytest.approx(1 / 3)
+    low, high = majority["metrics"]["total"]["accuracy"]["ci95"]
+    assert low < 0.5 < high
+
+
+def test_prefeval_always_c_beats_uniform_chance():
+    from evaluator.registry import get_task
+
+    task = get_task("prefeval", "mcq")
+    chance, majority = reference_lines(task)
+    assert chance["metrics"]["total"]["accuracy"]["value"] == pytest.approx(0.25)
+    gold = [i.gold for i in task.load_split().items]
+    assert majority["label"] == max("ABCD", key=gold.count) == "C"
+    assert majority["metrics"]["total"]["accuracy"]["value"] == pytest.approx(gold.count("C") / len(gold))
+    assert majority["metrics"]["total"]["accuracy"]["value"] > 0.28
+
+
+def test_reference_rows_are_published_once(tmp_path):
+    from leaderboard.reference import publish_reference
+    from leaderboard.store import LocalDatasetStore
+
+    store = LocalDatasetStore(tmp_path / "results")
+    store.ensure()
+    assert publish_reference(store) is not None
+    rows = [r for r in store.records() if r["row_kind"] == "reference" and r["task"] == "mcq"]
+    assert sorted(r["model_name"] for r in rows) == ["Chance (uniform over 4)", "Majority (always C)"]
+    assert publish_reference(store) is None  # nothing changed: no new version
