@@ -55,3 +55,13 @@ def test_reference_rows_are_published_once(tmp_path):
     rows = [r for r in store.records() if r["row_kind"] == "reference" and r["task"] == "mcq"]
     assert sorted(r["model_name"] for r in rows) == ["Chance (uniform over 4)", "Majority (always C)"]
     assert publish_reference(store) is None  # nothing changed: no new version
+
+
+def test_reference_rows_of_a_hidden_split_are_released_like_scores(skewed_task):
+    from leaderboard.reference import _row
+
+    assert skewed_task.suite.split_hidden
+    majority = reference_lines(skewed_task)[1]
+    row = _row(skewed_task, majority, "sha")
+    assert row["metrics"]["tiers"] == {}  # tiers of 3 items: withheld, not a list of labels
+    assert row["metrics"]["total"]["accuracy"]["step"] > 0
