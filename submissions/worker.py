@@ -8,6 +8,7 @@ horse, that second comes off the start of every job (see bench/bench_queue_laten
 from __future__ import annotations
 
 import logging
+import os
 
 from rq import Worker
 
@@ -28,7 +29,38 @@ def preload() -> None:
         log.exception("preloading the job code failed; each job will load it itself")
 
 
+THREADS_ENV = "PERSONABOARD_WORKER_THREADS"  # explicit compute threads per worker (overrides the share)
+
+
+def compute_threads(cores: int | None = None, workers: int | None = None) -> int:
+    """This worker's share of the cores: all workers of a machine together use every core once
+    (torch's default, one thread per core in every worker, runs N x cores threads on the cores)."""
+    if explicit := os.environ.get(THREADS_ENV):
+        return max(1, int(explicit))
+    from backend.settings import load_settings
+
+    cores = cores or len(os.sched_getaffinity(0))
+    workers = workers or load_settings().workers
+    return max(1, cores // max(1, workers))
+
+
+def set_compute_threads() -> int:
+    """Set torch's intra-op threads (and OpenMP's, for libraries that read it) to this worker's share;
+    forked work-horses inherit it."""
+    threads = compute_threads()
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:  # a worker for prediction files only
+        pass
+    return threads
+
+
 class PreloadWorker(Worker):
     def work(self, *args, **kwargs):
+        threads = set_compute_threads()
+        log.info("worker %s: %d compute thread(s)", self.name, threads)
         preload()
         return super().work(*args, **kwargs)

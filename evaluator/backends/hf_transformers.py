@@ -5,7 +5,10 @@ Speed comes from three things, all exact (no approximation of the model's output
 - only the last position's hidden state goes through the LM head (a full-vocabulary projection of
   every prompt position would cost more than the model itself for a small model);
 - prompts that share a long token prefix (a persona profile, a few-shot block) compute that prefix's
-  KV cache once and reuse it for every prompt of the group.
+  KV cache once and reuse it for every prompt of the group. The prefix is held once (batch 1) and
+  given to each layer's attention as a broadcast view, never copied per prompt into a cache; the
+  batch budget counts every token a batch attends to (its rows' prefix and suffix), so memory stays
+  that of the same tokens run without reuse. A prefix too short to pay is not reused.
 """
 from __future__ import annotations
 
@@ -16,11 +19,17 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
+
 from evaluator.backends.base import Backend, BackendError, ModelSpec, Progress
 
 log = logging.getLogger(__name__)
 
 MIN_SHARED_PREFIX = 48  # tokens; shorter shared prefixes are not worth a separate pass
+# A prefix is reused only when it is at least this share of its members' mean length: below it the
+# saving is small (PrefEval's shared system prompt saves <1 % of tokens) and splitting the prompts
+# into prefix groups costs batch size.
+MIN_PREFIX_SHARE = 0.2
 
 
 @dataclass
@@ -29,7 +38,8 @@ class PrefixGroup:
     members: list[int]  # indices into the prompt list
 
 
-def group_by_shared_prefix(prompts: list[list[int]], min_prefix: int = MIN_SHARED_PREFIX) -> list[PrefixGroup]:
+def group_by_shared_prefix(prompts: list[list[int]], min_prefix: int = MIN_SHARED_PREFIX,
+                           min_share: float = MIN_PREFIX_SHARE) -> list[PrefixGroup]:
     """Group prompts that share at least `min_prefix` leading tokens (sorted order makes sharers adjacent).
 
     Every group's prefix stops one token short of its shortest member, so each member keeps at
@@ -52,7 +62,9 @@ def group_by_shared_prefix(prompts: list[list[int]], min_prefix: int = MIN_SHARE
             return
         shortest = min(len(prompts[i]) for i in current)
         length = min(shared, shortest - 1) if len(current) > 1 else 0
-        groups.append(PrefixGroup(prompts[current[0]][:length] if length >= min_prefix else [], list(current)))
+        mean_length = sum(len(prompts[i]) for i in current) / len(current)
+        pays = length >= min_prefix and length >= min_share * mean_length
+        groups.append(PrefixGroup(prompts[current[0]][:length] if pays else [], list(current)))
 
     for index in order:
         if current:
@@ -68,6 +80,28 @@ def group_by_shared_prefix(prompts: list[list[int]], min_prefix: int = MIN_SHARE
     # Prompts left without a useful prefix are pooled so they still batch together.
     pooled = [i for g in groups if not g.prefix for i in g.members]
     return [g for g in groups if g.prefix] + ([PrefixGroup([], pooled)] if pooled else [])
+
+
+class SharedPrefixLayer(DynamicLayer):
+    """One layer's KV for a batch behind a shared prefix: the prefix is stored once (batch 1) and
+    each forward pass gets it as a broadcast view joined to the batch's own keys and values. Nothing
+    is stored per row, so the cache never grows to batch x (prefix + suffix) for every layer at once;
+    only the layer running holds that join."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, batch_size: int):
+        super().__init__()
+        self.lazy_initialization(keys, values)
+        self.keys, self.values, self.batch_size = keys, values, batch_size
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        b = self.batch_size
+        return (torch.cat([self.keys.expand(b, -1, -1, -1), key_states], dim=-2),
+                torch.cat([self.values.expand(b, -1, -1, -1), value_states], dim=-2))
+
+
+class SharedPrefixCache(DynamicCache):
+    def __init__(self, prefix_layers: list[tuple[torch.Tensor, torch.Tensor]], batch_size: int):
+        Cache.__init__(self, layers=[SharedPrefixLayer(k, v, batch_size) for k, v in prefix_layers])
 
 
 def length_batches(indices: list[int], lengths: Sequence[int], max_batch_tokens: int, max_batch_size: int) -> list[list[int]]:
@@ -139,7 +173,9 @@ class TransformersBackend(Backend):
                     out = base(input_ids=prefix_ids, use_cache=True)
                     cache_layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
                 suffix_lengths = [len(prompts[i]) - p for i in range(len(prompts))]
-                for batch in length_batches(group.members, suffix_lengths, self.max_batch_tokens, self.max_batch_size):
+                # Budget: every token a batch holds at once, the prefix each row attends to included.
+                held = [p + n for n in suffix_lengths]
+                for batch in length_batches(group.members, held, self.max_batch_tokens, self.max_batch_size):
                     longest = max(suffix_lengths[i] for i in batch)
                     ids = torch.full((len(batch), longest), self.pad_id, dtype=torch.long)
                     for row, i in enumerate(batch):
@@ -147,13 +183,8 @@ class TransformersBackend(Backend):
                         ids[row, : len(suffix)] = torch.tensor(suffix)
                     kwargs = {}
                     if cache_layers is not None:
-                        from transformers import DynamicCache
-
                         b = len(batch)
-                        kwargs["past_key_values"] = DynamicCache(
-                            ddp_cache_data=[(k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in cache_layers],
-                            config=self.model.config,
-                        )
+                        kwargs["past_key_values"] = SharedPrefixCache(cache_layers, b)
                         kwargs["position_ids"] = torch.arange(p, p + longest, device=self.device).unsqueeze(0).expand(b, -1)
                     # Right padding under a causal mask: a real position only sees earlier positions,
                     # all real (the shared prefix, then its own suffix), so the padding needs no mask.
