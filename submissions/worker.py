@@ -37,10 +37,10 @@ def compute_threads(cores: int | None = None, workers: int | None = None) -> int
     (torch's default, one thread per core in every worker, runs N x cores threads on the cores)."""
     if explicit := os.environ.get(THREADS_ENV):
         return max(1, int(explicit))
-    from backend.settings import load_settings
-
     cores = cores or len(os.sched_getaffinity(0))
-    workers = workers or load_settings().workers
+    # The supervisor's worker count on this machine (backend/settings.py reads the same variable);
+    # a worker started by hand on another node is told its machine's count the same way.
+    workers = workers or int(os.environ.get("PERSONABOARD_WORKERS", "2"))
     return max(1, cores // max(1, workers))
 
 

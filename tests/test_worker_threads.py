@@ -9,7 +9,7 @@ import pytest
 from rq import Queue
 
 from backend import processes
-from backend.settings import QUEUE_NAME
+from submissions.settings import QUEUE_NAME
 from submissions.queue import connect
 from submissions.worker import THREADS_ENV
 
