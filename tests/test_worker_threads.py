@@ -25,9 +25,9 @@ def test_each_worker_uses_its_share_of_the_cores(redis_server, service_env, work
     cores = len(os.sched_getaffinity(0))
     queue = Queue(QUEUE_NAME, connection=connect(redis_server))
     job = queue.enqueue("tests.test_worker_threads.threads_in_job")  # as the worker imports it (root on its path)
-    argv = processes.worker_argv(redis_server)
+    argv = processes.worker_argv()
     argv.insert(-1, "--burst")  # drain the queue, then exit
-    env = {**service_env, "PERSONABOARD_WORKERS": str(workers)}
+    env = {**service_env, "PERSONABOARD_WORKERS": str(workers), "RQ_REDIS_URL": redis_server}
     env.pop("OMP_NUM_THREADS", None)
     env.pop(THREADS_ENV, None)
     done = subprocess.run(argv, env=env, timeout=120, capture_output=True, text=True)
