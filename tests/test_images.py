@@ -69,6 +69,15 @@ def stop(proc: subprocess.Popen, timeout: float = 60) -> int:
         processes.stop_process(proc, timeout=5)
 
 
+def test_space_readme_runs_the_web_image_with_sign_in():
+    import yaml
+
+    text = (ROOT / "docker" / "space" / "README.md").read_text()
+    card = yaml.safe_load(text.split("---\n")[1])
+    assert card["sdk"] == "docker" and card["hf_oauth"] is True
+    assert str(card["app_port"]) == STAGES["web"]["env"]["PERSONABOARD_PORT"]
+
+
 def test_dockerfile_has_the_three_images():
     assert {"web", "worker-cpu", "worker-gpu"} <= set(STAGES)
     assert list(STAGES)[-1] == "web"  # the default target (a Space builds the last stage)
@@ -121,11 +130,11 @@ def test_worker_image_command_joins_the_queue(tmp_path, redis_server, target):
     try:
         connection = Redis.from_url(redis_server)
 
-        def registered() -> bool:
+        def listening() -> bool:  # registered and idle: its signal handlers are in place
             assert proc.poll() is None, log.read_text()[-3000:]
-            return any(w.pid == proc.pid for w in Worker.all(connection=connection))
+            return any(w.pid == proc.pid and w.get_state() == "idle" for w in Worker.all(connection=connection))
 
-        wait_until(registered, timeout=120, what=f"{target} registered with the queue", interval=0.2)
+        wait_until(listening, timeout=120, what=f"{target} registered with the queue and idle", interval=0.2)
         worker = next(w for w in Worker.all(connection=connection) if w.pid == proc.pid)
         assert worker.queue_names() == ["personaboard"]
     finally:
