@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse, Response
 from redis.exceptions import RedisError
 from starlette.datastructures import UploadFile
 
+from backend.leaderboard_http import accepts_gzip, leaderboard_response
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from leaderboard.store import StoreError, StoreUnavailable
@@ -215,20 +216,14 @@ async def leaderboard(
     svc = services(request)
     filters = Filters(suite or None, task or None, setting or None, tier or None)
     try:
-        body = await svc.leaderboard_body(filters, format, revision or None)
+        body = await svc.leaderboard_body(filters, format, revision or None,
+                                          gzipped=accepts_gzip(request.headers.get("accept-encoding")))
     except StoreUnavailable as exc:
         raise HTTPException(503, {"message": "the results dataset cannot be reached right now; try again later"}) from exc
     except StoreError as exc:
         raise not_found(str(exc)) from None
-    # A revision named by its full id never changes; the newest must be revalidated each time.
     pinned = revision is not None and revision.lower() == body.revision
-    headers = {"X-Results-Revision": body.revision, "ETag": body.etag,
-               "Cache-Control": "public, max-age=31536000, immutable" if pinned else "no-cache"}
-    if body.matches(request.headers.get("if-none-match")):
-        return Response(status_code=304, headers=headers)
-    if format != "json":
-        headers["Content-Disposition"] = f'attachment; filename="leaderboard.{format}"'
-    return Response(body.content, media_type=body.media_type, headers=headers)
+    return leaderboard_response(body, format, pinned, request.headers.get("if-none-match"))
 
 
 @router.get("/leaderboard/versions", summary="Every published version of the results dataset and its named releases, newest first")

@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
 
 from backend.api import router  # noqa: E402
+from backend.leaderboard_http import LeaderboardFastPath  # noqa: E402
 from backend.limits import BodySizeLimit  # noqa: E402
 from backend.metrics import metrics_router  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
@@ -66,4 +67,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse({"detail": {"message": "internal error; the operator has the details"}}, status_code=500)
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes, paths=("/api/v1/submissions",))
+    app.add_middleware(LeaderboardFastPath, services=services)  # outermost: cached bodies skip the rest
     return gr.mount_gradio_app(app, build_ui(services), path="", footer_links=["api"])

@@ -6,7 +6,8 @@ web app exactly as `make serve` does (backend.processes), and then, on loopback 
 
     health idle      one client, sequential requests to /api/v1/health
     json / csv /     --clients concurrent keep-alive clients for --seconds each (at most
-    filtered         --max-requests in all), plain GETs without If-None-Match: full bodies
+    filtered         --max-requests in all), plain GETs without If-None-Match: full bodies;
+    json/csv gzip    the same with Accept-Encoding: gzip (compressed bodies, as browsers get)
     health (load)    a health probe every 20 ms while the JSON load runs
     publish          --publishes single publishes through `store.publish` (the workers' call),
                      at most --publish-seconds; then the first leaderboard request after the last
@@ -74,12 +75,16 @@ class Connection:
         self.reader = self.writer = None
 
     async def get(self, path: str) -> tuple[int, int]:
-        """(status, body bytes) of GET path; reconnects once if the server closed the connection."""
+        """(status, body bytes) of GET path; reconnects once if the server closed the connection.
+        A path may end in ` gzip`: then the request says Accept-Encoding: gzip (the body is counted
+        as sent, compressed: what a browser or CDN receives)."""
+        path, _, encoding = path.partition(" ")
+        extra = f"Accept-Encoding: {encoding}\r\n" if encoding else ""
         for attempt in (0, 1):
             if self.writer is None:
                 self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
             try:
-                self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
+                self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{extra}\r\n".encode())
                 return await self._response()
             except (ConnectionError, asyncio.IncompleteReadError):
                 self.close()
@@ -226,7 +231,9 @@ def run_size(n_rows: int, args, groups: dict[str, list[str]]) -> dict:
             probe = Stats("health (load)")
             for key, path, name in (("json", f"{lb}?format=json", "leaderboard json"),
                                     ("csv", f"{lb}?format=csv", "leaderboard csv"),
-                                    ("filtered", f"{lb}?{FILTER}", "filtered json")):
+                                    ("filtered", f"{lb}?{FILTER}", "filtered json"),
+                                    ("json_gz", f"{lb}?format=json gzip", "json, gzip"),
+                                    ("csv_gz", f"{lb}?format=csv gzip", "csv, gzip")):
                 asyncio.run(sequential(host, port, path, "warm-up", 1))  # first request of the revision
                 result[key] = asyncio.run(load(host, port, path, name, args.clients, args.seconds, args.max_requests,
                                                probe=probe if key == "json" else None))
@@ -295,18 +302,19 @@ def main(argv: list[str] | None = None) -> int:
     results = [run_size(n, args, groups) for n in sizes]
 
     print("\nsummary (ms are p99)")
-    print(f"  {'rows':>7} {'json':>9} {'csv':>9} {'filtered':>9} {'health idle':>12} {'health load':>12}"
-          f" {'load/idle':>10} {'publish/s':>10} {'json req/s':>11}")
+    print(f"  {'rows':>7} {'json':>9} {'csv':>9} {'filtered':>9} {'json gz':>9} {'csv gz':>9} {'health idle':>12}"
+          f" {'health load':>12} {'load/idle':>10} {'publish/s':>10} {'json req/s':>11}")
     for r in results:
         ratio = r["health_load"].p(.99) / r["health_idle"].p(.99)
         rps = len(r["json"].latencies) / r["json"].seconds
         print(f"  {r['rows']:>7} {r['json'].p(.99):9.1f} {r['csv'].p(.99):9.1f} {r['filtered'].p(.99):9.1f}"
-              f" {r['health_idle'].p(.99):12.1f} {r['health_load'].p(.99):12.1f} {ratio:10.2f}"
+              f" {r['json_gz'].p(.99):9.1f} {r['csv_gz'].p(.99):9.1f} {r['health_idle'].p(.99):12.1f} {r['health_load'].p(.99):12.1f} {ratio:10.2f}"
               f" {r['publish_rate']:10.2f} {rps:11.1f}")
     base = results[0]
     for r in results[1:]:
         print(f"  publish rate at {base['rows']} / at {r['rows']}: {base['publish_rate'] / r['publish_rate']:.2f}x")
-    failed = sum(r[k].failures for r in results for k in ("json", "csv", "filtered", "health_load", "health_idle"))
+    failed = sum(r[k].failures for r in results
+                 for k in ("json", "csv", "filtered", "json_gz", "csv_gz", "health_load", "health_idle"))
     print(f"  failed requests: {failed}; new row seen after publish: "
           f"{all(r['fresh_seen'] for r in results)}")
     return 0

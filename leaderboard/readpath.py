@@ -2,8 +2,9 @@
 
 Any results store serves it (the local git store, the Hub store) through `TableSource`:
 
-    head_revision()            the newest revision id; called on every request, so it must be
-                               cheap and must not block (a file read, an in-memory or Redis value)
+    head_revision()            the newest revision id; called on every request (on the read
+                               threads; on the event loop too when the store sets
+                               `head_is_cheap = True`: a file read, never network I/O)
     resolve_revision(revision) the full id of a revision a client named (None: the newest);
                                raises StoreError for an unknown one
     scores(revision)           the long scores table at that revision (leaderboard.table)
@@ -16,6 +17,7 @@ changes with the revision and the bytes.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import threading
 from collections import OrderedDict
@@ -30,6 +32,7 @@ VIEWS_PER_REVISION = 64  # filtered views kept per revision (filters come from a
 BODIES_PER_REVISION = 128
 BODY_BYTES_PER_REVISION = 256 * 1024 * 1024
 PINNED_REVISIONS = 4  # older revisions clients asked for by id, besides the head
+GZIP_MIN_BYTES = 1024  # smaller bodies go out as they are
 
 
 class TableSource(Protocol):
@@ -56,6 +59,7 @@ class Body:
     content: bytes
     media_type: str
     etag: str
+    encoding: str | None = None  # "gzip": content is compressed (Content-Encoding)
 
     def matches(self, if_none_match: str | None) -> bool:
         """RFC 9110 If-None-Match: weak comparison against a list of entity tags, or `*`."""
@@ -99,7 +103,13 @@ class RevisionTable:
         self._views = _Bounded(VIEWS_PER_REVISION)
         self._bodies = _Bounded(BODIES_PER_REVISION, BODY_BYTES_PER_REVISION, size=lambda b: len(b.content))
 
-    def cached_body(self, filters: Filters, fmt: str) -> Body | None:
+    def cached_body(self, filters: Filters, fmt: str, gzipped: bool = False) -> Body | None:
+        """The body if it is built already (never builds: safe on the event loop)."""
+        if gzipped:
+            plain = self._bodies.get_fresh((filters, fmt))
+            if plain is not None and len(plain.content) < GZIP_MIN_BYTES:
+                return plain
+            return self._bodies.get_fresh((filters, fmt, "gzip"))
         return self._bodies.get_fresh((filters, fmt))
 
     def view(self, filters: Filters) -> pd.DataFrame:
@@ -111,16 +121,27 @@ class RevisionTable:
                 self._views.put(filters, frame)
             return frame
 
-    def body(self, filters: Filters, fmt: str) -> Body:
-        found = self.cached_body(filters, fmt)
+    def body(self, filters: Filters, fmt: str, gzipped: bool = False) -> Body:
+        """The encoded view, built once; `gzipped`: the gzip variant for clients that accept it
+        (compressed once per revision, not per request), unless the body is too small to gain."""
+        found = self.cached_body(filters, fmt, gzipped)
         if found is not None:
             return found
-        content = export(self.view(filters), fmt)
-        digest = hashlib.blake2b(content, digest_size=8).hexdigest()
-        body = Body(self.revision, content, EXPORT_FORMATS[fmt], f'"{self.revision[:16]}-{digest}"')
+        plain = self.cached_body(filters, fmt)
+        if plain is None:
+            content = export(self.view(filters), fmt)
+            digest = hashlib.blake2b(content, digest_size=8).hexdigest()
+            plain = Body(self.revision, content, EXPORT_FORMATS[fmt], f'"{self.revision[:16]}-{digest}"')
+            with self._lock:
+                self._bodies.put((filters, fmt), plain)
+        if not gzipped or len(plain.content) < GZIP_MIN_BYTES:
+            return plain
+        # mtime=0: the same bytes every time, so the variant's ETag can be derived from the plain one
+        packed = Body(self.revision, gzip.compress(plain.content, compresslevel=6, mtime=0), plain.media_type,
+                      plain.etag[:-1] + '-gzip"', encoding="gzip")
         with self._lock:
-            self._bodies.put((filters, fmt), body)
-        return body
+            self._bodies.put((filters, fmt, "gzip"), packed)
+        return packed
 
 
 class LeaderboardCache:
@@ -135,9 +156,11 @@ class LeaderboardCache:
         self.builds = 0  # tables built (tests, metrics)
 
     def cached_head(self) -> RevisionTable | None:
-        """The head's table if it is built, without blocking; None when the head moved (or cold)."""
+        """The head's table if it is built, without blocking; None when the head moved (or cold),
+        or when the store cannot tell its head without I/O that may block (the Hub)."""
         head = self._head
-        if head is not None and head.revision == self.source.head_revision():
+        if head is not None and getattr(self.source, "head_is_cheap", False) \
+                and head.revision == self.source.head_revision():
             return head
         return None
 

@@ -132,6 +132,7 @@ def as_json(data: dict[str, Any]) -> str:
 
 
 class LocalDatasetStore:
+    head_is_cheap = True  # head_revision() reads git's ref files: fine on the web app's event loop
     kind = "local"
 
     def __init__(self, root: Path):

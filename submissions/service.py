@@ -147,16 +147,18 @@ class Services:
         """The filtered leaderboard (shared: do not modify it)."""
         return self.board.table(revision).view(Filters(suite, task, setting, tier))
 
-    async def leaderboard_body(self, filters: Filters, fmt: str, revision: str | None = None) -> Body:
+    async def leaderboard_body(self, filters: Filters, fmt: str, revision: str | None = None,
+                               gzipped: bool = False) -> Body:
         """The encoded leaderboard: from memory when this head's body is built, otherwise built on
         the read threads, so the event loop never does the work and never waits for it."""
         if revision is None:
             table = self.board.cached_head()
-            found = table.cached_body(filters, fmt) if table is not None else None
+            found = table.cached_body(filters, fmt, gzipped) if table is not None else None
             if found is not None:
                 return found
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._read_pool, lambda: self.board.table(revision).body(filters, fmt))
+        return await loop.run_in_executor(self._read_pool,
+                                          lambda: self.board.table(revision).body(filters, fmt, gzipped))
 
 
 def manifest_tier_order() -> list[str]:

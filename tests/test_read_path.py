@@ -111,3 +111,32 @@ def test_metrics_parse_and_move_when_a_job_runs(service):
         assert after[("personaboard_job_duration_seconds_sum", ())] > before[("personaboard_job_duration_seconds_sum", ())]
         assert after[("personaboard_queue_jobs", (("queue", "personaboard"), ("state", "queued")))] == 0
         assert after[("personaboard_job_duration_seconds_bucket", (("le", "+Inf"),))] == after[job_count]
+
+
+def test_cached_bodies_answer_like_the_route_plain_or_gzipped(service, store):
+    """The second request of a kind is answered from memory before routing; it must be the same
+    response the route gave: body, ETag, headers; gzip only for clients that accept it."""
+    store.publish(make_record("readpath-fast", 0.4))
+    with client(service.base_url) as http:
+        for params in ({"suite": "prefeval"}, {"format": "csv"}, {"suite": "prefeval", "task": "mcq", "tier": "explicit"}):
+            for encoding in ("identity", "gzip"):
+                first, second = (http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": encoding})
+                                 for _ in range(2))
+                assert first.status_code == second.status_code == 200
+                assert first.content == second.content  # (httpx decompresses gzip)
+                for name in ("etag", "content-type", "content-encoding", "content-disposition", "cache-control",
+                             "x-results-revision", "vary"):
+                    assert first.headers.get(name) == second.headers.get(name), name
+                assert (first.headers.get("content-encoding") == "gzip") == (encoding == "gzip")
+            plain = http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": "identity"})
+            packed = http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": "gzip;q=1"})
+            assert plain.content == packed.content and plain.headers["etag"] != packed.headers["etag"]
+            refused = http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": "gzip;q=0"})
+            assert refused.headers.get("content-encoding") is None
+            assert http.get(LEADERBOARD, params=params, headers={"If-None-Match": packed.headers["etag"],
+                                                                 "Accept-Encoding": "gzip"}).status_code == 304
+        # what the fast path must leave to the route: validation, and parameters it does not know
+        assert http.get(LEADERBOARD, params={"format": "xml"}).status_code == 422
+        assert "readpath-fast" in ids(http.get(LEADERBOARD, params={"suite": "prefeval", "unknown": "1"}))
+        repeated = http.get(LEADERBOARD + "?suite=nothing&suite=prefeval")
+        assert repeated.status_code == 200 and "readpath-fast" in ids(repeated)  # as FastAPI reads it: the last

@@ -72,3 +72,27 @@ def test_bodies_carry_an_etag_per_revision_and_representation(tmp_path):
     assert not json_body.matches('"x"') and not json_body.matches(None) and not json_body.matches(csv_body.etag)
     store.publish(make_record("s2", 0.6))
     assert cache.table().body(Filters(), "json").etag != json_body.etag
+
+
+def test_accept_encoding_gzip():
+    from backend.leaderboard_http import accepts_gzip
+
+    assert accepts_gzip("gzip") and accepts_gzip("br, gzip;q=0.5") and accepts_gzip("*")
+    assert not accepts_gzip(None) and not accepts_gzip("identity") and not accepts_gzip("gzip;q=0")
+    assert not accepts_gzip("gzip;q=zero")
+
+
+def test_gzip_variant_is_built_once_and_small_bodies_stay_plain(tmp_path):
+    import gzip
+
+    store = LocalDatasetStore(tmp_path / "results")
+    for i in range(5):
+        store.publish(make_record(f"s{i}", i / 5))
+    table = LeaderboardCache(store, lambda: []).table()
+    plain = table.body(Filters(), "json")
+    assert len(plain.content) > 1024
+    packed = table.body(Filters(), "json", gzipped=True)
+    assert packed.encoding == "gzip" and gzip.decompress(packed.content) == plain.content
+    assert packed.etag != plain.etag and table.body(Filters(), "json", gzipped=True) is packed
+    tiny = table.body(Filters(suite="none"), "json", gzipped=True)  # "[]": not worth compressing
+    assert tiny.encoding is None and tiny is table.body(Filters(suite="none"), "json")
