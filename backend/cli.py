@@ -9,7 +9,7 @@ from pathlib import Path
 from evaluator.predictions import PredictionsError
 from evaluator.backends.base import BackendError
 from evaluator.judge import judge_for
-from evaluator.registry import UnknownSuiteError, all_suites, check_setting, get_task
+from evaluator.registry import UnknownSuiteError, all_suites, check_setting, check_suites, get_task
 from evaluator.scoring import score_predictions_file
 from leaderboard.store import StoreError
 
@@ -36,6 +36,15 @@ def _inputs(args: argparse.Namespace) -> int:
 
 
 def _suites(args: argparse.Namespace) -> int:
+    if args.action == "check":
+        # Each suite folder on its own, so one bad manifest does not hide the others' problems.
+        problems = check_suites()
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        if problems:
+            return 1
+        print(f"{len(all_suites())} suites hold: {', '.join(all_suites())}")
+        return 0
     print(json.dumps([suite.describe() for suite in all_suites().values()], indent=2))
     return 0
 
@@ -164,7 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     inputs.add_argument("--task", required=True)
     inputs.add_argument("-o", "--output", help="file to write (default: standard output)")
     inputs.set_defaults(run=_inputs)
-    suites = commands.add_parser("suites", help="list suites, tasks, tiers and settings")
+    suites = commands.add_parser("suites", help="list suites, tasks, tiers and settings; `suites check` checks them")
+    suites.add_argument("action", nargs="?", choices=["list", "check"], default="list",
+                        help="check: every suite's manifest, names, reported columns and hooks (exit 1 on a problem)")
     suites.set_defaults(run=_suites)
     evaluate = commands.add_parser("evaluate", help="run a model on a task's hidden split and print the metrics as JSON")
     evaluate.add_argument("--model", required=True, help="registered local name, Hub id, or a model folder")

@@ -1,35 +1,136 @@
-"""Metrics over per-item arrays, with 95% confidence intervals (evaluator/statistics.py).
+"""Metrics over per-item arrays, with 95% confidence intervals (evaluator/statistics.py): a registry.
 
 A task's hooks turn (items, answers) into named per-item arrays (`correct`, `pred_pos`/`gold_pos`,
 `pred`/`gold` ratings, `consistent`); a metric reads those arrays at a set of item indices, so
 the same function serves the total and every tier. Metrics are micro averages over items.
+
+What each metric reads, its label and its scale are data (metrics.yaml, and a suite's own
+metrics.yaml); a metric that is not a mean is a function registered with @register_statistic.
+Manifests are checked against this registry at discovery, so an unknown metric fails at start.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+import yaml
 
 from evaluator.statistics import Units, mean_stats, share_stats, statistic_interval
 
 Arrays = dict[str, np.ndarray]
+Statistic = Callable[[Arrays, np.ndarray], float]
+METRIC_KINDS = ("share", "mean", "statistic")
+SCALES = {"percent": 100, "raw": 1}  # how a metric's value is shown: value x factor
 RESAMPLE_SAMPLES = 1000  # for metrics that are not means (F1, Spearman): each draw recomputes them
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str
+    kind: str  # share | mean | statistic
+    reads: tuple[str, ...]
+    scale: str  # percent | raw
+    function: Statistic | None = None  # statistics only
+    origin: str = ""  # the file that declared it (for error messages)
+
+
+class MetricError(ValueError):
+    """A metric declaration or name the registry refuses; the message names file, key and allowed values."""
+
+
+_METRICS: dict[str, Metric] = {}
+_STATISTICS: dict[str, Statistic] = {}
+
+
+def register_statistic(name: str) -> Callable[[Statistic], Statistic]:
+    """Decorator: the function computing metric `name` from the arrays at item indices (NaN: undefined)."""
+    def register(function: Statistic) -> Statistic:
+        if _STATISTICS.get(name, function) is not function:
+            raise MetricError(f"statistic {name!r} is registered twice ({_STATISTICS[name].__module__} and {function.__module__})")
+        _STATISTICS[name] = function
+        return function
+    return register
+
+
+def load_metric_table(path: Path) -> list[str]:
+    """Register the metrics a metrics.yaml declares; returns their names. Refuses unknown keys, kinds
+    and scales, a statistic without a registered function, and a name declared differently twice."""
+    spec = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    names = []
+    for name, entry in spec.items():
+        where = f"{path}: {name}"
+        if not isinstance(entry, dict):
+            raise MetricError(f"{where}: expected a mapping with label, kind, reads, scale")
+        unknown = sorted(set(entry) - {"label", "kind", "reads", "scale"})
+        if unknown:
+            raise MetricError(f"{where}.{unknown[0]}: unknown key; allowed: label, kind, reads, scale")
+        kind, scale, reads = entry.get("kind"), entry.get("scale", "raw"), tuple(entry.get("reads") or ())
+        if kind not in METRIC_KINDS:
+            raise MetricError(f"{where}.kind: {kind!r} is not a metric kind; allowed: {', '.join(METRIC_KINDS)}")
+        if scale not in SCALES:
+            raise MetricError(f"{where}.scale: {scale!r} is not a scale; allowed: {', '.join(SCALES)}")
+        if not reads or (kind != "statistic" and len(reads) != 1):
+            raise MetricError(f"{where}.reads: a {kind} reads {'one array' if kind != 'statistic' else 'one or more arrays'}")
+        function = _STATISTICS.get(name) if kind == "statistic" else None
+        if kind == "statistic" and function is None:
+            raise MetricError(f"{where}: kind statistic, but no function is registered with @register_statistic({name!r})")
+        metric = Metric(name, str(entry.get("label", name)), kind, reads, scale, function, str(path))
+        previous = _METRICS.get(name)
+        if previous is not None and (previous.kind, previous.reads, previous.function) != (kind, reads, function):
+            raise MetricError(f"{where}: metric {name!r} is already declared differently in {previous.origin}")
+        _METRICS[name] = metric
+        names.append(name)
+    return names
+
+
+def get_metric(name: str) -> Metric:
+    try:
+        return _METRICS[name]
+    except KeyError:
+        raise MetricError(f"unknown metric {name!r}; known metrics: {', '.join(_METRICS)}") from None
+
+
+def known_metrics() -> tuple[str, ...]:
+    """Every registered metric, in declaration order (the table's metric columns follow it)."""
+    return tuple(_METRICS)
+
+
+def metric_labels() -> dict[str, str]:
+    return {name: metric.label for name, metric in _METRICS.items()}
+
+
+def metric_scale(name: str) -> int:
+    """The factor a metric's value is shown with: 100 for shares of items, 1 for the rest."""
+    metric = _METRICS.get(name)
+    return SCALES[metric.scale] if metric else 1
+
+
+def available(metric: str, arrays: Arrays) -> bool:
+    return all(name in arrays for name in get_metric(metric).reads)
+
+
 
 
 def _ratio(numerator: float, denominator: float) -> float:
     return float(numerator / denominator) if denominator else float("nan")
 
 
+@register_statistic("precision")
 def precision(a: Arrays, idx: np.ndarray) -> float:
     pred, gold = a["pred_pos"][idx], a["gold_pos"][idx]
     return _ratio((pred & gold).sum(), pred.sum())
 
 
+@register_statistic("recall")
 def recall(a: Arrays, idx: np.ndarray) -> float:
     pred, gold = a["pred_pos"][idx], a["gold_pos"][idx]
     return _ratio((pred & gold).sum(), gold.sum())
 
 
+@register_statistic("f1")
 def f1(a: Arrays, idx: np.ndarray) -> float:
     pred, gold = a["pred_pos"][idx], a["gold_pos"][idx]
     tp = (pred & gold).sum()
@@ -49,6 +150,7 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     return ranks
 
 
+@register_statistic("spearman")
 def spearman(a: Arrays, idx: np.ndarray) -> float:
     pred, gold = a["pred"][idx], a["gold"][idx]
     if len(idx) < 2:
@@ -59,54 +161,13 @@ def spearman(a: Arrays, idx: np.ndarray) -> float:
     return float(np.corrcoef(rp, rg)[0, 1])
 
 
-# Metrics that are the mean of one per-item array: their bootstrap is exact and cheap (below).
-MEAN_METRICS = {
-    "accuracy": "correct",
-    "yes_rate": "pred_pos",
-    "human_yes_rate": "gold_pos",
-    "mean_rating": "pred",
-    "human_mean_rating": "gold",
-    "position_consistency": "consistent",
-    # LLM-judge ratings (1-5) of open-ended answers, e.g. RealPref's three rubrics
-    "alignment": "alignment",
-    "awareness": "awareness",
-    "quality": "quality",
-}
-OTHER_METRICS: dict[str, tuple[Callable[[Arrays, np.ndarray], float], tuple[str, ...]]] = {
-    "precision": (precision, ("pred_pos", "gold_pos")),
-    "recall": (recall, ("pred_pos", "gold_pos")),
-    "f1": (f1, ("pred_pos", "gold_pos")),
-    "spearman": (spearman, ("pred", "gold")),
-}
-KNOWN_METRICS = (*MEAN_METRICS, *OTHER_METRICS)
-# Shares of items, shown as percentages; the rest (correlations, ratings) are shown as they are.
-PERCENT_METRICS = frozenset({"accuracy", "precision", "recall", "f1", "yes_rate", "human_yes_rate", "position_consistency"})
-METRIC_LABELS = {
-    "accuracy": "Accuracy", "precision": "Precision", "recall": "Recall", "f1": "F1", "yes_rate": "YES-rate",
-    "human_yes_rate": "Human YES-rate", "spearman": "Spearman", "mean_rating": "Mean rating",
-    "human_mean_rating": "Human mean rating", "position_consistency": "Position consistency",
-    "awareness": "Pref. awareness", "alignment": "Pref. alignment", "quality": "Answer quality",
-}
-
-
-def available(metric: str, arrays: Arrays) -> bool:
-    if metric in MEAN_METRICS:
-        return MEAN_METRICS[metric] in arrays
-    return all(name in arrays for name in OTHER_METRICS[metric][1])
-
-
-# Metrics whose per-item values lie in [0, 1]: their interval is a Wilson interval (no collapse at
-# 0 % or 100 %); ratings get a bootstrap. Both resample the suite's declared units (statistics.py).
-SHARE_METRICS = frozenset({"accuracy", "yes_rate", "human_yes_rate", "position_consistency"})
-
-
 def _mean_stats(metric: str, values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
     if values.dtype.kind == "f":
         keep = ~np.isnan(values)
         values, units = values[keep], units.subset(np.flatnonzero(keep))
     if len(values) == 0:
         return {"value": None, "ci95": [None, None], "n": 0}
-    if metric in SHARE_METRICS:
+    if get_metric(metric).kind == "share":
         return share_stats(values, units, rng)
     return mean_stats(values, units, rng)
 
@@ -119,9 +180,10 @@ def metric_stats(metric: str, arrays: Arrays, idx: np.ndarray, rng: np.random.Ge
     if units is None:
         units = Units.of(None, len(next(iter(arrays.values()))) if arrays else n)
     here = units.subset(idx) if n else Units(np.array([], dtype=np.int64), 0)
-    if metric in MEAN_METRICS:
-        return _mean_stats(metric, arrays[MEAN_METRICS[metric]][idx], here, rng)
-    function, _ = OTHER_METRICS[metric]
+    spec = get_metric(metric)
+    if spec.kind != "statistic":
+        return _mean_stats(metric, arrays[spec.reads[0]][idx], here, rng)
+    function = spec.function
     if n == 0:
         return {"value": None, "ci95": [None, None], "n": 0}
     value = function(arrays, idx)
@@ -131,3 +193,6 @@ def metric_stats(metric: str, arrays: Arrays, idx: np.ndarray, rng: np.random.Ge
     if not here.independent:
         stats["n_units"] = here.n_units
     return stats
+
+
+load_metric_table(Path(__file__).with_name("metrics.yaml"))  # the built-in metrics; suites add theirs at discovery

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from evaluator.backends.base import Backend, BackendError, Messages
-from evaluator.protocols import (
-    PROTOCOL_VERSION, Decision, choose_by_generation, choose_by_logprobs, choose_by_reward, default_protocol,
-)
+from evaluator.protocols import PROTOCOL_VERSION, Decision, default_protocol, get_protocol, protocol_problem
 from evaluator.suite import Item, Split, Task
 
 BATCH_ITEMS = 64
@@ -170,24 +168,22 @@ def run_model(
     tools: ModelTools | None = None,
     batch_items: int = BATCH_ITEMS,
 ) -> ModelRun:
-    # The default fits the model, as for API submissions: a reward model can only be run with `reward`.
-    protocol = protocol or default_protocol(task, backend.spec.model_type, getattr(backend, "supports_logprobs", True))
-    if protocol not in task.model_protocols:
-        raise BackendError(f"{task.key} runs models with {', '.join(task.model_protocols) or 'no protocol'}, not {protocol!r}")
-    if (protocol == "reward") != (backend.spec.model_type == "reward"):
-        raise BackendError(f"protocol {protocol!r} does not fit a {backend.spec.model_type} model")
+    logprobs = getattr(backend, "supports_logprobs", True)  # an endpoint may return none
+    protocol = protocol or default_protocol(task, backend.spec.model_type, logprobs)  # the same rule as at intake
+    problem = protocol_problem(task, protocol, backend.spec.model_type, logprobs)
+    if problem:
+        raise BackendError(problem)
+    run_protocol = get_protocol(protocol).run
     full = task.load_split()
-    not_applicable: dict[str, str] = {}
-    fit = getattr(task.hooks, "fit_model", None)  # a suite may skip items the model cannot run (n/a, never truncated)
-    if fit is not None:
-        full, not_applicable = fit(task, full, setting, backend)
+    # a suite may skip items the model cannot run (n/a, never truncated)
+    full, not_applicable = task.hooks.fit_model(task, full, setting, backend)
     split = select_items(full, limit)
     tools = tools or ModelTools(backend, protocol)
     done = _by_item(checkpoint.load().values()) if checkpoint else {}
     answers: dict[str, Any] = {i.id: done[i.id] for i in split.items if i.id in done}
     meter = ProgressMeter(total=len(split.items), done=len(answers), resumed=len(answers))
     todo: list[Item] = [i for i in split.items if i.id not in answers]
-    to_answer = getattr(task.hooks, "decision_answer", None) or (lambda decision: decision.answer)
+    to_answer = task.hooks.decision_answer
     started = time.monotonic()
     for start in range(0, len(todo), batch_items):
         chunk = todo[start : start + batch_items]
@@ -196,15 +192,7 @@ def run_model(
         def count(_items: int, tokens: int) -> None:
             meter.tokens += tokens
 
-        if protocol in ("choice_logprobs", "pairwise_logprobs", "rating_logprobs"):
-            decisions = choose_by_logprobs(backend, requests, count)
-        elif protocol == "generate_parse":
-            decisions = choose_by_generation(backend, requests, int(task.model.get("max_new_tokens", 16)),
-                                             task.hooks.parse_answer, count)
-        elif protocol == "reward":
-            decisions = choose_by_reward(backend, requests, count)
-        else:
-            raise BackendError(f"unknown protocol {protocol!r}")
+        decisions = run_protocol(backend, requests, task, count)
         for d in decisions:
             d.answer = to_answer(d)
         if checkpoint:

@@ -181,7 +181,7 @@ def read_predictions(
 
     known = split.by_id
     answer_field = task.answer_field
-    custom = getattr(task.hooks, "parse_prediction", None)
+    custom = task.hooks.parse_prediction
     parse = custom or default_parser(task)
     # The regex fast path yields string answers only: it serves the default label check alone.
     matchers = _canonical_matchers(answer_field) if custom is None and task.answer_kind == "label" else ()

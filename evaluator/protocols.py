@@ -1,18 +1,23 @@
-"""Evaluation protocols: how a model's decision is read, independent of the backend.
+"""Evaluation protocols: how a model's decision is read, independent of the backend: a registry.
 
 A suite's hooks turn items into requests (chat messages plus the labels to choose from); a
 protocol turns requests into decisions with the backend's primitives. Backends differ only in
-speed, never in what a protocol computes.
+speed, never in what a protocol computes. Protocols are registered by name (@register_protocol,
+here or in a suite's own protocols.py); manifests are checked against the registry at discovery,
+and `default_protocol` is the one rule for which protocol a model gets when none is asked for.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from evaluator.backends.base import Backend, BackendError, Messages, Progress
+
+if TYPE_CHECKING:
+    from evaluator.suite import Task
 
 PROTOCOL_VERSION = "1"
 
@@ -110,21 +115,6 @@ def expected_rating(decision: Decision) -> float:
     return float((weights * values).sum() / weights.sum())
 
 
-LOGPROB_PROTOCOLS = ("choice_logprobs", "pairwise_logprobs", "rating_logprobs")
-
-
-def default_protocol(task, model_type: str, logprobs: bool = True) -> str | None:
-    """The protocol a model runs with when the submitter names none: `reward` for a reward model;
-    else the task's default, except that a model whose log-probabilities cannot be read (an
-    endpoint that returns none) generates and is parsed when the task allows it."""
-    if model_type == "reward":
-        return "reward"
-    chosen = task.model.get("default_protocol")
-    if not logprobs and chosen in LOGPROB_PROTOCOLS and "generate_parse" in task.model_protocols:
-        return "generate_parse"
-    return chosen
-
-
 CHOICE_TAG = re.compile(r"<choice>\s*([A-Z])", re.IGNORECASE)
 
 
@@ -134,3 +124,95 @@ def parse_choice_tag(text: str, labels: tuple[str, ...] = ("A", "B", "C", "D"), 
     if match and match.group(1).upper() in labels:
         return match.group(1).upper()
     return None
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+ProtocolRun = Callable[[Backend, list[ChoiceRequest], "Task", "Progress | None"], list[Decision]]
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    name: str
+    model_type: str  # the kind of model it runs: generative | reward
+    run: ProtocolRun  # (backend, requests, task, progress) -> decisions, one per request, in order
+    description: str = ""
+    reads_logprobs: bool = False  # needs the model's log-probabilities (an endpoint may not return them)
+
+
+_PROTOCOLS: dict[str, ProtocolSpec] = {}
+
+
+def register_protocol(name: str, *, model_type: str = "generative", description: str = "",
+                      reads_logprobs: bool = False) -> Callable[[ProtocolRun], ProtocolRun]:
+    """Decorator: `run(backend, requests, task, progress) -> list[Decision]` is protocol `name`."""
+    if model_type not in ("generative", "reward"):
+        raise ValueError(f"protocol {name!r}: model_type must be generative or reward, not {model_type!r}")
+
+    def register(run: ProtocolRun) -> ProtocolRun:
+        previous = _PROTOCOLS.get(name)
+        if previous is not None and previous.run is not run:
+            raise ValueError(f"protocol {name!r} is registered twice ({previous.run.__module__} and {run.__module__})")
+        _PROTOCOLS[name] = ProtocolSpec(name, model_type, run, description, reads_logprobs)
+        return run
+    return register
+
+
+def get_protocol(name: str) -> ProtocolSpec:
+    try:
+        return _PROTOCOLS[name]
+    except KeyError:
+        raise BackendError(f"unknown protocol {name!r}; known protocols: {', '.join(_PROTOCOLS)}") from None
+
+
+def known_protocols() -> tuple[str, ...]:
+    return tuple(_PROTOCOLS)
+
+
+def default_protocol(task: "Task", model_type: str, logprobs: bool = True) -> str | None:
+    """The protocol a model runs with when the submitter names none (intake and runs share it): the
+    task's default when it fits the model, else the first of the task's protocols that does. Fits:
+    made for the model's type (a reward model: `reward`), and, for a model whose log-probabilities
+    cannot be read (an endpoint that returns none), not reading them (generate and parse)."""
+    fitting = [name for name in task.model_protocols if name in _PROTOCOLS and _PROTOCOLS[name].model_type == model_type
+               and (logprobs or not _PROTOCOLS[name].reads_logprobs)]
+    preferred = task.model.get("default_protocol")
+    if preferred in fitting:
+        return preferred
+    return fitting[0] if fitting else ("reward" if model_type == "reward" else preferred)
+
+
+def protocol_problem(task: "Task", protocol: str | None, model_type: str, logprobs: bool = True) -> str | None:
+    """Why `protocol` cannot run a `model_type` model on `task` (None: it can)."""
+    if protocol in _PROTOCOLS and _PROTOCOLS[protocol].reads_logprobs and not logprobs:
+        return (f"the model is an endpoint that returns no log-probabilities: protocol {protocol!r} cannot be read "
+                f"from it; use generate_parse")
+    if protocol not in task.model_protocols:
+        return f"{task.key} runs models with {', '.join(task.model_protocols) or 'no protocol'}, not {protocol!r}"
+    if get_protocol(protocol).model_type != model_type:
+        return f"protocol {protocol!r} does not fit a {model_type} model"
+    return None
+
+
+def _by_logprobs(backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None) -> list[Decision]:
+    return choose_by_logprobs(backend, requests, progress)
+
+
+for _name, _description in (
+    ("choice_logprobs", "the option label whose token is most likely next"),
+    ("pairwise_logprobs", "a judgment between two responses, read from the label log-probabilities"),
+    ("rating_logprobs", "a rating, as the expectation over the rating labels' probabilities"),
+):
+    register_protocol(_name, description=_description, reads_logprobs=True)(_by_logprobs)
+
+LOGPROB_PROTOCOLS = tuple(name for name, spec in _PROTOCOLS.items() if spec.reads_logprobs)  # the built-in ones
+
+
+@register_protocol("generate_parse", description="greedy generation (the task's max_new_tokens), then the task's parser")
+def _generate_parse(backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None) -> list[Decision]:
+    return choose_by_generation(backend, requests, int(task.model.get("max_new_tokens", 16)), task.hooks.parse_answer, progress)
+
+
+@register_protocol("reward", model_type="reward", description="a reward model scores each candidate response")
+def _reward(backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None) -> list[Decision]:
+    return choose_by_reward(backend, requests, progress)

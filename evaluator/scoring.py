@@ -22,17 +22,13 @@ BOOTSTRAP_SEED = 20251122
 
 
 def item_arrays(task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None) -> dict[str, np.ndarray]:
-    """Per-item arrays the metrics read: the task's hook, or exact-match correctness by default.
-    A judge-scored task's hook gets the judge the caller resolved (evaluator/judge.py)."""
-    hook = getattr(task.hooks, "item_arrays", None)
+    """Per-item arrays the metrics read (the task's hook, or exact-match correctness). A
+    judge-scored task's hook gets the judge the caller resolved (evaluator/judge.py)."""
     if task.judge:
         if judge is None:
             raise BackendError(judge_unavailable_reason(task) or f"{task.key} is scored by a judge and none was given")
-        return hook(task, split.items, answers, judge)
-    if hook is not None:
-        return hook(task, split.items, answers)
-    correct = np.fromiter((answers[item.id] == item.gold for item in split.items), dtype=bool, count=len(split.items))
-    return {"correct": correct}
+        return task.hooks.item_arrays(task, split.items, answers, judge)
+    return task.hooks.item_arrays(task, split.items, answers)
 
 
 def item_units(task: Task, split: Split) -> Units:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evaluator import hub
 from evaluator.splits import FIXTURE_MARKER, PUBLIC_MARKER, SECRET_FILE, installed_dir
-from evaluator.suite import Split, Suite, clear_split_cache
+from evaluator.suite import Split, Suite, check_item_tiers, clear_split_cache
 
 
 def _fetch(source: str, revision: str | None, into: Path) -> dict:
@@ -52,6 +52,7 @@ def install(suite: Suite, source: str, revision: str | None = None) -> dict:
         tasks = {}
         for task in suite.tasks.values():
             items = task.hooks.build_items(task, staging / "files")
+            check_item_tiers(task, items)
             split = Split(name=task.options.get("split", "test"), items=items)
             tasks[task.name] = {"n_items": len(items), "sha256": split.sha256}
         info = {

@@ -8,7 +8,6 @@ The web app, the queue and the store only ever see these dataclasses.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -17,8 +16,11 @@ from typing import Any
 
 import yaml
 
+from evaluator.hooks import GENERIC_HOOKS, TaskHooks, bind_hooks
+from evaluator.manifest import SuiteManifest, read_manifest
 from evaluator.splits import (
-    VISIBILITY_NOTES, SplitNotInstalled, install_command, installed_info, split_files, split_marker, split_visibility,
+    VISIBILITY_NOTES, SplitFormatError, SplitNotInstalled, install_command, installed_info, split_files, split_marker,
+    split_visibility,
 )
 
 
@@ -91,6 +93,7 @@ class Task:
     # empty: every item is independent.
     bootstrap_unit: dict[str, str] = field(default_factory=dict)
     judge: dict[str, Any] = field(default_factory=dict)  # non-empty: scored by a judge model (evaluator/judge.py)
+    items_spec: Any = None  # the manifest's `items:` block (GenericItemsSpec): the generic hooks read it
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -105,8 +108,9 @@ class Task:
         return f"{self.suite.name}/{self.name}"
 
     @cached_property
-    def hooks(self):
-        return importlib.import_module(self.hooks_module)
+    def hooks(self) -> TaskHooks:
+        """The task's hooks, bound and checked once (evaluator/hooks.py: the contract)."""
+        return bind_hooks(self)
 
     def load_split(self) -> Split:
         """Build the hidden test split from the suite's data (cached per process, rebuilt when an
@@ -115,6 +119,7 @@ class Task:
         cached = _SPLIT_CACHE.get(self.key)
         if cached is None or _SPLIT_MARKERS.get(self.key) != marker:
             items = self.hooks.build_items(self, split_files(self.suite))
+            check_item_tiers(self, items)
             cached = _SPLIT_CACHE[self.key] = Split(name=self.options.get("split", "test"), items=items)
             _SPLIT_MARKERS[self.key] = marker
         return cached
@@ -150,6 +155,19 @@ class Task:
         }
 
 
+def check_item_tiers(task: Task, items: list[Item]) -> None:
+    """Every item names one declared tier of each tier group (else scoring could not place it)."""
+    groups = {group.name: frozenset(group.tiers) for group in task.tier_groups}
+    for item in items:
+        if item.tiers.keys() != groups.keys():
+            raise SplitFormatError(f"{task.key}: item {item.id!r} has tier groups {sorted(item.tiers)}; "
+                                   f"the manifest declares {sorted(groups)}")
+        for group, tier in item.tiers.items():
+            if tier not in groups[group]:
+                raise SplitFormatError(f"{task.key}: item {item.id!r} is in tier {tier!r} of {group!r}, which the "
+                                       f"manifest does not declare; allowed: {', '.join(sorted(groups[group]))}")
+
+
 _SPLIT_CACHE: dict[str, Split] = {}
 _SPLIT_MARKERS: dict[str, object] = {}
 
@@ -179,6 +197,7 @@ class Suite:
     folder: Path
     tasks: dict[str, Task] = field(default_factory=dict)
     split_spec: dict[str, Any] = field(default_factory=dict)  # source: bundled | installed; hub_id; fields
+    manifest: SuiteManifest | None = None  # the typed manifest it was built from
 
     @property
     def data_dir(self) -> Path:
@@ -225,47 +244,47 @@ class Suite:
         }
 
 
-def load_suite(manifest_path: Path) -> Suite:
-    spec = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+def load_suite(manifest_path: Path, package: str | None = None) -> Suite:
+    """The suite a manifest declares (typed and checked: evaluator/manifest.py). Names the
+    registries must know and the hooks are checked by evaluator/registry.py at discovery."""
+    spec = read_manifest(manifest_path)
     suite = Suite(
-        name=spec["name"],
-        title=spec.get("title", spec["name"]),
-        version=str(spec["version"]),
-        description=spec.get("description", "").strip(),
-        citation=spec.get("citation", "").strip(),
-        license=spec.get("license", ""),
-        homepage=spec.get("homepage", ""),
-        settings=dict(spec["settings"]),
+        name=spec.name,
+        title=spec.title or spec.name,
+        version=spec.version,
+        description=spec.description.strip(),
+        citation=spec.citation.strip(),
+        license=spec.license,
+        homepage=spec.homepage,
+        settings=dict(spec.settings),
         folder=manifest_path.parent,
-        split_spec=dict(spec.get("split", {"source": "bundled"})),
+        split_spec=spec.split.model_dump(exclude_none=True),
+        manifest=spec,
     )
-    package = f"evaluator.suites.{manifest_path.parent.name}"
-    for task_name, task_spec in spec["tasks"].items():
+    package = package or f"evaluator.suites.{manifest_path.parent.name}"
+    for task_name, task_spec in spec.tasks.items():
         groups = tuple(
-            TierGroup(
-                name=group_name,
-                label=group.get("label", group_name),
-                tiers=tuple(str(t) for t in group["tiers"]),
-                labels={str(k): v for k, v in group.get("labels", {}).items()},
-            )
-            for group_name, group in task_spec["tier_groups"].items()
+            TierGroup(name=group_name, label=group.label or group_name, tiers=group.tiers, labels=dict(group.labels))
+            for group_name, group in task_spec.tier_groups.items()
         )
+        model = task_spec.model.model_dump(exclude_unset=True) if task_spec.model else {}
         suite.tasks[task_name] = Task(
             suite=suite,
             name=task_name,
-            title=task_spec.get("title", task_name),
-            description=task_spec.get("description", "").strip(),
-            answer_field=task_spec["answer"]["field"],
-            answer_labels=tuple(task_spec["answer"].get("labels", ())),
-            answer_kind=task_spec["answer"].get("kind", "label"),
-            answer_range=tuple(task_spec["answer"].get("range", (1, 5))),
-            metric=task_spec.get("metric") or task_spec["metrics"][0],
-            metrics=tuple(task_spec.get("metrics") or [task_spec["metric"]]),
+            title=task_spec.title or task_name,
+            description=task_spec.description.strip(),
+            answer_field=task_spec.answer.field,
+            answer_labels=task_spec.answer.labels,
+            answer_kind=task_spec.answer.kind,
+            answer_range=task_spec.answer.range,
+            metric=task_spec.all_metrics[0],
+            metrics=task_spec.all_metrics,
             tier_groups=groups,
-            hooks_module=f"{package}.{task_spec.get('hooks', task_name)}",
-            options=dict(task_spec.get("options", {})),
-            model=dict(task_spec.get("model", {})),
-            bootstrap_unit=dict(task_spec.get("bootstrap_unit", {})),
-            judge=dict(task_spec.get("judge") or {}),
+            hooks_module=GENERIC_HOOKS if task_spec.items else f"{package}.{task_spec.hooks or task_name}",
+            options=dict(task_spec.options),
+            model=model,
+            bootstrap_unit=task_spec.bootstrap_unit.model_dump() if task_spec.bootstrap_unit else {},
+            judge=dict(task_spec.judge or {}),
+            items_spec=task_spec.items,
         )
     return suite

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from evaluator.metrics import KNOWN_METRICS
+from evaluator.metrics import known_metrics
 
 TOTAL = "total"
 # What a result's number depends on, in every row, so the table alone can be filtered by it
@@ -108,7 +108,7 @@ def wide_view(
     values = frame.pivot_table(index="submission_id", columns="column", values="value", aggfunc="first", dropna=False)
     if TOTAL not in values.columns:
         values[TOTAL] = float("nan")
-    metric_columns = [c for c in KNOWN_METRICS if c in values.columns]
+    metric_columns = [c for c in known_metrics() if c in values.columns]
     tier_columns = [c for c in values.columns if c != TOTAL and c not in metric_columns]
     if tier_order:
         rank = {name: i for i, name in enumerate(tier_order)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evaluator.metrics import METRIC_LABELS, PERCENT_METRICS
+from evaluator.metrics import metric_labels, metric_scale
 from evaluator.registry import all_suites
 from leaderboard.table import TOTAL
 from space.choices import pretty
@@ -18,7 +18,7 @@ ROW_KINDS = {"computed": "verified", "reported": "reported (paper)", "partial": 
 def column_labels() -> dict[str, str]:
     labels = {TOTAL: "Total", "model_name": "Model", "suite": "Suite", "task": "Task", "setting": "Setting",
               "source": "Source", "row_kind": "Kind", "n_items": "Items", "submitted_at": "Submitted",
-              "metric": "Metric", **METRIC_LABELS}
+              "metric": "Metric", **metric_labels()}
     for suite in all_suites().values():
         for task in suite.tasks.values():
             for group in task.tier_groups:
@@ -28,7 +28,7 @@ def column_labels() -> dict[str, str]:
 
 
 def _scale(metric: str) -> int:
-    return 100 if metric in PERCENT_METRICS else 1
+    return metric_scale(metric)
 
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -40,14 +40,14 @@ def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
     row_scale = frame["metric"].map(lambda m: _scale(m) if isinstance(m, str) else 100) if "metric" in frame else 100
     for column in [c for c in shown.columns if c == TOTAL or "/" in c]:
         shown[column] = pd.to_numeric(shown[column], errors="coerce") * row_scale
-    for column in [c for c in shown.columns if c in METRIC_LABELS]:
+    for column in [c for c in shown.columns if c in metric_labels()]:
         shown[column] = pd.to_numeric(shown[column], errors="coerce") * _scale(column)
     if ci[0] is not None and TOTAL in shown:
         scales = row_scale if isinstance(row_scale, pd.Series) else pd.Series(100, index=frame.index)
         shown.insert(shown.columns.get_loc(TOTAL) + 1, "95% CI",
                      [_interval(lo, hi, k) for lo, hi, k in zip(ci[0], ci[1], scales)])
     if "metric" in shown:
-        shown["metric"] = shown["metric"].map(METRIC_LABELS).fillna(shown["metric"])
+        shown["metric"] = shown["metric"].map(metric_labels()).fillna(shown["metric"])
     if "n_items" in shown:  # a reported row whose paper gives no item count: blank, not 0
         shown["n_items"] = pd.to_numeric(shown["n_items"], errors="coerce").where(lambda n: n > 0)
     if "row_kind" in shown:
@@ -77,7 +77,7 @@ def display_table(frame: pd.DataFrame):
     labels = column_labels()
     score_labels = [labels.get(c, c) for c in frame.columns if c == TOTAL or "/" in c and not c.startswith("total_")]
     score_labels = [c for c in score_labels if c in shown.columns]
-    metric_labels = [labels[c] for c in frame.columns if c in METRIC_LABELS and labels[c] in shown.columns]
+    metric_labels = [labels[c] for c in frame.columns if c in metric_labels() and labels[c] in shown.columns]
     kind = labels["row_kind"]
 
     def mark_reported(row):
@@ -93,7 +93,7 @@ def display_table(frame: pd.DataFrame):
         percent = all(_scale(m) == 100 for m in used.dropna())
         styler = styler.format("{:.1f}" if percent else "{:.3g}", subset=[labels.get(column, column)], na_rep="")
     for name in metric_labels:
-        percent = _scale(next(k for k, v in METRIC_LABELS.items() if v == name)) == 100
+        percent = _scale(next(k for k, v in metric_labels().items() if v == name)) == 100
         styler = styler.format("{:.1f}" if percent else "{:.3f}", subset=[name], na_rep="")
     if labels["n_items"] in shown.columns:
         styler = styler.format("{:.0f}", subset=[labels["n_items"]], na_rep="")

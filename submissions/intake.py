@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 
 from evaluator.judge import judge_unavailable_reason
 from evaluator.predictions import PredictionsError, iter_lines, read_predictions
+from evaluator.protocols import default_protocol, protocol_problem
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, check_setting, get_suite, get_task
 from submissions import queue
@@ -191,18 +192,11 @@ def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: 
         resolved = resolve_model(form.model, form.revision, form.model_type, registry)
     except (ModelError, HubUnreachable) as exc:
         raise SubmissionError(exc.status, str(exc), field="model") from None
-    from evaluator.protocols import LOGPROB_PROTOCOLS, default_protocol
-
     logprobs = resolved.extra.get("logprobs", True)
     protocol = form.protocol or default_protocol(task, resolved.model_type, logprobs)
-    if protocol in LOGPROB_PROTOCOLS and not logprobs:
-        raise SubmissionError(422, f"{resolved.name} is an endpoint that returns no log-probabilities: "
-                              f"protocol {protocol!r} cannot be read from it; use generate_parse", field="protocol")
-    if protocol not in task.model_protocols:
-        raise SubmissionError(422, f"{task.key} runs models with {', '.join(task.model_protocols)}, not {protocol!r}",
-                              field="protocol")
-    if (protocol == "reward") != (resolved.model_type == "reward"):
-        raise SubmissionError(422, f"protocol {protocol!r} does not fit a {resolved.model_type} model", field="protocol")
+    problem = protocol_problem(task, protocol, resolved.model_type, logprobs)
+    if problem:
+        raise SubmissionError(422, problem, field="protocol")
     key = model_dedup_key(resolved, form, protocol)
     existing = records.find_duplicate(key)
     if existing is not None:

@@ -1,0 +1,225 @@
+"""A suite's manifest (manifest.yaml) as typed objects, checked when the suite is discovered.
+
+Every mapping refuses keys it does not know; answer kinds and split sources are closed sets;
+metric and protocol names are checked against their registries (evaluator/metrics.py,
+evaluator/protocols.py, after the suite's own additions are loaded); tier groups named elsewhere
+(reported.yaml columns, generic items) must be declared. Every refusal is a ManifestError naming
+the file, the key and the allowed values, raised at discovery (`personaboard suites check`, app
+start, worker start), never at scoring time.
+"""
+from __future__ import annotations
+
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class ManifestError(ValueError):
+    """A manifest (or a file it refers to) that the service refuses: file, key, allowed values."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class AnswerSpec(Strict):
+    field: str = Field(description="the predictions file's answer field")
+    kind: Literal["label", "rating"] = "label"
+    labels: tuple[str, ...] = ()  # label: the allowed answers (a suite with its own parse_prediction may omit them)
+    range: tuple[int | float, int | float] = (1, 5)  # rating: the inclusive range (ints stay ints in messages)
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels_as_text(cls, value: Any) -> Any:
+        return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+class TierGroupSpec(Strict):
+    label: str | None = None
+    tiers: tuple[str, ...]
+    labels: dict[str, str] = {}
+
+    @field_validator("tiers", mode="before")
+    @classmethod
+    def _tiers_as_text(cls, value: Any) -> Any:
+        return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+    @model_validator(mode="after")
+    def _labels_name_tiers(self) -> "TierGroupSpec":
+        if len(set(self.tiers)) != len(self.tiers):
+            raise ValueError(f"tiers are listed twice: {', '.join(sorted({t for t in self.tiers if self.tiers.count(t) > 1}))}")
+        unknown = sorted(set(self.labels) - set(self.tiers))
+        if unknown:
+            raise ValueError(f"labels name tier {unknown[0]!r}, which is not one of tiers: {', '.join(self.tiers)}")
+        return self
+
+
+class ModelRunSpec(Strict):
+    protocols: tuple[str, ...] = ()
+    default_protocol: str | None = None
+    max_new_tokens: int = Field(16, ge=1)
+
+
+class BootstrapUnitSpec(Strict):
+    name: str
+    description: str = ""
+
+
+class GenericItemsSpec(Strict):
+    """Items read straight from a JSONL file by the generic hooks (evaluator/generic_hooks.py): no Python."""
+
+    file: str  # in the split's folder (bundled: the suite's data/)
+    id: str = "id"
+    gold: str  # the field holding the gold answer (never public)
+    public: tuple[str, ...]  # the fields submitters see, besides the id
+    tiers: dict[str, str] = {}  # tier group -> the field holding the item's tier
+    options: str | None = None  # a field holding a list of option texts, lettered with answer.labels in order
+
+    @model_validator(mode="after")
+    def _gold_not_public(self) -> "GenericItemsSpec":
+        if self.gold in self.public:
+            raise ValueError(f"the gold field {self.gold!r} cannot be public")
+        return self
+
+
+class TaskSpec(Strict):
+    title: str | None = None
+    description: str = ""
+    hooks: str | None = None  # module in the suite folder; default: the task's name, or the generic hooks with `items`
+    items: GenericItemsSpec | None = None
+    answer: AnswerSpec
+    metric: str | None = None  # the primary metric; default: the first of `metrics`
+    metrics: tuple[str, ...] = ()
+    model: ModelRunSpec | None = None
+    judge: dict[str, str] | None = None  # scored by the operator's judge model; these words go into the provenance
+    bootstrap_unit: BootstrapUnitSpec | None = None
+    options: dict[str, Any] = {}  # the suite's own settings for its hooks (split name, seeds, file layout)
+    tier_groups: dict[str, TierGroupSpec]
+
+    @model_validator(mode="after")
+    def _one_metric_at_least(self) -> "TaskSpec":
+        if not self.metric and not self.metrics:
+            raise ValueError("give `metric` (the primary metric) or `metrics` (primary first)")
+        if self.metric and self.metrics and self.metric != self.metrics[0]:
+            raise ValueError(f"metric {self.metric!r} must be the first of metrics ({', '.join(self.metrics)})")
+        if self.hooks and self.items:
+            raise ValueError("give `hooks` (a module in the suite folder) or `items` (the generic hooks), not both")
+        return self
+
+    @property
+    def all_metrics(self) -> tuple[str, ...]:
+        return self.metrics or (self.metric,)
+
+
+class SplitSpec(Strict):
+    source: Literal["bundled", "installed"] = "bundled"
+    visibility: Literal["hidden", "public"] = "hidden"  # public: gold published upstream, scores released exactly
+    hub_id: str | None = None
+    fields: dict[str, str] = {}  # our field name -> the split's field name
+
+
+class SuiteManifest(Strict):
+    name: str
+    title: str | None = None
+    version: str
+    description: str = ""
+    citation: str = ""
+    license: str = ""
+    homepage: str = ""
+    settings: dict[str, str]
+    split: SplitSpec = SplitSpec()
+    tasks: dict[str, TaskSpec]
+
+
+# -- reading, with messages that name the file, the key and the allowed values ---------------------
+
+def _unwrap(annotation: Any) -> Any:
+    """X from X | None."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else annotation
+    return annotation
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The model class whose field `loc` names (walking fields, dict values and tuple items)."""
+    current: Any = SuiteManifest
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            if part not in current.model_fields:
+                return None
+            current = current.model_fields[part].annotation
+        elif typing.get_origin(current) in (dict, tuple, list):
+            current = typing.get_args(current)[-1]
+        else:
+            return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _describe(error: dict) -> str:
+    loc = tuple(error["loc"])
+    key = ".".join(str(p) for p in loc) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        owner = _model_at(loc[:-1])
+        allowed = ", ".join(owner.model_fields) if owner else "?"
+        return f"{key}: unknown key; allowed: {allowed}"
+    if error["type"] == "missing":
+        return f"{key}: missing (required)"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{key}: {message}"
+
+
+def parse_manifest(data: Any, path: Path | str) -> SuiteManifest:
+    try:
+        return SuiteManifest.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(_describe(e) for e in exc.errors())
+        raise ManifestError(f"{path}: {problems}") from None
+
+
+def read_manifest(path: Path) -> SuiteManifest:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{path}: not valid YAML ({exc})") from None
+    return parse_manifest(data, path)
+
+
+def dump_manifest(manifest: SuiteManifest) -> dict[str, Any]:
+    """The manifest as plain data (only what the file set): parse_manifest(dump) == manifest."""
+    return manifest.model_dump(mode="json", exclude_unset=True)
+
+
+def check_names(manifest: SuiteManifest, path: Path | str, metrics: tuple[str, ...], protocols: tuple[str, ...]) -> None:
+    """Names the registries must know: every metric and protocol a task uses."""
+    for task_name, task in manifest.tasks.items():
+        where = f"{path}: tasks.{task_name}"
+        for index, metric in enumerate(task.all_metrics):
+            if metric not in metrics:
+                key = f"metrics[{index}]" if task.metrics else "metric"
+                raise ManifestError(f"{where}.{key}: unknown metric {metric!r}; allowed: {', '.join(metrics)}")
+        if task.model is not None:
+            for index, protocol in enumerate(task.model.protocols):
+                if protocol not in protocols:
+                    raise ManifestError(f"{where}.model.protocols[{index}]: unknown protocol {protocol!r}; "
+                                        f"allowed: {', '.join(protocols)}")
+            if task.model.default_protocol is not None and task.model.default_protocol not in task.model.protocols:
+                raise ManifestError(f"{where}.model.default_protocol: {task.model.default_protocol!r} is not one of "
+                                    f"this task's protocols; allowed: {', '.join(task.model.protocols)}")
+        if task.items is not None:
+            for group in task.items.tiers:
+                if group not in task.tier_groups:
+                    raise ManifestError(f"{where}.items.tiers.{group}: unknown tier group; allowed: "
+                                        f"{', '.join(task.tier_groups)}")
+            missing = [g for g in task.tier_groups if g not in task.items.tiers]
+            if missing:
+                raise ManifestError(f"{where}.items.tiers: no field for tier group {missing[0]!r}; "
+                                    f"every tier group needs one ({', '.join(task.tier_groups)})")
+        if task.answer.kind == "label" and task.items is not None and not task.answer.labels:
+            raise ManifestError(f"{where}.answer.labels: the generic hooks need the labels an answer may take")
