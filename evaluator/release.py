@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from evaluator.metrics import PERCENT_METRICS
+from evaluator.metrics import metric_scale
 
 MIN_TIER_ITEMS = 50
 MECHANISM = "ladder (Blum & Hardt 2015)"
@@ -34,7 +34,7 @@ RELEASED_STATS = ("value", "ci95", "n")  # nothing else of a stats block leaves 
 
 def metric_span(metric: str) -> float:
     """Width of a metric's range: shares 1, correlations 2, 1-5 ratings 4."""
-    if metric in PERCENT_METRICS or metric.endswith("_rate"):
+    if metric_scale(metric) == 100 or metric.endswith("_rate"):  # shares of items
         return 1.0
     return 2.0 if metric == "spearman" else 4.0
 
