@@ -165,7 +165,10 @@ def test_child_env(tmp_path):
     assert env["PERSONABOARD_DATA_DIR"] == str(tmp_path.resolve())
     assert env["PERSONABOARD_REDIS_URL"] == "redis://127.0.0.1:1/0"
     assert env["GRADIO_ANALYTICS_ENABLED"] == "False"
-    assert env["HF_HUB_OFFLINE"] == "1" and env["HF_HUB_DISABLE_TELEMETRY"] == "1"
+    assert env["HF_HUB_DISABLE_TELEMETRY"] == "1"
+    # Offline or not is the caller's choice: the service no longer forces it (Hub ids must resolve).
+    assert "HF_HUB_OFFLINE" not in env
+    assert processes.child_env(tmp_path, "redis://x", base={"HF_HUB_OFFLINE": "1"})["HF_HUB_OFFLINE"] == "1"
     assert env["PYTHONPATH"].split(os.pathsep) == [str(PROJECT_ROOT), "/x"]
 
 
