@@ -3,19 +3,23 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from redis.exceptions import RedisError
 from starlette.datastructures import UploadFile
 
+from backend.auth import require_admin, require_identity
 from backend.leaderboard_http import accepts_gzip, leaderboard_response
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.readpath import Filters
-from submissions.intake import ModelForm, SubmissionError, SubmissionForm, accept_model, accept_predictions
+from submissions import moderation
+from submissions.identity import Identity
+from submissions.intake import (AlreadyAccepted, ModelForm, SubmissionError, SubmissionForm, accept_model,
+                                accept_predictions)
 from submissions.service import Services
 
 router = APIRouter(prefix="/api/v1")
@@ -123,11 +127,34 @@ def task_inputs(suite: str, task: str):
     summary="Submit a predictions file (multipart form) or a model to evaluate (JSON body)",
     openapi_extra=SUBMISSION_FORM_SCHEMA,
 )
-async def create_submission(request: Request):
+async def create_submission(
+    request: Request,
+    identity: Identity = Depends(require_identity),
+    idempotency_key: str | None = Header(None, description="retrying with the same key returns the first answer; "
+                                                           "the submission is never recorded twice"),
+):
     svc = services(request)
+    try:
+        submitter = svc.submitter(identity, idempotency_key)
+        return await _create_submission(request, svc, submitter)
+    except SubmissionError as exc:
+        headers = {"Retry-After": str(exc.detail["retry_after_s"])} if exc.status == 429 else None
+        raise HTTPException(exc.status, exc.detail, headers=headers) from None
+    except AlreadyAccepted as seen:  # the first answer again: same id, nothing recorded twice
+        return _created(svc, seen.submission, replayed=True)
+
+
+def _created(svc: Services, submission, replayed: bool = False) -> JSONResponse:
+    headers = {"Location": f"/api/v1/submissions/{submission.id}"}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return JSONResponse(svc.submission_status(submission), status_code=201, headers=headers)
+
+
+async def _create_submission(request: Request, svc: Services, submitter):
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("application/json"):
-        return await _create_model_submission(request, svc)
+        return await _create_model_submission(request, svc, submitter)
     if not content_type.startswith("multipart/form-data"):
         raise HTTPException(415, {"message": "send multipart/form-data (a predictions file: fields file, suite, task, "
                                              "setting, model_name) or application/json (a model: model, suite, task, setting)"})
@@ -145,19 +172,15 @@ async def create_submission(request: Request):
             model_name=str(form["model_name"]), model_link=str(form.get("link") or ""),
             description=str(form.get("description") or ""),
         )
-        try:
-            submission = await run_in_threadpool(
-                accept_predictions, fields, upload.file, upload.filename or "predictions.jsonl",
-                records=svc.records, uploads_dir=svc.settings.uploads_dir,
-                max_bytes=svc.settings.max_upload_bytes, redis=svc.redis,
-            )
-        except SubmissionError as exc:
-            raise HTTPException(exc.status, exc.detail) from None
-    body = svc.submission_status(submission)
-    return JSONResponse(body, status_code=201, headers={"Location": f"/api/v1/submissions/{submission.id}"})
+        submission = await run_in_threadpool(
+            accept_predictions, fields, upload.file, upload.filename or "predictions.jsonl",
+            records=svc.records, uploads_dir=svc.settings.uploads_dir,
+            max_bytes=svc.settings.max_upload_bytes, redis=svc.redis, submitter=submitter,
+        )
+    return _created(svc, submission)
 
 
-async def _create_model_submission(request: Request, svc: Services):
+async def _create_model_submission(request: Request, svc: Services, submitter):
     try:
         body = ModelSubmission.model_validate_json(await request.body())
     except ValidationError as exc:
@@ -167,12 +190,9 @@ async def _create_model_submission(request: Request, svc: Services):
         raise HTTPException(422, {"message": message, "problems": problems}) from None
     form = ModelForm(model=body.model, suite=body.suite, task=body.task, setting=body.setting, revision=body.revision,
                      model_type=body.model_type, protocol=body.protocol, limit=body.limit, description=body.description)
-    try:
-        submission = await run_in_threadpool(accept_model, form, records=svc.records, registry=svc.models, redis=svc.redis)
-    except SubmissionError as exc:
-        raise HTTPException(exc.status, exc.detail) from None
-    return JSONResponse(svc.submission_status(submission), status_code=201,
-                        headers={"Location": f"/api/v1/submissions/{submission.id}"})
+    submission = await run_in_threadpool(accept_model, form, records=svc.records, registry=svc.models,
+                                         redis=svc.redis, submitter=submitter)
+    return _created(svc, submission)
 
 
 @router.get("/models", summary="Local models the operator registered (submit them by name)")
@@ -191,10 +211,40 @@ def get_submission(submission_id: str, request: Request):
     return svc.submission_status(submission)
 
 
+@router.get("/submissions/{submission_id}/history", summary="Operator actions on a submission (who, when, what, why)")
+def submission_history(submission_id: str, request: Request):
+    svc = services(request)
+    if svc.records.get(submission_id) is None:
+        raise not_found(f"no submission with id {submission_id!r}")
+    return {"history": svc.history(submission_id)}
+
+
+class OperatorAction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field("", max_length=moderation.MAX_REASON,
+                        description="why (recorded in the row's history; a flag's reason is shown publicly)")
+
+
+@router.post("/admin/submissions/{submission_id}/{action}",
+             summary="Operator action: hide, unhide, flag, delete, cancel or rerun (admin token)")
+def operator_action(submission_id: str, action: Literal["hide", "unhide", "flag", "delete", "cancel", "rerun"],
+                    body: OperatorAction, request: Request, admin: Identity = Depends(require_admin)):
+    svc = services(request)
+    try:
+        entry = moderation.apply(action, submission_id, actor=admin.name, reason=body.reason, records=svc.records,
+                                 outbox=svc.outbox, redis=svc.redis)
+    except moderation.ActionError as exc:
+        raise HTTPException(exc.status, {"message": str(exc), "problems": [
+            {"line": None, "field": exc.field, "message": str(exc)}]}) from None
+    return {"action": {k: v for k, v in entry.items() if k != "details"},
+            "submission": svc.submission_status(svc.records.get(submission_id))}
+
+
 @router.get("/submissions", summary="Recent submissions")
 def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
     svc = services(request)
-    return {"submissions": [s.public() for s in svc.records.list(limit=limit)]}
+    return {"submissions": [s.public() for s in svc.records.list(limit=limit, public_only=True)]}
 
 
 @router.get(

@@ -160,6 +160,154 @@ def _release(args: argparse.Namespace) -> int:
     return 0
 
 
+def _identities():
+    from backend.settings import load_settings
+    from submissions.identity import IdentityStore
+    from submissions.records import SubmissionStore
+
+    return IdentityStore(SubmissionStore(load_settings().submissions_db))
+
+
+def _users_add(args: argparse.Namespace) -> int:
+    identities = _identities()
+    user = identities.add_user(args.name, "admin" if args.admin else "user")
+    token_id, token = identities.issue_token(user.name)
+    print(json.dumps({"name": user.name, "role": user.role, "token_id": token_id, "token": token}, indent=2))
+    print("the token is shown once; send it as `Authorization: Bearer <token>`", file=sys.stderr)
+    return 0
+
+
+def _users_token(args: argparse.Namespace) -> int:
+    token_id, token = _identities().issue_token(args.name)
+    print(json.dumps({"name": args.name, "token_id": token_id, "token": token}, indent=2))
+    return 0
+
+
+def _users_revoke(args: argparse.Namespace) -> int:
+    revoked = _identities().revoke(args.name, args.token_id)
+    print(json.dumps({"name": args.name, "revoked": revoked}, indent=2))
+    return 0 if revoked or not args.token_id else 2
+
+
+def _users_list(args: argparse.Namespace) -> int:
+    print(json.dumps(_identities().users(), indent=2))
+    return 0
+
+
+def _users_role(args: argparse.Namespace) -> int:
+    user = _identities().set_role(args.name, args.role)
+    print(json.dumps(user.__dict__, indent=2))
+    return 0
+
+
+def _users_quota(args: argparse.Namespace) -> int:
+    from backend.settings import load_settings
+
+    identities = _identities()
+    overrides = identities.set_quotas(args.name, predictions=args.predictions, model=args.model_runs,
+                                      failed_validations=args.failed_validations)
+    effective = load_settings().quotas.for_user(overrides)
+    print(json.dumps({"name": args.name, "overrides": overrides, "effective": effective.__dict__}, indent=2))
+    return 0
+
+
+def _names_list(args: argparse.Namespace) -> int:
+    print(json.dumps(_identities().names(), indent=2))
+    return 0
+
+
+def _names_transfer(args: argparse.Namespace) -> int:
+    print(json.dumps(_identities().transfer_name(args.model_name, args.to), indent=2))
+    return 0
+
+
+def _moderate(args: argparse.Namespace) -> int:
+    import getpass
+
+    from backend.settings import load_settings
+    from leaderboard.results import open_outbox
+    from submissions import moderation, queue
+    from submissions.records import SubmissionStore
+
+    settings = load_settings()
+    records = SubmissionStore(settings.submissions_db)
+    actor = args.actor or f"cli:{getpass.getuser()}"
+    try:
+        entry = moderation.apply(args.action, args.submission_id, actor=actor, reason=args.reason or "",
+                                 records=records, outbox=open_outbox(),
+                                 redis=queue.connect(settings.redis_url))
+    except moderation.ActionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: v for k, v in entry.items() if k != "details"}, indent=2))
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    from backend.settings import load_settings
+    from submissions.records import SubmissionStore
+
+    history = SubmissionStore(load_settings().submissions_db).history(args.submission_id)
+    print(json.dumps([{k: e[k] for k in ("at", "actor", "action", "reason")} for e in history], indent=2))
+    return 0
+
+
+def _add_moderation_commands(commands) -> None:
+    from submissions.moderation import ACTIONS
+
+    subs = commands.add_parser("submissions", help="operator actions on submissions, recorded in the audit log")
+    subs_commands = subs.add_subparsers(dest="submissions_command", required=True)
+    helps = {"hide": "remove from every table and download from the next version on", "unhide": "publish again",
+             "flag": "a public note on the row (the reason); an empty reason clears it",
+             "delete": "hide for good, delete the upload, stop its job", "cancel": "stop a queued or running job",
+             "rerun": "evaluate again (the result is withdrawn until the new run publishes)"}
+    for action in ACTIONS:
+        command = subs_commands.add_parser(action, help=helps[action])
+        command.add_argument("submission_id")
+        command.add_argument("--reason", default="", help="why (recorded; required except for unhide)")
+        command.add_argument("--actor", help="who is acting (default cli:$USER)")
+        command.set_defaults(run=_moderate, action=action)
+    history = subs_commands.add_parser("history", help="the operator actions on a submission")
+    history.add_argument("submission_id")
+    history.set_defaults(run=_history)
+
+
+def _add_user_commands(commands) -> None:
+    users = commands.add_parser("users", help="identities that may submit: users, API tokens, quotas")
+    users_commands = users.add_subparsers(dest="users_command", required=True)
+    add = users_commands.add_parser("add", help="create a user and print its first API token (shown once)")
+    add.add_argument("name")
+    add.add_argument("--admin", action="store_true", help="an operator: may hide, flag, delete, cancel, rerun")
+    add.set_defaults(run=_users_add)
+    token = users_commands.add_parser("token", help="issue another API token for a user (shown once)")
+    token.add_argument("name")
+    token.set_defaults(run=_users_token)
+    revoke = users_commands.add_parser("revoke", help="revoke a user's tokens (all, or one by --token-id)")
+    revoke.add_argument("name")
+    revoke.add_argument("--token-id")
+    revoke.set_defaults(run=_users_revoke)
+    listing = users_commands.add_parser("list", help="users, roles, token ids (never the tokens) and quota overrides")
+    listing.set_defaults(run=_users_list)
+    role = users_commands.add_parser("role", help="make a user an admin or a plain user")
+    role.add_argument("name")
+    role.add_argument("role", choices=["user", "admin"])
+    role.set_defaults(run=_users_role)
+    quota = users_commands.add_parser("quota", help="override a user's daily limits per suite (-1: back to the default)")
+    quota.add_argument("name")
+    quota.add_argument("--predictions", type=int, help="prediction uploads per suite and UTC day")
+    quota.add_argument("--model-runs", type=int, help="model runs per suite and UTC day")
+    quota.add_argument("--failed-validations", type=int, help="refused files per suite and UTC day")
+    quota.set_defaults(run=_users_quota)
+    names = commands.add_parser("names", help="model names and who owns them")
+    names_commands = names.add_subparsers(dest="names_command", required=True)
+    names_list = names_commands.add_parser("list", help="every claimed model name with its owner")
+    names_list.set_defaults(run=_names_list)
+    transfer = names_commands.add_parser("transfer", help="give a model name to another user")
+    transfer.add_argument("model_name")
+    transfer.add_argument("--to", required=True, help="the new owner (a user name)")
+    transfer.set_defaults(run=_names_transfer)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="personaboard", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -228,6 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     release.add_argument("name", help="e.g. v1 (letters, digits, '.', '_', '-')")
     release.add_argument("--notes", help="what changed since the last release")
     release.set_defaults(run=_release)
+    _add_user_commands(commands)
+    _add_moderation_commands(commands)
     return parser
 
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import start_live_service  # noqa: E402
-from live_helpers import client, explicit_only, submit_ok, wait_finished  # noqa: E402
+from live_helpers import explicit_only, reordered, submit_ok, wait_finished  # noqa: E402
 
 GOAL_MS = 1000.0
 
@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         record_ms, rq_ms = [], []
         try:
             redis = svc.redis_client()
-            with client(svc.base_url) as http:
+            with svc.http() as http:
                 for i in range(args.warmup + args.n):
-                    sid = submit_ok(http, body, model_name=f"bench-{i}")
+                    sid = submit_ok(http, reordered(body, i), model_name=f"bench-{i}")  # identical files: 409
                     answered = time.time()  # the 201 has arrived
                     final = wait_finished(http, sid, timeout=120, logs=svc.logs)
                     if i < args.warmup:

@@ -125,6 +125,31 @@ class HubDatasetStore:
                 return commit.revision
         return None
 
+    def withdraw(self, submission_id: str, message: str) -> str | None:
+        """As the local store's: the result leaves the head's records and table in one commit."""
+
+        def attempt(head: str) -> str | None:
+            removed = [p for folder in ("results", "requests") for p in self._hub(self.repo.files, head, folder)
+                       if p.endswith(f"/{submission_id}.json")]
+            if not removed:
+                return None
+            files = {}
+            for path, blob in self._part_blobs(head).items():
+                frame = self._part(path, blob, head)
+                if (frame["submission_id"] == submission_id).any():
+                    files[path] = _parquet(frame[frame["submission_id"] != submission_id].reset_index(drop=True))
+            return self._commit(files, message, head, removed)
+
+        return self._retrying(attempt)
+
+    def current_record(self, submission_id: str) -> dict[str, Any] | None:
+        head = self.head_revision(fresh=True)
+        for path in self._hub(self.repo.files, head, "results"):
+            if path.endswith(f"/{submission_id}.json"):
+                data = self._hub(self.repo.read, path, head)
+                return json.loads(data) if data is not None else None
+        return None
+
     def publish_requests(self, requests: list[dict[str, Any]]) -> str | None:
         """As the local store's: the request records that changed, in one commit (None if none did)."""
 

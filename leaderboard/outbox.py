@@ -28,7 +28,7 @@ from leaderboard.store import StoreError, StoreUnavailable
 log = logging.getLogger(__name__)
 
 DONE_KEPT_S = 24 * 3600
-KINDS = ("result", "requests")
+KINDS = ("result", "requests", "withdraw")
 
 # called after an entry went out: (entry, revision or None if it changed nothing)
 OnPublished = Callable[[dict[str, Any], "str | None"], None]
@@ -46,11 +46,14 @@ class Outbox:
     def put(self, kind: str, payload: dict[str, Any]) -> str:
         """Queue a publish durably; returns the entry's name.
 
-        kind "result": {"record": ..., "request": ... or None}; kind "requests": {"requests": [...]}.
+        kind "result": {"record": ..., "request": ... or None}; kind "requests": {"requests": [...]};
+        kind "withdraw": {"submission_id": ..., "message": ...} (an operator hid or deleted a result:
+        in the outbox so that it can never be overtaken by that result's own pending publish).
         """
         if kind not in KINDS:
             raise ValueError(f"unknown outbox entry kind {kind!r}")
-        submission_id = (payload.get("record") or (payload.get("requests") or [{}])[0]).get("submission_id", "-")
+        submission_id = payload.get("submission_id") or \
+            (payload.get("record") or (payload.get("requests") or [{}])[0]).get("submission_id", "-")
         # time first, so names sort in the order entries were written (a counter would need a lock)
         name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:6]}-{submission_id}-{kind}.json"
         tmp = self.folder / f".{name}.tmp"
@@ -147,6 +150,8 @@ class Outbox:
     def _publish(self, entry: dict[str, Any]) -> str | None:
         if entry["kind"] == "result":
             return self.store.publish(entry["record"], entry.get("request"))
+        if entry["kind"] == "withdraw":
+            return self.store.withdraw(entry["submission_id"], entry["message"])
         return self.store.publish_requests(entry["requests"])
 
     def _prune_done(self) -> None:

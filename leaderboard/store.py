@@ -111,7 +111,7 @@ def release_note(name: str, notes: str, table_revision: str) -> dict[str, Any]:
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 
-STATUS_RANK = {"queued": 0, "finished": 1, "failed": 1}
+STATUS_RANK = {"queued": 0, "finished": 1, "failed": 1, "cancelled": 1}
 
 
 def supersedes(request: dict[str, Any], current: dict[str, Any] | None) -> bool:
@@ -232,6 +232,37 @@ class LocalDatasetStore:
             frame = pd.concat([tail, rows], ignore_index=True) if len(tail) else rows
         _write_parquet(frame, path)
         return str(path.relative_to(self.root))
+
+    def withdraw(self, submission_id: str, message: str) -> str | None:
+        """Remove one submission's result and request record from the table in a new version (an
+        operator hid or deleted it); versions published before keep it, as history. Returns the new
+        revision, or None if the current version does not hold it. `publish` can put it back later."""
+        self.ensure()
+        with self._locked():
+            self._git("clean", "-q", "-f", "--", SCORES_DIR)  # as in publish: a dead writer's leftovers
+            self._git("checkout", "-q", "HEAD", "--", SCORES_DIR)
+            self._git("clean", "-q", "-f", "--", f"results/*/*/{submission_id}.json")  # never committed: not published
+            records = list((self.root / "results").glob(f"*/*/{submission_id}.json"))
+            requests = list((self.root / "requests").glob(f"*/*/{submission_id}.json"))  # its public metadata too
+            if not records and not requests:
+                return None
+            changed = [str(p.relative_to(self.root)) for p in records + requests]
+            for path in records + requests:
+                path.unlink()
+            for part in sorted((self.root / SCORES_DIR).glob("part-*.parquet")):  # only the parts holding it
+                frame = pd.read_parquet(part)
+                if (frame["submission_id"] == submission_id).any():
+                    _write_parquet(frame[frame["submission_id"] != submission_id].reset_index(drop=True), part)
+                    changed.append(str(part.relative_to(self.root)))
+            self._git("add", "-A", "--", *changed)
+            self._git("commit", "-q", "-m", message)
+            return self.head_revision()
+
+    def current_record(self, submission_id: str) -> dict[str, Any] | None:
+        """The result record of a submission in the current version, if it is there."""
+        self.ensure()
+        paths = list((self.root / "results").glob(f"*/*/{submission_id}.json"))
+        return json.loads(paths[0].read_text(encoding="utf-8")) if paths else None
 
     def sync_group(self, prefix: str, records: list[dict[str, Any]], message: str) -> str | None:
         """Make the records whose id starts with `prefix` exactly `records`: add new ones, rewrite

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from submissions.intake import SubmissionError
 
-TERMINAL_STATES = ("finished", "failed")
+TERMINAL_STATES = ("finished", "failed", "cancelled")
 
 
 def inert(text: object) -> str:
@@ -22,6 +22,15 @@ def format_status(status: dict) -> str:
     lines = [f"**Submission {inert(status['id'])}**: {inert(status['model_name'])} on "
              f"{inert(status['suite'])}/{inert(status['task'])} ({inert(status['setting'])})",
              f"State: **{inert(status['state'])}**"]
+    if status.get("owner"):
+        lines.append(f"Submitted by {inert(status['owner'])}")
+    if status.get("visibility", "public") != "public":
+        lines.append(f"**This submission was {inert(status['visibility'])} by an operator**; it is in no table or download.")
+    if status.get("flag"):
+        lines.append(f"**Flagged by an operator:** {inert(status['flag'])}")
+    for entry in status.get("history") or []:  # the row's operator actions, oldest first
+        lines.append(f"- {inert(entry['at'][:16].replace('T', ' '))} {inert(entry['actor'])}: {inert(entry['action'])}"
+                     + (f" ({inert(entry['reason'])})" if entry.get("reason") else ""))
     if status["state"] == "queued" and status.get("queue_position") is not None:
         lines.append(f"Position in queue: {status['queue_position'] + 1}")
     progress = status.get("progress") or {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gradio as gr
 
 from space.choices import ready_suites, suite_choices
+from space.identity import build_identity_row
 from space.tabs.leaderboard import build_leaderboard_tab
 from space.tabs.status import build_status_tab
 from space.tabs.submit_model import build_submit_model_tab
@@ -26,8 +27,9 @@ def build_ui(services: Services) -> gr.Blocks:
     first_suite = ready[0] if ready else next((name for _, name in suite_choices()), None)
     with gr.Blocks(title="PersonaBoard") as ui:
         gr.Markdown(INTRO)
+        token = build_identity_row()  # browsing is anonymous; submitting needs an identity
         build_leaderboard_tab(ui, services)
-        build_submit_predictions_tab(ui, services, first_suite)
-        build_submit_model_tab(ui, services, first_suite)
+        build_submit_predictions_tab(ui, services, first_suite, token)
+        build_submit_model_tab(ui, services, first_suite, token)
         build_status_tab(ui, services)
     return ui

@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import urlparse
@@ -24,7 +24,11 @@ from evaluator.protocols import default_protocol, protocol_problem
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, check_setting, get_suite, get_task
 from submissions import queue
-from submissions.records import Submission, SubmissionStore, new_submission_id, utc_now
+from submissions.identity import Identity, IdentityStore
+from submissions.names import InvalidName, name_key, normalise_text
+from submissions.quotas import QUOTA_LABELS, QuotaLimits, today
+from submissions.records import (Duplicate, NameTaken, QuotaUsed, Replayed, Submission, SubmissionStore,
+                                 new_submission_id, utc_now)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,72 @@ class SubmissionForm:
     model_name: str
     model_link: str = ""
     description: str = ""
+
+
+class AlreadyAccepted(Exception):
+    """A retry with an Idempotency-Key this identity used before: `submission` is the first answer."""
+
+    def __init__(self, submission: Submission):
+        super().__init__(submission.id)
+        self.submission = submission
+
+
+MAX_IDEMPOTENCY_KEY = 200
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """Who submits, with the limits that apply to them and an optional Idempotency-Key."""
+
+    identity: Identity
+    limits: QuotaLimits
+    idempotency_key: str | None = None
+
+    @classmethod
+    def of(cls, identity: Identity, identities: IdentityStore, defaults: QuotaLimits,
+           idempotency_key: str | None = None) -> "Submitter":
+        key = (idempotency_key or "").strip() or None
+        if key is not None and (len(key) > MAX_IDEMPOTENCY_KEY or not key.isascii() or not key.isprintable()):
+            raise SubmissionError(422, f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY} printable ASCII characters",
+                                  field="Idempotency-Key")
+        return cls(identity, defaults.for_user(identities.quota_overrides(identity.name)), key)
+
+
+def normalise_form(form: SubmissionForm) -> SubmissionForm:
+    """NFKC, trimmed, bounded; control, bidi-override and NUL characters refused (422 naming the field)."""
+    try:
+        return replace(form, model_name=normalise_text(form.model_name, "model_name", MAX_MODEL_NAME),
+                       model_link=normalise_text(form.model_link, "link", 2000),
+                       description=normalise_text(form.description, "description", MAX_DESCRIPTION, multiline=True))
+    except InvalidName as exc:
+        raise SubmissionError(422, str(exc), field=exc.field) from None
+
+
+def check_quota(records: SubmissionStore, submitter: Submitter, suite: str, kind: str) -> None:
+    """429 before any work when this identity's daily quota for `kind` on `suite` is used up."""
+    identities, window = IdentityStore(records), today()
+    if kind == "failed_validations":
+        used = identities.failed_validations_since(submitter.identity.name, suite, window.start)
+    else:
+        used = identities.submissions_since(submitter.identity.name, suite, kind, window.start)
+    if used >= submitter.limits.of(kind):
+        raise quota_error(kind, suite, used, submitter.limits.of(kind))
+
+
+def quota_error(kind: str, suite: str, used: int, limit: int) -> SubmissionError:
+    window = today()
+    error = SubmissionError(429, f"daily quota reached: {used} of {limit} {QUOTA_LABELS[kind]} on {suite} today; "
+                                 f"it resets at {window.resets_at} (UTC midnight)", field="suite")
+    error.detail.update({"quota": kind, "limit": limit, "used": used, "resets_at": window.resets_at,
+                         "retry_after_s": window.retry_after_s})
+    return error
+
+
+def replay_if_seen(records: SubmissionStore, submitter: Submitter) -> None:
+    if submitter.idempotency_key is not None:
+        seen = records.find_idempotent(submitter.identity.name, submitter.idempotency_key)
+        if seen is not None:
+            raise AlreadyAccepted(seen)
 
 
 def check_form(form: SubmissionForm):
@@ -115,8 +185,13 @@ def accept_predictions(
     uploads_dir: Path,
     max_bytes: int,
     redis: Redis | None,
+    submitter: Submitter,
 ) -> Submission:
+    form = normalise_form(form)
     task = check_form(form)
+    replay_if_seen(records, submitter)  # a retry is answered even when the first one used the last slot
+    check_quota(records, submitter, form.suite, "predictions")
+    check_quota(records, submitter, form.suite, "failed_validations")
     filename = Path(filename or "predictions.jsonl").name
     temp, sha256, size = save_stream(source, uploads_dir, max_bytes, filename)
     try:
@@ -124,6 +199,7 @@ def accept_predictions(
             read_predictions(iter_lines(stream), task, task.load_split(), filename)
     except PredictionsError as exc:
         temp.unlink(missing_ok=True)
+        IdentityStore(records).record_failed_validation(submitter.identity.name, form.suite)
         raise SubmissionError(422, str(exc), exc.as_dict()["problems"]) from None
     except BaseException:
         temp.unlink(missing_ok=True)
@@ -135,17 +211,41 @@ def accept_predictions(
         description=form.description.strip(), filename=filename,
         file_sha256=sha256, file_bytes=size, state="queued",
         progress_total=len(task.load_split().items),
+        owner=submitter.identity.name, idempotency_key=submitter.idempotency_key,
     )
     final = uploads_dir / f"{submission.id}.jsonl"
     os.replace(temp, final)
     submission.file_path = str(final)
-    return record_then_enqueue(submission, records, redis)
+    try:
+        return record_then_enqueue(submission, records, redis, submitter, name_key(submission.model_name))
+    except BaseException:
+        final.unlink(missing_ok=True)
+        raise
 
 
-def record_then_enqueue(submission: Submission, records: SubmissionStore, redis: Redis | None) -> Submission:
+def record_then_enqueue(submission: Submission, records: SubmissionStore, redis: Redis | None,
+                        submitter: Submitter, claim: str | None = None) -> Submission:
     """Durable record first, then the queue: if Redis is down the submission is still accepted,
-    and reconcile() queues it once Redis answers again."""
-    records.add(submission)
+    and reconcile() queues it once Redis answers again. The record is admitted in one transaction
+    with its idempotency key, its model-name claim (`claim`) and the quota check."""
+    window = today()
+    try:
+        records.admit(submission, name_key=claim, quota=submitter.limits.of(submission.kind), since=window.start)
+    except Replayed as seen:
+        raise AlreadyAccepted(seen.submission) from None
+    except Duplicate as dup:
+        earlier = dup.submission
+        what = "this file" if submission.kind == "predictions" else "this model run"
+        error = SubmissionError(409, f"{what} was already submitted for {submission.suite}/{submission.task} "
+                                     f"({submission.setting}) as submission {earlier.id} ({earlier.state})",
+                                field="file" if submission.kind == "predictions" else "model")
+        error.detail["existing_id"] = earlier.id
+        raise error from None
+    except NameTaken as taken:
+        raise SubmissionError(403, f"the model name {taken.name!r} belongs to another submitter; "
+                                   "choose another name (an operator can transfer a name)", field="model_name") from None
+    except QuotaUsed as used:
+        raise quota_error(submission.kind, submission.suite, used.used, used.limit) from None
     if redis is not None:
         try:
             queue.enqueue(redis, submission.id)
@@ -179,11 +279,15 @@ def model_dedup_key(resolved, form: ModelForm, protocol: str) -> str:
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
-def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: Redis | None) -> Submission:
+def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: Redis | None,
+                 submitter: Submitter) -> Submission:
     """Resolve the model (pinning its revision), refuse duplicates, record, then queue."""
     from evaluator.models import HubUnreachable, ModelError, resolve_model
 
-    task = check_form(SubmissionForm(form.suite, form.task, form.setting, form.model or "-", "", form.description))
+    checked = normalise_form(SubmissionForm(form.suite, form.task, form.setting, form.model or "-", "", form.description))
+    task = check_form(checked)
+    replay_if_seen(records, submitter)
+    check_quota(records, submitter, form.suite, "model")
     if not task.model_protocols:
         raise SubmissionError(422, f"{task.key} takes prediction files only; models cannot be run on it", field="task")
     if form.limit is not None and not (1 <= form.limit <= MAX_LIMIT):
@@ -199,7 +303,7 @@ def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: 
         raise SubmissionError(422, problem, field="protocol")
     key = model_dedup_key(resolved, form, protocol)
     existing = records.find_duplicate(key)
-    if existing is not None:
+    if existing is not None:  # (checked again inside the recording transaction)
         error = SubmissionError(409, f"{resolved.name}@{resolved.revision[:19]} on {task.key} ({form.setting}, {protocol}) "
                                      f"is already {existing.state} as submission {existing.id}", field="model")
         error.detail["existing_id"] = existing.id
@@ -210,10 +314,10 @@ def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: 
         suite=form.suite, task=form.task, setting=form.setting,
         model_name=resolved.name,
         model_link=f"https://huggingface.co/{resolved.name}/tree/{resolved.revision}" if resolved.source == "hub" else "",
-        description=form.description.strip(), state="queued",
+        description=checked.description, state="queued",
         progress_total=min(form.limit or total, total),
         details={"model": resolved.as_dict(), "protocol": protocol, "limit": form.limit,
                  "requested_revision": form.revision},
-        dedup_key=key,
+        dedup_key=key, owner=submitter.identity.name, idempotency_key=submitter.idempotency_key,
     )
-    return record_then_enqueue(submission, records, redis)
+    return record_then_enqueue(submission, records, redis, submitter)  # a run is named by its model: no claim

@@ -184,11 +184,17 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
         "job_seconds": time.time() - started,
     }
     record = result_record(submission, metrics, timings, run_stats)
+    if submissions.get(submission_id).state == "cancelled":  # an operator stopped it meanwhile
+        return None
     # Durable in the outbox first; published now unless the store is down (then it waits, in order).
     publish_started = time.time()
     _, revision = results.publish_now("result", {"record": record, "request": submission.request_record("finished")},
                                       wait_s=PUBLISH_WAIT_S)
     record_job(_connection(), "finished", time.time() - started, time.time() - publish_started)
+    if submissions.get(submission_id).visibility != "public":  # hidden or deleted while it ran: out again, in order
+        results.publish_now("withdraw", {"submission_id": submission_id,
+                                         "message": f"Withdraw result {submission_id} (hidden by an operator)"},
+                            wait_s=PUBLISH_WAIT_S)
     published = {"revision": revision} if revision else {}  # else the publisher records it when it goes out
     submissions.update(
         submission_id, state="finished", result=record["metrics"], **published, request_status="finished",
@@ -229,7 +235,7 @@ def on_job_failure(job, connection, exc_type, exc_value, traceback) -> None:
     submission_id = job.args[0]
     submissions, _ = _stores()
     current = submissions.get(submission_id)
-    if current is None or current.state == "finished":
+    if current is None or current.state in ("finished", "cancelled"):
         return
     name = getattr(exc_type, "__name__", "error")
     reason = f"{name}: {exc_value}" if str(exc_value or "") else f"{name} (the worker stopped before finishing)"

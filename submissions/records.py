@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-STATES = ("queued", "running", "finished", "failed")
+STATES = ("queued", "running", "finished", "failed", "cancelled")
 JSON_COLUMNS = ("result", "details")
 ACTIVE_STATES = ("queued", "running")
 
@@ -64,9 +64,56 @@ ADDED_COLUMNS = [
     ("details", "TEXT"),  # JSON: for model runs, the resolved model, protocol and limit
     ("dedup_key", "TEXT"),  # same (model, revision, task, setting, protocol) => same key
     ("request_status", "TEXT"),  # the status last sent to the results dataset's requests/ record
+    ("owner", "TEXT"),  # the identity that submitted it (NULL: before identities existed)
+    ("idempotency_key", "TEXT"),  # the client's Idempotency-Key, written in the same transaction
+    ("visibility", "TEXT NOT NULL DEFAULT 'public'"),  # public | hidden | deleted (operator actions)
+    ("flag", "TEXT"),  # an operator's public note on the row (flag action)
 ]
 # what requests/ records show: queued (running included: a commit per start would be noise), finished, failed
-REQUEST_STATUS = {"queued": "queued", "running": "queued", "finished": "finished", "failed": "failed"}
+REQUEST_STATUS = {"queued": "queued", "running": "queued", "finished": "finished", "failed": "failed",
+                  "cancelled": "cancelled"}
+
+# Identities, model-name ownership, failed validations and the operator's audit log live in the
+# same database, so a submission, its name claim, its quota check and its idempotency key are
+# written in one transaction.
+IDENTITY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS users (
+    name       TEXT PRIMARY KEY,
+    role       TEXT NOT NULL DEFAULT 'user',
+    provider   TEXT NOT NULL DEFAULT 'token',
+    created_at TEXT NOT NULL,
+    quotas     TEXT
+);
+CREATE TABLE IF NOT EXISTS tokens (
+    id           TEXT PRIMARY KEY,
+    user         TEXT NOT NULL REFERENCES users(name),
+    token_sha256 TEXT NOT NULL UNIQUE,
+    created_at   TEXT NOT NULL,
+    revoked_at   TEXT
+);
+CREATE TABLE IF NOT EXISTS model_names (
+    name_key   TEXT PRIMARY KEY,
+    name       TEXT NOT NULL,
+    owner      TEXT NOT NULL,
+    claimed_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS validation_failures (
+    owner TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    at    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS validation_failures_owner ON validation_failures(owner, suite, at);
+CREATE TABLE IF NOT EXISTS audit_log (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    at            TEXT NOT NULL,
+    actor         TEXT NOT NULL,
+    action        TEXT NOT NULL,
+    submission_id TEXT,
+    reason        TEXT NOT NULL DEFAULT '',
+    details       TEXT
+);
+CREATE INDEX IF NOT EXISTS audit_log_submission ON audit_log(submission_id);
+"""
 
 
 def utc_now() -> str:
@@ -104,6 +151,10 @@ class Submission:
     details: dict[str, Any] | None = None
     dedup_key: str | None = None
     request_status: str | None = None
+    owner: str | None = None
+    idempotency_key: str | None = None
+    visibility: str = "public"
+    flag: str | None = None
 
     def request_record(self, status: str) -> dict[str, Any]:
         """The `requests/` record the results dataset keeps for every submission (as the Open LLM
@@ -125,10 +176,45 @@ class Submission:
         data.pop("file_path")
         data.pop("dedup_key")
         data.pop("request_status")
+        data.pop("idempotency_key")
         model = (data.get("details") or {}).get("model")
         if model:
             data["details"] = {**data["details"], "model": {k: v for k, v in model.items() if k != "path"}}
         return data
+
+
+class Refused(Exception):
+    """admit() refused a submission; the subclasses say why."""
+
+
+class Replayed(Refused):
+    """The same identity already sent this Idempotency-Key: `submission` is the first answer."""
+
+    def __init__(self, submission: Submission):
+        super().__init__(submission.id)
+        self.submission = submission
+
+
+class Duplicate(Refused):
+    def __init__(self, submission: Submission):
+        super().__init__(submission.id)
+        self.submission = submission
+
+
+class NameTaken(Refused):
+    def __init__(self, name: str, owner: str):
+        super().__init__(name)
+        self.name, self.owner = name, owner
+
+
+class QuotaUsed(Refused):
+    def __init__(self, used: int, limit: int):
+        super().__init__(f"{used}/{limit}")
+        self.used, self.limit = used, limit
+
+
+HIDDEN = ("hidden", "deleted")
+NOT_DUPLICATES = ("failed", "cancelled")  # a resubmission of these is a fresh attempt
 
 
 class SubmissionStore:
@@ -143,6 +229,10 @@ class SubmissionStore:
                 if name not in present:
                     db.execute(f"ALTER TABLE submissions ADD COLUMN {name} {declaration}")
             db.execute("CREATE INDEX IF NOT EXISTS submissions_dedup ON submissions(dedup_key)")
+            db.execute("CREATE INDEX IF NOT EXISTS submissions_owner ON submissions(owner, suite, created_at)")
+            db.execute("CREATE UNIQUE INDEX IF NOT EXISTS submissions_idempotency "
+                       "ON submissions(owner, idempotency_key) WHERE idempotency_key IS NOT NULL")
+            db.executescript(IDENTITY_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=30)
@@ -151,34 +241,93 @@ class SubmissionStore:
         return db
 
     def add(self, submission: Submission) -> None:
+        with closing(self._connect()) as db, db:
+            self._insert(db, submission)
+
+    def admit(self, submission: Submission, *, name_key: str | None, quota: int | None, since: str) -> Submission:
+        """Record a new submission after every fair-play rule, in one write transaction (so two
+        concurrent requests cannot both take the last quota slot or both claim a name):
+
+        1. the owner's Idempotency-Key seen before -> Replayed(the first submission)
+        2. the same owner already sent this file for this suite/task/setting (predictions) or this
+           model run exists (dedup_key) -> Duplicate(the earlier one)
+        3. `name_key` (a model name) claimed by another identity -> NameTaken
+        4. `quota` submissions of this kind and suite since `since` already -> QuotaUsed
+        then the row is inserted together with its key and name claim.
+        """
+        s = submission
+        with closing(self._connect()) as db, db:
+            db.execute("BEGIN IMMEDIATE")
+            if s.idempotency_key is not None:
+                row = db.execute("SELECT * FROM submissions WHERE owner = ? AND idempotency_key = ?",
+                                 (s.owner, s.idempotency_key)).fetchone()
+                if row:
+                    raise Replayed(self._from_row(row))
+            skip = ", ".join(f"'{state}'" for state in NOT_DUPLICATES)
+            if s.kind == "predictions":
+                row = db.execute(
+                    f"SELECT * FROM submissions WHERE owner IS ? AND file_sha256 = ? AND suite = ? AND task = ? "
+                    f"AND setting = ? AND kind = 'predictions' AND state NOT IN ({skip}) ORDER BY created_at LIMIT 1",
+                    (s.owner, s.file_sha256, s.suite, s.task, s.setting)).fetchone()
+            else:
+                row = db.execute(f"SELECT * FROM submissions WHERE dedup_key = ? AND state NOT IN ({skip}) "
+                                 "ORDER BY created_at LIMIT 1", (s.dedup_key,)).fetchone()
+            if row:
+                raise Duplicate(self._from_row(row))
+            if name_key is not None:
+                claim = db.execute("SELECT owner FROM model_names WHERE name_key = ?", (name_key,)).fetchone()
+                if claim and claim["owner"] != s.owner:
+                    raise NameTaken(s.model_name, claim["owner"])
+                if not claim:
+                    db.execute("INSERT INTO model_names (name_key, name, owner, claimed_at) VALUES (?, ?, ?, ?)",
+                               (name_key, s.model_name, s.owner, s.created_at))
+            if quota is not None:
+                used = db.execute("SELECT COUNT(*) FROM submissions WHERE owner = ? AND suite = ? AND kind = ? "
+                                  "AND created_at >= ?", (s.owner, s.suite, s.kind, since)).fetchone()[0]
+                if used >= quota:
+                    raise QuotaUsed(used, quota)
+            self._insert(db, s)
+        return s
+
+    def _insert(self, db: sqlite3.Connection, submission: Submission) -> None:
         row = asdict(submission)
         for name in JSON_COLUMNS:
             row[name] = json.dumps(row[name]) if row[name] is not None else None
         columns = ", ".join(row)
         marks = ", ".join(f":{name}" for name in row)
-        with closing(self._connect()) as db, db:
-            db.execute(f"INSERT INTO submissions ({columns}) VALUES ({marks})", row)
+        db.execute(f"INSERT INTO submissions ({columns}) VALUES ({marks})", row)
 
     def get(self, submission_id: str) -> Submission | None:
         with closing(self._connect()) as db:
             row = db.execute("SELECT * FROM submissions WHERE id = ?", (submission_id,)).fetchone()
         return self._from_row(row) if row else None
 
-    def list(self, states: tuple[str, ...] | None = None, limit: int = 1000) -> list[Submission]:
-        query, args = "SELECT * FROM submissions", []
+    def list(self, states: tuple[str, ...] | None = None, limit: int = 1000, public_only: bool = False) -> list[Submission]:
+        query, args, where = "SELECT * FROM submissions", [], []
         if states:
-            query += f" WHERE state IN ({', '.join('?' for _ in states)})"
+            where.append(f"state IN ({', '.join('?' for _ in states)})")
             args = list(states)
+        if public_only:  # rows an operator hid or deleted are gone from public listings
+            where.append("visibility = 'public'")
+        if where:
+            query += " WHERE " + " AND ".join(where)
         query += " ORDER BY created_at DESC LIMIT ?"
         with closing(self._connect()) as db:
             rows = db.execute(query, [*args, limit]).fetchall()
         return [self._from_row(row) for row in rows]
 
+    def find_idempotent(self, owner: str, idempotency_key: str) -> Submission | None:
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT * FROM submissions WHERE owner = ? AND idempotency_key = ?",
+                             (owner, idempotency_key)).fetchone()
+        return self._from_row(row) if row else None
+
     def find_duplicate(self, dedup_key: str) -> Submission | None:
         """A submission with this key that is queued, running or finished (a failed one may be retried)."""
         with closing(self._connect()) as db:
             row = db.execute(
-                "SELECT * FROM submissions WHERE dedup_key = ? AND state != 'failed' ORDER BY created_at LIMIT 1",
+                "SELECT * FROM submissions WHERE dedup_key = ? AND state NOT IN ('failed', 'cancelled') "
+                "ORDER BY created_at LIMIT 1",
                 (dedup_key,),
             ).fetchone()
         return self._from_row(row) if row else None
@@ -196,16 +345,41 @@ class SubmissionStore:
         cases = " ".join(f"WHEN '{state}' THEN '{shown}'" for state, shown in REQUEST_STATUS.items())
         with closing(self._connect()) as db:
             rows = db.execute(
-                f"SELECT * FROM submissions WHERE request_status IS NULL OR request_status != CASE state {cases} END "
+                f"SELECT * FROM submissions WHERE visibility = 'public' AND "  # hidden: its request record was withdrawn
+                f"(request_status IS NULL OR request_status != CASE state {cases} END) "
                 "ORDER BY created_at LIMIT ?", (limit,)).fetchall()
         return [self._from_row(row) for row in rows]
+    def record_action(self, submission_id: str, actor: str, action: str, reason: str,
+                      details: dict[str, Any] | None = None, **changes: Any) -> dict[str, Any]:
+        """An operator action: the submission's `changes` and its audit entry, in one transaction."""
+        entry = {"at": utc_now(), "actor": actor, "action": action, "submission_id": submission_id,
+                 "reason": reason, "details": json.dumps(details) if details else None}
+        with closing(self._connect()) as db, db:
+            if changes:
+                assignments = ", ".join(f"{name} = :{name}" for name in changes)
+                db.execute(f"UPDATE submissions SET {assignments} WHERE id = :_id", {**changes, "_id": submission_id})
+            db.execute("INSERT INTO audit_log (at, actor, action, submission_id, reason, details) "
+                       "VALUES (:at, :actor, :action, :submission_id, :reason, :details)", entry)
+        return {**entry, "details": details}
+
+    def history(self, submission_id: str) -> list[dict[str, Any]]:
+        """The operator actions on a submission, oldest first."""
+        with closing(self._connect()) as db:
+            rows = db.execute("SELECT * FROM audit_log WHERE submission_id = ? ORDER BY seq", (submission_id,)).fetchall()
+        return [{**dict(r), "details": json.loads(r["details"]) if r["details"] else None} for r in rows]
+
+    def withdrawn_ids(self) -> list[str]:
+        """Submissions an operator hid or deleted: none of them may stay in the published table."""
+        with closing(self._connect()) as db:
+            return [r[0] for r in db.execute("SELECT id FROM submissions WHERE visibility != 'public'")]
 
     def start_attempt(self, submission_id: str) -> Submission | None:
-        """Mark running and count the attempt; None if it already finished (a duplicate delivery)."""
+        """Mark running and count the attempt; None if it already finished (a duplicate delivery)
+        or an operator cancelled it."""
         with closing(self._connect()) as db, db:
             db.execute(
                 "UPDATE submissions SET state='running', attempts=attempts+1, started_at=?, error=NULL "
-                "WHERE id=? AND state != 'finished'",
+                "WHERE id=? AND state NOT IN ('finished', 'cancelled')",
                 (utc_now(), submission_id),
             )
         found = self.get(submission_id)

@@ -25,7 +25,9 @@ from leaderboard.reported import publish_reported
 from leaderboard.results import open_outbox, open_store
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.table import column_name
-from submissions import queue
+from submissions import moderation, queue
+from submissions.identity import Identity, IdentityStore
+from submissions.intake import Submitter
 from submissions.jobs import record_published
 from submissions.records import REQUEST_STATUS, Submission, SubmissionStore
 from submissions.settings import SubmissionSettings
@@ -108,8 +110,20 @@ class Services:
             log.warning("results head unavailable: %s", exc)
             return None
 
+    @property
+    def identities(self) -> IdentityStore:
+        return IdentityStore(self.records)
+
+    def submitter(self, identity: Identity, idempotency_key: str | None = None) -> Submitter:
+        """The identity with its daily limits (settings, or the operator's override for this user)."""
+        return Submitter.of(identity, self.identities, self.settings.quotas, idempotency_key)
+
     # -- background repair ------------------------------------------------------------------------
     def reconcile(self) -> list[str]:
+        try:
+            moderation.withdraw_stale(self.records, self.outbox)  # hidden rows never stay published
+        except Exception:  # noqa: BLE001 - a store problem must not stop the queue repair below
+            log.exception("withdrawing hidden results failed; retried at the next reconcile")
         try:
             return queue.reconcile(self.redis, self.records)
         except RedisError as exc:
@@ -141,7 +155,14 @@ class Services:
         status["job_status"] = live.get("job_status")
         progress = live.get("progress") or {"done": submission.progress_done, "total": submission.progress_total}
         status["progress"] = progress
+        status["history"] = self.history(submission.id)
+        if submission.visibility != "public":  # hidden or deleted: no scores, no text of it shown
+            status.update(result=None, description="", revision=None)
         return status
+
+    def history(self, submission_id: str) -> list[dict[str, Any]]:
+        """The row's operator actions as shown publicly (who, when, what, why)."""
+        return [{k: e[k] for k in ("at", "actor", "action", "reason")} for e in self.records.history(submission_id)]
 
     def leaderboard(self, suite=None, task=None, setting=None, tier=None, revision=None) -> pd.DataFrame:
         """The filtered leaderboard (shared: do not modify it)."""

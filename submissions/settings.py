@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from evaluator.settings import data_dir
 from leaderboard.settings import LeaderboardSettings
+from submissions.quotas import QuotaLimits
 
 QUEUE_NAME = "personaboard"
 DEFAULT_REDIS_PORT = 6389
@@ -35,6 +36,7 @@ class SubmissionSettings(LeaderboardSettings):
     redis_password: str | None = None
     max_upload_bytes: int = 64 * 1024 * 1024
     job_pause_s: float = 0.0
+    quotas: QuotaLimits = QuotaLimits()  # per identity, suite and UTC day; `personaboard users quota` overrides
 
     @property
     def submissions_db(self) -> Path:
@@ -58,4 +60,9 @@ def load_submission_settings() -> SubmissionSettings:
         redis_password=password,
         max_upload_bytes=int(env.get("PERSONABOARD_MAX_UPLOAD_BYTES", str(64 * 1024 * 1024))),
         job_pause_s=float(env.get(FAULT_PAUSE_ENV, "0") or 0),
+        quotas=QuotaLimits(
+            predictions=int(env.get("PERSONABOARD_QUOTA_PREDICTIONS", QuotaLimits.predictions)),
+            model=int(env.get("PERSONABOARD_QUOTA_MODEL_RUNS", QuotaLimits.model)),
+            failed_validations=int(env.get("PERSONABOARD_QUOTA_FAILED_VALIDATIONS", QuotaLimits.failed_validations)),
+        ),
     )

@@ -36,17 +36,27 @@ def launch_chromium():
 
 
 @contextlib.contextmanager
-def open_page(browser, base_url: str, timeout_ms: int = 30_000):
-    """A fresh context (own cookies/storage, downloads allowed) on the service's page, loaded."""
+def open_page(browser, base_url: str, timeout_ms: int = 30_000, token: str | None = None):
+    """A fresh context (own cookies/storage, downloads allowed) on the service's page, loaded;
+    with `token`, the page's API-token field holds it (submitting needs an identity)."""
     context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000}, base_url=base_url)
     context.set_default_timeout(timeout_ms)
     page = context.new_page()
     page.goto("/")
     expect(page.locator("#leaderboard-table")).to_be_visible()
+    if token:
+        sign_in(page, token)
     try:
         yield page
     finally:
         context.close()
+
+
+def sign_in(page, token: str) -> None:
+    """Put an API token into the page's token field (a reload empties it)."""
+    field = page.locator("#api-token input")
+    field.fill(token)
+    expect(field).to_have_value(token)
 
 
 def screenshot(page, tmp_path: Path, name: str, full_page: bool = True) -> Path:

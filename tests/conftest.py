@@ -48,9 +48,28 @@ class LiveService:
     web_port: int
     log_dir: Path
     workers: list[subprocess.Popen] = field(default_factory=list)
+    token: str = ""  # API token of "tester", a plain user with quotas large enough for any test
+    admin_token: str = ""  # API token of "operator", an admin
     _retired: list[subprocess.Popen] = field(default_factory=list)
 
     # -- web -------------------------------------------------------------------------------
+    def http(self, timeout: float = 60.0, token: str | None = None):
+        """An httpx client of the service that submits as "tester" (or with `token`; "" = anonymous)."""
+        from live_helpers import client
+
+        return client(self.base_url, timeout, token=self.token if token is None else token)
+
+    def add_user(self, name: str, role: str = "user", **quotas: int) -> str:
+        """Another identity (quota overrides as in `personaboard users quota`); returns its API token."""
+        from submissions.identity import IdentityStore
+        from submissions.records import SubmissionStore
+
+        identities = IdentityStore(SubmissionStore(self.data_dir / "submissions.sqlite3"))
+        identities.add_user(name, role)
+        if quotas:
+            identities.set_quotas(name, **quotas)
+        return identities.issue_token(name)[1]
+
     def url(self, path: str = "/") -> str:
         return self.base_url + (path if path.startswith("/") else "/" + path)
 
@@ -121,6 +140,19 @@ class LiveService:
         self.redis.stop(timeout=20)
 
 
+def create_test_users(data_dir: Path) -> tuple[str, str]:
+    """The identities the tests submit with: "tester" (a user whose quotas no test reaches) and
+    "operator" (an admin). Returns their API tokens."""
+    from submissions.identity import IdentityStore
+    from submissions.records import SubmissionStore
+
+    identities = IdentityStore(SubmissionStore(data_dir / "submissions.sqlite3"))
+    identities.add_user("tester")
+    identities.set_quotas("tester", predictions=100_000, model=100_000, failed_validations=100_000)
+    identities.add_user("operator", role="admin")
+    return identities.issue_token("tester")[1], identities.issue_token("operator")[1]
+
+
 def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
     """Redis + workers + web app under `root` (data in root/data, logs in root/logs)."""
     data_dir = root / "data"
@@ -130,9 +162,11 @@ def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
     redis = processes.start_redis(processes.free_port(), data_dir / "redis")
     env = processes.child_env(data_dir, redis.url)
     web_port = processes.free_port()
+    token, admin_token = create_test_users(data_dir)
     svc = LiveService(
         base_url=processes.base_url("127.0.0.1", web_port), redis_url=redis.url, data_dir=data_dir,
         env=env, redis=redis, web=None, web_port=web_port, log_dir=log_dir,  # type: ignore[arg-type]
+        token=token, admin_token=admin_token,
     )
     try:
         for _ in range(n_workers):

@@ -22,8 +22,10 @@ LABELS = "ABCD"
 TERMINAL = ("finished", "failed")
 
 
-def client(base_url: str, timeout: float = 60.0) -> httpx.Client:
-    return httpx.Client(base_url=base_url, trust_env=False, timeout=timeout)
+def client(base_url: str, timeout: float = 60.0, token: str | None = None) -> httpx.Client:
+    """An httpx client of a running service; with `token`, it submits as that token's identity."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=base_url, trust_env=False, timeout=timeout, headers=headers)
 
 
 @lru_cache(maxsize=1)
@@ -72,6 +74,15 @@ def make_predictions(correct: Callable[[object], bool]) -> Predictions:
             counts[group][tier][1] += 1
     tiers = {g: {t: c / n for t, (c, n) in ts.items()} for g, ts in counts.items()}
     return Predictions(("\n".join(lines) + "\n").encode(), c_all / n_all, tiers)
+
+
+def reordered(body: bytes, shift: int) -> bytes:
+    """The same answers with the lines rotated by `shift`: the same scores in another file (another
+    sha256). The service answers an identical resubmission with 409, so tests that send one answer
+    set several times send rotations of it."""
+    lines = body.splitlines()
+    shift %= len(lines)
+    return b"\n".join(lines[shift:] + lines[:shift]) + b"\n"
 
 
 def explicit_only() -> Predictions:

@@ -46,7 +46,7 @@ def browser():
 @pytest.fixture
 def ui(browser, shared_live_service):
     """A fresh context (own cookies/storage, downloads allowed) on the live service's page."""
-    with open_page(browser, shared_live_service.base_url) as page:
+    with open_page(browser, shared_live_service.base_url, token=shared_live_service.token) as page:
         yield page
 
 

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import (  # noqa: E402
-    Predictions, client, explicit_only, make_predictions, split_items, submit, submit_ok, tier_groups,
+    Predictions, explicit_only, make_predictions, split_items, submit, submit_ok, tier_groups,
     wait_finished,
 )
 
@@ -27,7 +27,7 @@ ACCEPTED: list[str] = []  # ids accepted by the shared service in this module
 
 @pytest.fixture(scope="module")
 def http(shared_live_service):
-    with client(shared_live_service.base_url) as c:
+    with shared_live_service.http() as c:
         yield c
 
 
@@ -374,7 +374,7 @@ def test_upload_size_limit(live_service):
     """A file over PERSONABOARD_MAX_UPLOAD_BYTES gets 413 with field 'file'; earlier results stay."""
     svc = live_service
     expected = explicit_only()
-    with client(svc.base_url) as http:
+    with svc.http() as http:
         sid = submit_ok(http, expected.body, model_name="before-limit")
         wait_finished(http, sid, logs=svc.logs)
 

@@ -32,7 +32,7 @@ def tiny(tmp_path_factory):
 
 
 def http_client(svc) -> httpx.Client:
-    return httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60)
+    return svc.http()
 
 
 def stored_record(svc, sid: str) -> dict:

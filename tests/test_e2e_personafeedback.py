@@ -51,7 +51,7 @@ def installed(svc):
 
 
 def http_client(svc) -> httpx.Client:
-    return httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60)
+    return svc.http()
 
 
 def submit(http, body: bytes, setting: str = "persona", model_name: str = "pf-test") -> httpx.Response:

@@ -11,7 +11,6 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,7 +44,7 @@ def rows(http, task: str) -> dict[str, dict]:
 def test_realpref_end_to_end(live_service, tmp_path):
     svc = live_service
     started = time.monotonic()
-    with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+    with svc.http() as http:
         # before install: refused with the install command
         refused = upload(http, "mcq", [{"id": "x", "answer": "A"}], "early")
         assert refused.status_code == 409, refused.text
@@ -201,7 +200,7 @@ def test_realpref_true_false_tiny_model(live_service, tmp_path):
     install(svc)
     name = "tiny-tf"
     register_model(svc, name, build_tiny_model(tmp_path / "tiny", "generative", seed=7))
-    with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+    with svc.http() as http:
         prefs = fixture_preferences()
         truths = {(pid, s["statement"]): s["label"] in (True, "true") for pid, p in prefs.items() for s in p["true_false"]}
         gold = {p["id"]: "true" if truths[(p["preference_id"], p["statement"])] else "false" for p in inputs(http, "true_false")}
@@ -241,7 +240,7 @@ def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
     judge_entry = register_model(svc, judge, judge_dir)
     register_model(svc, runner, build_tiny_model(tmp_path / "runner", "generative", seed=12))
     configure_judge(svc, judge)
-    with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+    with svc.http() as http:
         publics = inputs(http, "open_ended")
         assert len(publics) == 120
         # (a) an uploaded file: two different answers, so the judge's ratings vary with the response

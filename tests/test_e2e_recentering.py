@@ -47,7 +47,7 @@ def installed(svc):
 
 
 def http_client(svc) -> httpx.Client:
-    return httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60)
+    return svc.http()
 
 
 def submit(http, task: str, body: bytes, setting: str = "zero_shot", model_name: str = "rc-test") -> httpx.Response:

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from backend import processes  # noqa: E402
 from live_helpers import (  # noqa: E402
-    client, explicit_only, make_predictions, status, submit, submit_ok, wait_finished, wait_state, wait_until,
+    explicit_only, make_predictions, reordered, status, submit, submit_ok, wait_finished, wait_state, wait_until,
 )
 from submissions.settings import FAULT_PAUSE_ENV  # noqa: E402
 from submissions.queue import job_id_for  # noqa: E402
@@ -57,7 +57,7 @@ def test_worker_sigkill_mid_job_is_retried_and_published_once(live_service):
     svc.start_worker()
     svc.wait_workers_registered()
 
-    with client(svc.base_url) as http:
+    with svc.http() as http:
         sid = submit_ok(http, expected.body, model_name="killed-mid-job")
         wait_state(http, sid, ("running",), timeout=60, interval=0.05, logs=svc.logs)
 
@@ -91,18 +91,18 @@ def test_worker_sigkill_mid_job_is_retried_and_published_once(live_service):
 def test_web_restart_loses_no_submission(live_service):
     svc = live_service
     expected = explicit_only()
-    with client(svc.base_url) as http:
+    with svc.http() as http:
         # one finished before the restart, several queued across it (no workers), one mid-flight
         done = submit_ok(http, expected.body, model_name="done-before")
         wait_finished(http, done, logs=svc.logs)
         kill_all_workers(svc)
-        queued = [submit_ok(http, expected.body, model_name=f"queued-{i}") for i in range(3)]
+        queued = [submit_ok(http, reordered(expected.body, i + 1), model_name=f"queued-{i}") for i in range(3)]
 
         svc.restart_web()
         for sid in queued:
             assert status(http, sid)["state"] == "queued"
         svc.start_worker()
-        in_flight = submit_ok(http, expected.body, model_name="in-flight")
+        in_flight = submit_ok(http, reordered(expected.body, 10), model_name="in-flight")
         svc.restart_web()
 
         for sid in [*queued, in_flight]:
@@ -119,9 +119,9 @@ def test_web_restart_loses_no_submission(live_service):
 def test_redis_restart_with_queued_submissions(live_service):
     svc = live_service
     expected = make_predictions(lambda item: item.tiers["form"] != "explicit")  # 2/3
-    with client(svc.base_url) as http:
+    with svc.http() as http:
         kill_all_workers(svc)
-        queued = [submit_ok(http, expected.body, model_name=f"queued-{i}") for i in range(2)]
+        queued = [submit_ok(http, reordered(expected.body, i), model_name=f"queued-{i}") for i in range(2)]
         assert svc.redis_client().llen("rq:queue:personaboard") == 2
 
         port, redis_dir = svc.redis.port, svc.redis.dir
@@ -131,7 +131,7 @@ def test_redis_restart_with_queued_submissions(live_service):
         # still answered while Redis is down, and accepted (recorded; queued by reconcile later)
         for sid in queued:
             assert status(http, sid)["state"] == "queued"
-        during = submit(http, expected.body, model_name="while-redis-down")
+        during = submit(http, reordered(expected.body, 10), model_name="while-redis-down")
         assert during.status_code == 201, during.text
         during_id = during.json()["id"]
 
@@ -155,9 +155,9 @@ def test_redis_restart_with_queued_submissions(live_service):
 def test_redis_data_wiped_then_reconciled(live_service):
     svc = live_service
     expected = explicit_only()
-    with client(svc.base_url) as http:
+    with svc.http() as http:
         kill_all_workers(svc)
-        queued = [submit_ok(http, expected.body, model_name=f"wiped-{i}") for i in range(3)]
+        queued = [submit_ok(http, reordered(expected.body, i), model_name=f"wiped-{i}") for i in range(3)]
         svc.redis_client().flushall()
         assert svc.redis_client().dbsize() == 0
         for sid in queued:

@@ -101,7 +101,9 @@ def svc(module_live_service):
 
 
 def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path):
-    with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+    # two attackers, one per phase (each its own identity: the Ladder and duplicates are per owner)
+    second = svc.add_user("prober-2", predictions=100_000, failed_validations=100_000)
+    with svc.http() as http, svc.http(token=second) as http_after:
         gold = hidden_fixture(tmp_path / "public-split", public=True)
         install(svc, tmp_path / "public-split")
         suite = {s["name"]: s for s in http.get("/api/v1/suites").json()["suites"]}[SUITE]
@@ -112,7 +114,7 @@ def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path)
         install(svc, tmp_path / "hidden-split")
         suite = {s["name"]: s for s in http.get("/api/v1/suites").json()["suites"]}[SUITE]
         assert suite["split"]["visibility"] == "hidden" and "Ladder" in suite["split"]["visibility_note"]
-        after = flip_one_attack(http, gold, "prober-after")
+        after = flip_one_attack(http_after, gold, "prober-after")
 
         # what the public sees of the hidden split: the released baseline only, rounded, large tiers only
         rows = http.get("/api/v1/leaderboard", params={"suite": SUITE, "task": TASK}).json()

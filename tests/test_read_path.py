@@ -7,7 +7,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from leaderboard.store import LocalDatasetStore
-from live_helpers import client, explicit_only, submit_ok, wait_finished
+from live_helpers import explicit_only, submit_ok, wait_finished
 
 LEADERBOARD = "/api/v1/leaderboard"
 
@@ -37,7 +37,7 @@ def ids(response) -> set[str]:
 
 
 def test_next_request_after_a_publish_sees_the_new_row(service, store):
-    with client(service.base_url) as http:
+    with service.http() as http:
         before = http.get(LEADERBOARD, params={"suite": "prefeval"})
         assert before.status_code == 200
         etags = {before.headers["etag"]}
@@ -54,7 +54,7 @@ def test_next_request_after_a_publish_sees_the_new_row(service, store):
 
 
 def test_etag_revalidation_gives_304_until_a_publish(service, store):
-    with client(service.base_url) as http:
+    with service.http() as http:
         params = {"suite": "prefeval", "task": "mcq"}
         first = http.get(LEADERBOARD, params=params)
         etag, revision = first.headers["etag"], first.headers["x-results-revision"]
@@ -94,7 +94,7 @@ def scrape(http) -> dict[tuple[str, tuple], float]:
 
 
 def test_metrics_parse_and_move_when_a_job_runs(service):
-    with client(service.base_url) as http:
+    with service.http() as http:
         before = scrape(http)
         assert before[("personaboard_queue_up", ())] == 1
         assert before[("personaboard_workers", ())] >= 1
@@ -117,7 +117,7 @@ def test_cached_bodies_answer_like_the_route_plain_or_gzipped(service, store):
     """The second request of a kind is answered from memory before routing; it must be the same
     response the route gave: body, ETag, headers; gzip only for clients that accept it."""
     store.publish(make_record("readpath-fast", 0.4))
-    with client(service.base_url) as http:
+    with service.http() as http:
         for params in ({"suite": "prefeval"}, {"format": "csv"}, {"suite": "prefeval", "task": "mcq", "tier": "explicit"}):
             for encoding in ("identity", "gzip"):
                 first, second = (http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": encoding})

@@ -6,11 +6,12 @@ import gradio as gr
 
 from evaluator.registry import get_task
 from space.choices import protocol_choices, setting_choices, suite_choices, task_choices
+from space.identity import ui_identity
 from space.status_text import TERMINAL_STATES, format_error, format_status, inert
 from submissions.intake import ModelForm, SubmissionError, accept_model
 
 
-def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None) -> None:
+def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, token) -> None:
     def model_choices():
         return sorted(services.models.all())
 
@@ -24,10 +25,15 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None) -> 
     def on_task(suite, task):
         return gr.update(choices=protocol_choices(suite, task), value="default")
 
-    def submit_model(model, revision, model_type, suite, task, settings, protocol, limit, description):
+    def submit_model(model, revision, model_type, suite, task, settings, protocol, limit, description, token_value,
+                     profile: gr.OAuthProfile | None):
         """One submission per chosen setting; each is resolved, deduplicated and queued on its own."""
         if not settings:
             return "**Error:** choose at least one setting.", {}, gr.Timer(active=False)
+        try:
+            submitter = services.submitter(ui_identity(services.identities, token_value, profile))
+        except SubmissionError as exc:
+            return format_error(exc), {}, gr.Timer(active=False)
         accepted, messages = [], []
         for setting in settings:
             form = ModelForm(model=model or "", suite=suite or "", task=task or "", setting=setting,
@@ -36,7 +42,7 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None) -> 
                              limit=int(limit) if limit else None, description=description or "")
             try:
                 accepted.append(accept_model(form, records=services.records, registry=services.models,
-                                             redis=services.redis).id)
+                                             redis=services.redis, submitter=submitter).id)
             except SubmissionError as exc:
                 messages.append(f"**Error ({inert(setting)}):** " + format_error(exc).removeprefix("**Error:** "))
         # The state keeps the refusals too, so the 1 s poll does not wipe them while the others run.
@@ -85,5 +91,5 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None) -> 
     m_suite.change(on_suite, m_suite, [m_task, m_settings, m_protocol])
     m_task.change(on_task, [m_suite, m_task], m_protocol)
     m_button.click(submit_model, [m_model, m_revision, m_type, m_suite, m_task, m_settings, m_protocol, m_limit,
-                                  m_description], [m_status, m_current, m_timer])
+                                  m_description, token], [m_status, m_current, m_timer])
     m_timer.tick(poll, m_current, [m_status, m_timer], show_progress="hidden")

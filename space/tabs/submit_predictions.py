@@ -9,6 +9,7 @@ import gradio as gr
 
 from evaluator.registry import all_suites
 from space.choices import setting_choices, suite_choices, task_choices
+from space.identity import ui_identity
 from space.status_text import TERMINAL_STATES, format_error, format_status
 from submissions.intake import SubmissionError, SubmissionForm, accept_predictions
 
@@ -31,7 +32,7 @@ def setting_info(suite, setting) -> str:
     return f"**{html.escape(setting)}**: {html.escape(described)}" if described else ""
 
 
-def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | None) -> None:
+def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | None, token) -> None:
     def on_suite(suite):
         tasks = task_choices(suite)
         task = tasks[0][1] if tasks else None
@@ -40,16 +41,18 @@ def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | Non
         return (gr.update(choices=tasks, value=task), gr.update(choices=settings, value=setting),
                 inputs_link(suite, task), setting_info(suite, setting))
 
-    def submit(file_path, suite, task, setting, model_name, link, description):
+    def submit(file_path, suite, task, setting, model_name, link, description, token_value,
+               profile: gr.OAuthProfile | None):
         if not file_path:
             return "**Error:** choose a predictions file (JSONL) first.", None, gr.Timer(active=False)
         form = SubmissionForm(suite or "", task or "", setting or "", model_name or "", link or "", description or "")
         try:
+            submitter = services.submitter(ui_identity(services.identities, token_value, profile))
             with open(file_path, "rb") as stream:
                 submission = accept_predictions(
                     form, stream, Path(file_path).name, records=services.records,
                     uploads_dir=services.settings.uploads_dir, max_bytes=services.settings.max_upload_bytes,
-                    redis=services.redis,
+                    redis=services.redis, submitter=submitter,
                 )
         except SubmissionError as exc:
             return format_error(exc), None, gr.Timer(active=False)
@@ -86,5 +89,6 @@ def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | Non
     s_suite.change(on_suite, s_suite, [s_task, s_setting, s_inputs_link, s_setting_info])
     s_setting.change(setting_info, [s_suite, s_setting], s_setting_info)
     s_task.change(inputs_link, [s_suite, s_task], s_inputs_link)
-    s_button.click(submit, [s_file, s_suite, s_task, s_setting, s_model, s_link, s_description], [s_status, current, timer])
+    s_button.click(submit, [s_file, s_suite, s_task, s_setting, s_model, s_link, s_description, token],
+                   [s_status, current, timer])
     timer.tick(poll, current, [s_status, timer], show_progress="hidden")

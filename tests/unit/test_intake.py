@@ -8,7 +8,9 @@ import json
 import pytest
 
 from evaluator.registry import get_task
-from submissions.intake import SubmissionError, SubmissionForm, accept_predictions
+from submissions.identity import Identity
+from submissions.intake import SubmissionError, SubmissionForm, Submitter, accept_predictions
+from submissions.quotas import QuotaLimits
 from submissions.records import SubmissionStore
 
 FORM = SubmissionForm(suite="prefeval", task="mcq", setting="zero_shot", model_name="  my model  ",
@@ -28,7 +30,7 @@ def valid_bytes(split):
 @pytest.fixture
 def env(tmp_path):
     return {"records": SubmissionStore(tmp_path / "subs.sqlite3"), "uploads_dir": tmp_path / "uploads",
-            "max_bytes": 10 << 20, "redis": None}
+            "max_bytes": 10 << 20, "redis": None, "submitter": Submitter(Identity("alice"), QuotaLimits(100, 100, 100))}
 
 
 def accept(env, data: bytes, form=FORM, filename="preds.jsonl", **overrides):

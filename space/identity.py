@@ -1,0 +1,46 @@
+"""Who submits from the UI: a Hugging Face account on a Space (OAuth), an API token elsewhere.
+
+Browsing needs no identity; both submit tabs take the one identity field built here.
+"""
+from __future__ import annotations
+
+import os
+
+import gradio as gr
+
+from submissions.identity import Identity, IdentityError, IdentityStore
+from submissions.intake import SubmissionError
+
+
+def hf_oauth_enabled() -> bool:
+    """Sign in with Hugging Face where it works: a Space with `hf_oauth: true` (Gradio reads these variables)."""
+    return bool(gr.utils.get_space() and os.environ.get("OAUTH_CLIENT_ID"))
+
+
+def build_identity_row():
+    """The sign-in control; returns the component whose value the submit events take as the token
+    (an empty State when the Space's OAuth is on: the profile then comes from Gradio's session)."""
+    with gr.Row(elem_id="identity-row"):
+        if hf_oauth_enabled():
+            gr.LoginButton(elem_id="hf-login")
+            return gr.State("")
+        return gr.Textbox(label="API token (needed to submit; the operator issues it)", type="password",
+                          elem_id="api-token", scale=3)
+
+
+def ui_identity(identities: IdentityStore, token: str | None, profile: gr.OAuthProfile | None) -> Identity:
+    """The Hugging Face account signed in on the Space (Gradio injects `profile` from its signed
+    session cookie, never from the request's data), else the API token typed into the page.
+    Raises SubmissionError 401 when neither identifies anyone."""
+    if profile is not None and getattr(profile, "username", None):
+        try:
+            return identities.hf_user(profile.username)
+        except IdentityError as exc:
+            raise SubmissionError(401, f"this Hugging Face account cannot submit here: {exc}", field="login") from None
+    token = (token or "").strip()
+    identity = identities.authenticate(token)
+    if identity is not None:
+        return identity
+    how = "sign in with Hugging Face" if hf_oauth_enabled() else "paste the API token the operator gave you"
+    message = "the API token is not valid (unknown or revoked)" if token else f"submitting needs an identity: {how}"
+    raise SubmissionError(401, message, field="token")

@@ -1,0 +1,206 @@
+"""Who submits: users, their API tokens, model-name ownership and per-user quota overrides.
+
+Tokens are random (256 bits) and shown once; only their sha256 is stored, so a leaked database
+does not leak usable tokens, and a 256-bit random secret needs no slow hash. A token is looked up
+by its hash and the stored hash is compared in constant time as well. Hugging Face users signed in
+through the Space's OAuth become identities named `hf:<username>` on first use.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any
+
+from submissions.names import InvalidName, check_user_name, name_key, normalise_text
+from submissions.records import SubmissionStore, utc_now
+
+ROLES = ("user", "admin")
+TOKEN_PREFIX = "pb_"
+HF_PREFIX = "hf:"
+QUOTA_KINDS = ("predictions", "model", "failed_validations")
+
+
+class IdentityError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    role: str = "user"
+    provider: str = "token"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class IdentityStore:
+    """Users and tokens, in the submissions database (see records.IDENTITY_SCHEMA)."""
+
+    def __init__(self, records: SubmissionStore):
+        self.records = records
+
+    def _connect(self):
+        return self.records._connect()
+
+    # -- users ----------------------------------------------------------------------------------
+    def add_user(self, name: str, role: str = "user") -> Identity:
+        try:
+            name = check_user_name(name)
+        except InvalidName as exc:
+            raise IdentityError(str(exc)) from None
+        if role not in ROLES:
+            raise IdentityError(f"role must be one of {', '.join(ROLES)}")
+        with closing(self._connect()) as db, db:
+            if db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
+                raise IdentityError(f"user {name!r} exists already")
+            db.execute("INSERT INTO users (name, role, provider, created_at) VALUES (?, ?, 'token', ?)",
+                       (name, role, utc_now()))
+        return Identity(name, role)
+
+    def get(self, name: str) -> Identity | None:
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT name, role, provider FROM users WHERE name = ?", (name,)).fetchone()
+        return Identity(row["name"], row["role"], row["provider"]) if row else None
+
+    def require(self, name: str) -> Identity:
+        found = self.get(name)
+        if found is None:
+            raise IdentityError(f"no user {name!r}")
+        return found
+
+    def set_role(self, name: str, role: str) -> Identity:
+        self.require(name)
+        if role not in ROLES:
+            raise IdentityError(f"role must be one of {', '.join(ROLES)}")
+        with closing(self._connect()) as db, db:
+            db.execute("UPDATE users SET role = ? WHERE name = ?", (role, name))
+        return self.require(name)
+
+    def hf_user(self, username: str) -> Identity:
+        """The identity of a Hugging Face account signed in through OAuth (created on first use)."""
+        try:
+            name = HF_PREFIX + check_user_name(username, "username")
+        except InvalidName as exc:
+            raise IdentityError(str(exc)) from None
+        with closing(self._connect()) as db, db:
+            db.execute("INSERT OR IGNORE INTO users (name, role, provider, created_at) VALUES (?, 'user', 'hf', ?)",
+                       (name, utc_now()))
+        return self.require(name)
+
+    def users(self) -> list[dict[str, Any]]:
+        with closing(self._connect()) as db:
+            users = [dict(r) for r in db.execute("SELECT * FROM users ORDER BY name")]
+            tokens = [dict(r) for r in db.execute("SELECT id, user, created_at, revoked_at FROM tokens ORDER BY created_at")]
+        for user in users:
+            user["quotas"] = json.loads(user["quotas"]) if user["quotas"] else {}
+            user["tokens"] = [{k: t[k] for k in ("id", "created_at", "revoked_at")} for t in tokens if t["user"] == user["name"]]
+        return users
+
+    # -- tokens ---------------------------------------------------------------------------------
+    def issue_token(self, name: str) -> tuple[str, str]:
+        """A new token for `name`: (token id, the token). The token is not stored and not shown again."""
+        self.require(name)
+        token_id = secrets.token_hex(4)
+        token = f"{TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
+        with closing(self._connect()) as db, db:
+            db.execute("INSERT INTO tokens (id, user, token_sha256, created_at) VALUES (?, ?, ?, ?)",
+                       (token_id, name, hash_token(token), utc_now()))
+        return token_id, token
+
+    def revoke(self, name: str, token_id: str | None = None) -> int:
+        """Revoke one of the user's tokens (by id) or all of them; returns how many were live."""
+        self.require(name)
+        query, args = "UPDATE tokens SET revoked_at = ? WHERE user = ? AND revoked_at IS NULL", [utc_now(), name]
+        if token_id:
+            query += " AND id = ?"
+            args.append(token_id)
+        with closing(self._connect()) as db, db:
+            return db.execute(query, args).rowcount
+
+    def authenticate(self, token: str | None) -> Identity | None:
+        """The identity a live token belongs to, or None (missing, unknown or revoked)."""
+        if not token or len(token) > 200:
+            return None
+        digest = hash_token(token)
+        with closing(self._connect()) as db:
+            row = db.execute(
+                "SELECT t.token_sha256, t.revoked_at, u.name, u.role, u.provider FROM tokens t "
+                "JOIN users u ON u.name = t.user WHERE t.token_sha256 = ?", (digest,)).fetchone()
+        if row is None or row["revoked_at"] is not None or not hmac.compare_digest(row["token_sha256"], digest):
+            return None
+        return Identity(row["name"], row["role"], row["provider"])
+
+    # -- quotas ---------------------------------------------------------------------------------
+    def set_quotas(self, name: str, **limits: int | None) -> dict[str, int]:
+        """Override the daily limits of one user (None leaves a limit as it is, -1 goes back to the default)."""
+        self.require(name)
+        unknown = set(limits) - set(QUOTA_KINDS)
+        if unknown:
+            raise IdentityError(f"unknown quota(s): {', '.join(sorted(unknown))}")
+        current = self.quota_overrides(name)
+        for kind, value in limits.items():
+            if value is None:
+                continue
+            if value < 0:
+                current.pop(kind, None)
+            else:
+                current[kind] = int(value)
+        with closing(self._connect()) as db, db:
+            db.execute("UPDATE users SET quotas = ? WHERE name = ?", (json.dumps(current) if current else None, name))
+        return current
+
+    def quota_overrides(self, name: str) -> dict[str, int]:
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT quotas FROM users WHERE name = ?", (name,)).fetchone()
+        return json.loads(row["quotas"]) if row and row["quotas"] else {}
+
+    def record_failed_validation(self, owner: str, suite: str) -> None:
+        with closing(self._connect()) as db, db:
+            db.execute("INSERT INTO validation_failures (owner, suite, at) VALUES (?, ?, ?)", (owner, suite, utc_now()))
+
+    def failed_validations_since(self, owner: str, suite: str, since: str) -> int:
+        with closing(self._connect()) as db:
+            return db.execute("SELECT COUNT(*) FROM validation_failures WHERE owner = ? AND suite = ? AND at >= ?",
+                              (owner, suite, since)).fetchone()[0]
+
+    def submissions_since(self, owner: str, suite: str, kind: str, since: str) -> int:
+        with closing(self._connect()) as db:
+            return db.execute("SELECT COUNT(*) FROM submissions WHERE owner = ? AND suite = ? AND kind = ? "
+                              "AND created_at >= ?", (owner, suite, kind, since)).fetchone()[0]
+
+    # -- model names ----------------------------------------------------------------------------
+    def name_owner(self, model_name: str) -> str | None:
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT owner FROM model_names WHERE name_key = ?", (name_key(model_name),)).fetchone()
+        return row["owner"] if row else None
+
+    def names(self) -> list[dict[str, Any]]:
+        with closing(self._connect()) as db:
+            return [dict(r) for r in db.execute("SELECT name, owner, claimed_at FROM model_names ORDER BY name_key")]
+
+    def transfer_name(self, model_name: str, new_owner: str) -> dict[str, Any]:
+        """Give a model name (and its future submissions) to another identity; the operator's call."""
+        self.require(new_owner)
+        try:
+            name = normalise_text(model_name, "model_name", 200)
+        except InvalidName as exc:
+            raise IdentityError(str(exc)) from None
+        key = name_key(name)
+        with closing(self._connect()) as db, db:
+            row = db.execute("SELECT owner FROM model_names WHERE name_key = ?", (key,)).fetchone()
+            if row is None:
+                db.execute("INSERT INTO model_names (name_key, name, owner, claimed_at) VALUES (?, ?, ?, ?)",
+                           (key, name, new_owner, utc_now()))
+            else:
+                db.execute("UPDATE model_names SET owner = ? WHERE name_key = ?", (new_owner, key))
+        return {"name": name, "previous_owner": row["owner"] if row else None, "owner": new_owner}

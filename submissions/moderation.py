@@ -1,0 +1,165 @@
+"""Operator actions on submissions, each recorded in the audit log (who, when, what, why).
+
+    hide     the row leaves every table, download and version published from now on (reversible)
+    unhide   it comes back (republished from the record withdrawn when it was hidden)
+    flag     a public note on the row (e.g. "predictions look copied from a public dump"); empty reason clears it
+    delete   hidden for good: withdrawn, its upload deleted, its queued/running job cancelled
+    cancel   stop a queued or running job
+    rerun    evaluate again (its published result is withdrawn until the new run publishes)
+
+The submissions database is the truth and the results store follows it: the database is changed
+first, then a withdrawal goes through the outbox (in order with the result's own publish); one
+lost to a crash in between is redone by `withdraw_stale` (the app's reconcile loop), and a job
+finishing after a hide withdraws its own row again (submissions/jobs.py).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from redis import Redis
+from redis.exceptions import RedisError
+
+from leaderboard.outbox import Outbox
+from leaderboard.store import StoreError
+from submissions import queue
+from submissions.records import ACTIVE_STATES, SubmissionStore
+
+log = logging.getLogger(__name__)
+
+ACTIONS = ("hide", "unhide", "flag", "delete", "cancel", "rerun")
+MAX_REASON = 1000
+
+
+class ActionError(ValueError):
+    def __init__(self, status: int, message: str, field: str | None = None):
+        super().__init__(message)
+        self.status, self.field = status, field
+
+
+def apply(action: str, submission_id: str, *, actor: str, reason: str, records: SubmissionStore,
+          outbox: Outbox, redis: Redis | None) -> dict[str, Any]:
+    """Do one operator action; returns its audit entry, with the results `revision` it published
+    (None if nothing changed there or the store is down: the outbox publishes it later, in order).
+    Raises ActionError (404/409/422)."""
+    from submissions.names import InvalidName, normalise_text
+
+    if action not in ACTIONS:
+        raise ActionError(422, f"unknown action {action!r}; one of {', '.join(ACTIONS)}", "action")
+    try:
+        reason = normalise_text(reason, "reason", MAX_REASON, multiline=True)
+    except InvalidName as exc:
+        raise ActionError(422, str(exc), "reason") from None
+    if not reason and action not in ("unhide", "flag"):
+        raise ActionError(422, f"{action} needs a reason (it is recorded in the row's history)", "reason")
+    submission = records.get(submission_id)
+    if submission is None:
+        raise ActionError(404, f"no submission with id {submission_id!r}", "submission_id")
+    if submission.visibility == "deleted" and action != "flag":
+        raise ActionError(409, f"submission {submission_id} was deleted", "submission_id")
+
+    def record(details: dict | None = None, **changes: Any) -> dict[str, Any]:
+        return records.record_action(submission_id, actor, action, reason, details, **changes)
+
+    if action == "hide":
+        if submission.visibility == "hidden":
+            raise ActionError(409, f"submission {submission_id} is hidden already", "submission_id")
+        withdrawn = _current_record(outbox, submission_id)
+        entry = record({"record": withdrawn} if withdrawn else None, visibility="hidden")
+        entry["revision"] = _withdraw(outbox, submission_id, "hidden")
+        return entry
+    if action == "unhide":
+        if submission.visibility != "hidden":
+            raise ActionError(409, f"submission {submission_id} is not hidden", "submission_id")
+        entry = record(visibility="public", request_status=None)  # its requests/ record goes out again
+        withdrawn = _last_withdrawn_record(records, submission_id)
+        if withdrawn is not None and submission.state == "finished":
+            entry["revision"] = outbox.publish_now("result", {"record": withdrawn, "request": None})[1]
+        return entry
+    if action == "flag":
+        return record(flag=reason or None)
+    if action == "delete":
+        _stop_job(redis, submission_id, submission.state)
+        changes: dict[str, Any] = {"visibility": "deleted"}
+        if submission.state in ACTIVE_STATES:
+            changes["state"] = "cancelled"
+        entry = record(**changes)
+        entry["revision"] = _withdraw(outbox, submission_id, "deleted")
+        if submission.file_path:
+            from pathlib import Path
+
+            Path(submission.file_path).unlink(missing_ok=True)
+        return entry
+    if action == "cancel":
+        if submission.state not in ACTIVE_STATES:
+            raise ActionError(409, f"submission {submission_id} is {submission.state}: only a queued or running "
+                                   "job can be cancelled", "submission_id")
+        entry = record(state="cancelled", error=f"cancelled by an operator: {reason}")
+        _stop_job(redis, submission_id, submission.state)
+        return entry
+    # rerun
+    if submission.state in ACTIVE_STATES:
+        raise ActionError(409, f"submission {submission_id} is {submission.state} already", "submission_id")
+    entry = record(state="queued", error=None, result=None, revision=None, progress_done=0, started_at=None,
+                   finished_at=None)
+    entry["revision"] = _withdraw(outbox, submission_id, "rerun")
+    if redis is not None:
+        try:
+            queue.enqueue(redis, submission_id)
+        except RedisError as exc:  # recorded as queued: the reconciler enqueues it when Redis answers
+            log.warning("rerun of %s recorded, not queued yet: %s", submission_id, exc)
+    return entry
+
+
+def _withdraw(outbox: Outbox, submission_id: str, why: str) -> str | None:
+    """Through the outbox, so a withdrawal is never overtaken by the result's own pending publish."""
+    payload = {"submission_id": submission_id, "message": f"Withdraw result {submission_id} ({why} by an operator)"}
+    return outbox.publish_now("withdraw", payload)[1]
+
+
+def _current_record(outbox: Outbox, submission_id: str) -> dict[str, Any] | None:
+    """The published record (kept in the audit entry, so unhide can publish it again)."""
+    try:
+        return outbox.store.current_record(submission_id)
+    except StoreError as exc:  # the Hub is down: hide still works; unhide then needs a rerun
+        log.warning("could not read the published record of %s: %s", submission_id, exc)
+        return None
+
+
+def _last_withdrawn_record(records: SubmissionStore, submission_id: str) -> dict[str, Any] | None:
+    for entry in reversed(records.history(submission_id)):
+        if (entry.get("details") or {}).get("record"):
+            return entry["details"]["record"]
+    return None
+
+
+def _stop_job(redis: Redis | None, submission_id: str, state: str) -> None:
+    """Take the job off the queue, or stop it where it runs (the worker's horse is killed)."""
+    if redis is None or state not in ACTIVE_STATES:
+        return
+    from rq.command import send_stop_job_command
+    from rq.exceptions import InvalidJobOperation, NoSuchJobError
+    from rq.job import Job
+
+    job_id = queue.job_id_for(submission_id)
+    try:
+        job = Job.fetch(job_id, connection=redis)
+        if job.get_status() == "started":
+            send_stop_job_command(redis, job_id)
+        else:
+            job.cancel()
+    except (NoSuchJobError, InvalidJobOperation):
+        pass  # gone already; the record's state stops any later delivery (start_attempt refuses it)
+    except RedisError as exc:
+        log.warning("could not stop job %s (%s); its record is cancelled, so it will not run", job_id, exc)
+
+
+def withdraw_stale(records: SubmissionStore, outbox: Outbox) -> list[str]:
+    """Withdraw any hidden or deleted submission still in the current table (a crash between the
+    database change and the outbox entry)."""
+    done = []
+    for submission_id in records.withdrawn_ids():
+        if outbox.store.current_record(submission_id) is not None:
+            _withdraw(outbox, submission_id, "hidden")
+            done.append(submission_id)
+    return done
