@@ -9,16 +9,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from evaluator.backends.base import Backend, BackendError, Messages
+from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
 from evaluator.protocols import PROTOCOL_VERSION, Decision, default_protocol, get_protocol, protocol_problem
 from evaluator.suite import Item, Split, Task
 
-BATCH_ITEMS = 64
+BATCH_ITEMS = 64  # the default per backend call; a backend may ask for more (Backend.batch_items)
 
 
 class ModelTools:
@@ -32,8 +35,16 @@ class ModelTools:
         self._embedder = None
         self.generated_tokens = 0
 
+        self.generation_requests = 0
+        # run_model routes generation through its engine thread while it feeds the backend.
+        self.route_generation: Callable[[list[list[int]], int], list[str]] | None = None
+
     def generate(self, conversations: list[Messages], max_new_tokens: int) -> list[str]:
-        return self.backend.generate([self.backend.render(m) for m in conversations], max_new_tokens)
+        self.generation_requests += 1
+        prompts = [self.backend.render(m) for m in conversations]
+        if self.route_generation is not None:
+            return self.route_generation(prompts, max_new_tokens)
+        return self.backend.generate(prompts, max_new_tokens)
 
     def retrieve(self, query: str, passages: list[str], k: int) -> list[str]:
         if self._embedder is None:
@@ -76,6 +87,182 @@ class Checkpoint:
                 stream.write(json.dumps({"id": d.id, "answer": d.answer, "prompt_tokens": d.prompt_tokens}) + "\n")
             stream.flush()
             os.fsync(stream.fileno())
+
+
+class CheckpointWriter:
+    """Checkpoint appends (with their fsync) and progress reports on their own thread, off the
+    engine's path. A failure there stops the run at the engine's next chunk."""
+
+    def __init__(self, checkpoint: Checkpoint | None, on_progress: Callable[[dict[str, Any]], None] | None):
+        self.checkpoint, self.on_progress = checkpoint, on_progress
+        self.error: BaseException | None = None
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="checkpoint-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (entry := self._queue.get()) is not None:
+            if self.error is not None:
+                continue  # drain: nothing after a failure is written
+            decisions, report = entry
+            try:
+                if self.checkpoint:
+                    self.checkpoint.append(decisions)
+                if self.on_progress:
+                    self.on_progress(report)
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the engine's thread
+                self.error = exc
+
+    def put(self, decisions: list[Decision], report: dict[str, Any]) -> None:
+        self.raise_if_failed()
+        self._queue.put((decisions, report))
+
+    def raise_if_failed(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        self.raise_if_failed()
+
+
+@dataclass
+class _Prepared:
+    chunk: list[Item]
+    requests: list
+    rendered: dict[int, list[int]]  # id(request.messages) -> token ids, rendered on the preparer thread
+    generated: bool  # its build asked the model for text (the next build likely will too)
+
+
+class _FedBackend:
+    """The backend as the protocols see it on the engine thread: prompts come pre-rendered, and
+    generations the preparer asked for ride along in the same engine call as the scoring."""
+
+    def __init__(self, backend: Backend, rendered: dict[int, list[int]], riders: list):
+        self._backend, self._rendered, self._riders = backend, rendered, riders
+
+    def __getattr__(self, name):
+        return getattr(self._backend, name)
+
+    def render(self, messages, add_generation_prompt: bool = True) -> list[int]:
+        if add_generation_prompt and id(messages) in self._rendered:
+            return self._rendered[id(messages)]
+        return self._backend.render(messages, add_generation_prompt)
+
+    def _with_riders(self, call: EngineCall, progress):
+        riders, self._riders[:] = list(self._riders), []
+        results = run_calls(self._backend, [call, *(r[0] for r in riders)], progress)
+        for (_, future), result in zip(riders, results[1:]):
+            future.set_result(result)
+        return results[0]
+
+    def choice_logprobs(self, prompts, choice_ids, progress=None):
+        return self._with_riders(EngineCall("logprobs", prompts, list(choice_ids)), progress)
+
+    def generate(self, prompts, max_new_tokens, progress=None):
+        return self._with_riders(EngineCall("generate", prompts, max_new_tokens=max_new_tokens), progress)
+
+
+def run_calls(backend: Backend, calls: list[EngineCall], progress=None) -> list:
+    """One combined engine call where the backend has one (vLLM), else each primitive in turn
+    (called on `backend` itself, so a wrapper around a backend sees every call)."""
+    if getattr(type(backend), "run_calls", Backend.run_calls) is not Backend.run_calls:
+        return backend.run_calls(calls, progress)
+    return [backend.choice_logprobs(c.prompts, c.choice_ids, progress) if c.kind == "logprobs"
+            else backend.generate(c.prompts, c.max_new_tokens, progress) for c in calls]
+
+
+def feed_engine(backend: Backend, tools: ModelTools, chunks: list[list[Item]], build, decide, finished,
+                writer: CheckpointWriter) -> None:
+    """Run the chunks so that the engine never waits on Python.
+
+    A preparer thread builds and tokenizes the next chunk while the engine runs this one; the
+    generations a build asks for (PrefEval's first replies) go to this thread, which submits them
+    in the same engine call as the chunk it is scoring; checkpoints and progress are written by
+    `writer` on its own thread. Only this thread calls the backend.
+    """
+    inbox: queue.Queue = queue.Queue()
+    slots = threading.Semaphore(2)  # chunks built but not yet scored: the one running and the next
+    stop = threading.Event()
+
+    def route_generation(prompts: list[list[int]], max_new_tokens: int) -> list[str]:
+        future: Future = Future()
+        inbox.put(("generate", EngineCall("generate", prompts, max_new_tokens=max_new_tokens), future))
+        return future.result()
+
+    def prepare() -> None:
+        try:
+            for chunk in chunks:
+                slots.acquire()
+                if stop.is_set():
+                    return
+                asked = tools.generation_requests
+                requests = build(chunk)
+                rendered = {id(r.messages): backend.render(r.messages) for r in requests if not r.responses}
+                inbox.put(("chunk", _Prepared(chunk, requests, rendered, tools.generation_requests != asked)))
+            inbox.put(("done",))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the engine thread
+            inbox.put(("error", exc))
+
+    tools.route_generation = route_generation
+    preparer = threading.Thread(target=prepare, name="chunk-preparer", daemon=True)
+    ready: list[_Prepared] = []
+    riders: list = []
+    done = False
+
+    def take(message) -> None:
+        nonlocal done
+        if message[0] == "chunk":
+            ready.append(message[1])
+        elif message[0] == "generate":
+            riders.append((message[1], message[2]))
+        elif message[0] == "done":
+            done = True
+        else:
+            raise message[1]
+
+    preparer.start()
+    try:
+        while not done or ready or riders:
+            # Wait when nothing can run, and when the chunk at hand came from a build that generated:
+            # the build now under way will ask for its generation, which then rides with this chunk.
+            while not done and ((not ready and not riders) or (len(ready) == 1 and ready[0].generated and not riders)):
+                take(inbox.get())
+            while True:
+                try:
+                    take(inbox.get_nowait())
+                except queue.Empty:
+                    break
+            writer.raise_if_failed()
+            if ready:
+                prepared = ready.pop(0)
+                decisions = decide(_FedBackend(backend, prepared.rendered, riders), prepared.requests)
+                slots.release()
+                writer.put(decisions, finished(prepared.chunk, decisions))
+            elif riders:
+                call, future = riders.pop(0)
+                rest = list(riders)
+                riders.clear()
+                results = run_calls(backend, [call, *(r[0] for r in rest)])
+                for f, result in zip([future, *(r[1] for r in rest)], results):
+                    f.set_result(result)
+    except BaseException:
+        stop.set()
+        slots.release()  # a preparer waiting for a slot sees `stop` and returns
+        while True:  # a preparer waiting for a generation gets an error instead
+            try:
+                message = inbox.get_nowait()
+            except queue.Empty:
+                break
+            if message[0] == "generate":
+                riders.append((message[1], message[2]))
+        for _, future in riders:
+            future.set_exception(RuntimeError("the run stopped"))
+        raise
+    finally:
+        tools.route_generation = None
+        writer.close()
 
 
 @dataclass
@@ -166,7 +353,7 @@ def run_model(
     checkpoint: Checkpoint | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
     tools: ModelTools | None = None,
-    batch_items: int = BATCH_ITEMS,
+    batch_items: int | None = None,
 ) -> ModelRun:
     logprobs = getattr(backend, "supports_logprobs", True)  # an endpoint may return none
     protocol = protocol or default_protocol(task, backend.spec.model_type, logprobs)  # the same rule as at intake
@@ -185,22 +372,25 @@ def run_model(
     todo: list[Item] = [i for i in split.items if i.id not in answers]
     to_answer = task.hooks.decision_answer
     started = time.monotonic()
-    for start in range(0, len(todo), batch_items):
-        chunk = todo[start : start + batch_items]
-        requests = task.hooks.build_requests(task, [i.public for i in chunk], setting, tools)
 
-        def count(_items: int, tokens: int) -> None:
-            meter.tokens += tokens
+    def count(_items: int, tokens: int) -> None:
+        meter.tokens += tokens
 
-        decisions = run_protocol(backend, requests, task, count)
+    def decide(engine: Backend, requests: list) -> list[Decision]:
+        return run_protocol(engine, requests, task, count)
+
+    def build(chunk: list[Item]) -> list:
+        return task.hooks.build_requests(task, [i.public for i in chunk], setting, tools)
+
+    def finished(chunk: list[Item], decisions: list[Decision]) -> dict | None:
         for d in decisions:
             d.answer = to_answer(d)
-        if checkpoint:
-            checkpoint.append(decisions)
         answers.update(_by_item({"id": d.id, "answer": d.answer} for d in decisions))
         meter.done += len(chunk)
-        if on_progress:
-            on_progress(meter.report())
+        return meter.report()
+
+    chunks = [todo[i : i + (batch_items or backend.batch_items)] for i in range(0, len(todo), batch_items or backend.batch_items)]
+    feed_engine(backend, tools, chunks, build, decide, finished, CheckpointWriter(checkpoint, on_progress))
     stats = {
         "protocol": protocol,
         "protocol_version": PROTOCOL_VERSION,

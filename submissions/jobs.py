@@ -103,7 +103,8 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
 
 def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) -> tuple[dict, dict]:
     """Run the model on the hidden split (resuming from the checkpoint) and score its answers."""
-    from evaluator.backends import ModelSpec, load_backend
+    from evaluator.backends import ModelSpec
+    from evaluator.backends.pool import shared_pool
     from evaluator.model_eval import Checkpoint, run_model
     from evaluator.scoring import SCORER_VERSION, score_answers
     from evaluator.models import ResolvedModel, download_hub_model
@@ -115,14 +116,17 @@ def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) 
         from evaluator.endpoints import endpoint_backend
 
         backend = endpoint_backend(resolved.name, settings.data_dir)
+        warm = None
     else:
         path = resolved.path or download_hub_model(resolved)
-        backend = load_backend(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), settings.backend)
+        # kept warm across jobs where the worker runs jobs in its own process (submissions/worker.py)
+        backend, warm = shared_pool().acquire(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision),
+                                              settings.backend)
     checkpoint = Checkpoint(settings.checkpoints_dir / f"{submission.id}.jsonl")
     last_saved = [0.0]
+    job = get_current_job()  # progress is reported from the checkpoint writer's thread, where RQ's is unset
 
     def on_progress(report: dict[str, Any]) -> None:
-        job = get_current_job()
         if job is not None:
             job.meta["progress"] = report
             job.save_meta()
@@ -139,6 +143,8 @@ def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) 
     metrics["suite_version"] = task.suite.version
     metrics["scorer_version"] = SCORER_VERSION
     stats = dict(run.stats)
+    if warm is not None:
+        stats["engine_warm"] = warm  # loaded by an earlier job of this worker (its prefix cache too)
     stats["seeds"] = {"option_shuffle": task.options.get("shuffle_seed"), "decoding": "greedy (no sampling)"}
     if submission.setting == "rag":
         from evaluator.backends.embedding import default_embedding_model

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 
-from rq import Worker
+from rq import SimpleWorker, Worker
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,33 @@ def set_compute_threads() -> int:
     return threads
 
 
+WARM_ENV = "PERSONABOARD_WARM_ENGINES"
+
+
+def keeps_engines_warm() -> bool:
+    """Whether this worker runs jobs in its own process, keeping loaded engines (and vLLM's prefix
+    cache) for the next job: on by default for vLLM workers (a CUDA engine cannot be handed to a
+    forked child anyway, and a load costs minutes), off for CPU workers, which keep a forked
+    work-horse per job so that a crashing job cannot take the worker with it."""
+    default = "1" if os.environ.get("PERSONABOARD_BACKEND", "transformers") == "vllm" else "0"
+    return os.environ.get(WARM_ENV, default) == "1"
+
+
 class PreloadWorker(Worker):
+    """Forks a work-horse per job, or (keeps_engines_warm) runs jobs in its own process, as RQ's
+    SimpleWorker does, with the engine pool (evaluator/backends/pool.py) living as long as it. A
+    worker killed mid-job is then restarted by the supervisor and its job resumes from its checkpoint."""
+
+    def execute_job(self, job, queue):
+        if keeps_engines_warm():
+            return SimpleWorker.execute_job(self, job, queue)
+        return super().execute_job(job, queue)
+
+    def get_heartbeat_ttl(self, job, working_time: float = 0.0) -> int:
+        if keeps_engines_warm():  # no horse monitor sends heartbeats during the job
+            return SimpleWorker.get_heartbeat_ttl(self, job, working_time)
+        return super().get_heartbeat_ttl(job, working_time)
+
     def work(self, *args, **kwargs):
         threads = set_compute_threads()
         log.info("worker %s: %d compute thread(s)", self.name, threads)

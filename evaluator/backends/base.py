@@ -28,9 +28,21 @@ class ModelSpec:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass
+class EngineCall:
+    """One primitive request inside a combined engine call (see Backend.run_calls)."""
+
+    kind: str  # "logprobs" | "generate"
+    prompts: list[list[int]]
+    choice_ids: list[int] = field(default_factory=list)
+    max_new_tokens: int = 0
+
+
 class Backend(ABC):
     name: str = "backend"
     spec: ModelSpec
+    # Items a run hands the backend per call (evaluator/model_eval.py): checkpoints are written per call.
+    batch_items: int = 64
 
     # -- prompts: both backends hold a Hugging Face tokenizer as `self.tokenizer` ----------------
     tokenizer: object
@@ -66,6 +78,21 @@ class Backend(ABC):
     @abstractmethod
     def reward_scores(self, prompts: list[list[int]], progress: Progress | None = None) -> np.ndarray:
         """A classifier reward model's raw score of each full conversation (user turn + response)."""
+
+    def run_calls(self, calls: list[EngineCall], progress: Progress | None = None) -> list:
+        """Several primitive requests at once (e.g. the next chunk's first-reply generation riding
+        along with this chunk's scoring). Here one after another; vLLM submits them in one call."""
+        out = []
+        for call in calls:
+            if call.kind == "logprobs":
+                out.append(self.choice_logprobs(call.prompts, call.choice_ids, progress))
+            else:
+                out.append(self.generate(call.prompts, call.max_new_tokens, progress))
+        return out
+
+    def memory_bytes(self) -> int:
+        """What the loaded engine holds (the engine pool evicts by it); 0 when unknown."""
+        return 0
 
     def context_window(self) -> int | None:
         return None

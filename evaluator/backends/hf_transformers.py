@@ -154,6 +154,10 @@ class TransformersBackend(Backend):
     def context_window(self) -> int | None:
         return getattr(self.model.config, "max_position_embeddings", None)
 
+    def memory_bytes(self) -> int:
+        tensors = [*self.model.parameters(), *self.model.buffers()]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
     def describe(self) -> dict:
         return {**super().describe(), "backend_version": self.version, "device": self.device.type,
                 "dtype": str(self.model.dtype).removeprefix("torch.")}

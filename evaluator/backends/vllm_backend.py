@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from evaluator.backends.base import Backend, BackendError, ModelSpec
+from evaluator.backends.base import Backend, BackendError, EngineCall, ModelSpec
 
 
 class VLLMBackend(Backend):
     name = "vllm"
+    # Large submissions: vLLM's scheduler batches by itself; between calls only a chunk's hand-over
+    # happens (the next chunk is built and tokenized while this one runs, see model_eval.py).
+    batch_items = 4096
 
     def __init__(self, spec: ModelSpec, llm=None, gpu_memory_utilization: float = 0.85, max_model_len: int | None = None):
         """`llm` may be passed in (tests pass an object shaped like vllm.LLM); otherwise one is built."""
@@ -33,6 +36,7 @@ class VLLMBackend(Backend):
                       gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                       trust_remote_code=False, **kwargs)
         self.llm = llm
+        self.gpu_memory_utilization = gpu_memory_utilization
         self.tokenizer = llm.get_tokenizer()
         try:
             import vllm
@@ -66,27 +70,57 @@ class VLLMBackend(Backend):
             return SimpleNamespace(**kwargs)
         return SamplingParams(**kwargs)
 
+    def memory_bytes(self) -> int:
+        """vLLM reserves its share of the device's memory up front, whatever the model's size."""
+        reserved = getattr(self.llm, "reserved_memory_bytes", None)  # objects shaped like vLLM in tests
+        if reserved is not None:
+            return int(reserved)
+        try:
+            import torch
+
+            return int(self.gpu_memory_utilization * torch.cuda.mem_get_info()[1])
+        except Exception:
+            return 0
+
     # -- primitives ---------------------------------------------------------------------------
+    def run_calls(self, calls: list[EngineCall], progress=None) -> list:
+        """Every request of every call in ONE llm.generate, each prompt with its own sampling
+        parameters: the scheduler batches them all, the GPU never waits between them."""
+        prompts, params, spans = [], [], []
+        for call in calls:
+            if call.kind == "logprobs":
+                sampling = self._sampling(max_tokens=1, temperature=0.0, logprob_token_ids=list(call.choice_ids))
+            else:
+                sampling = self._sampling(max_tokens=call.max_new_tokens, temperature=0.0)
+            spans.append((len(prompts), len(prompts) + len(call.prompts)))
+            prompts += call.prompts
+            params += [sampling] * len(call.prompts)
+        # one parameter object when all share it; else one per prompt (LLM.generate takes either)
+        shared = params[0] if len(calls) == 1 and params else params
+        outputs = self.llm.generate(self._prompts(prompts), shared, use_tqdm=False) if prompts else []
+        results = []
+        for call, (start, end) in zip(calls, spans):
+            mine = outputs[start:end]
+            if call.kind == "logprobs":
+                result = np.full((len(mine), len(call.choice_ids)), -np.inf)
+                for row, output in enumerate(mine):
+                    step = output.outputs[0].logprobs[0]  # {token id: Logprob} for the first generated position
+                    for col, token in enumerate(call.choice_ids):
+                        if token not in step:
+                            raise BackendError(f"vLLM returned no log-probability for token {token}")
+                        result[row, col] = step[token].logprob
+                results.append(result)
+            else:
+                results.append([output.outputs[0].text for output in mine])
+            if progress:
+                progress(len(call.prompts), sum(len(p) for p in call.prompts))
+        return results
+
     def choice_logprobs(self, prompts, choice_ids, progress=None) -> np.ndarray:
-        params = self._sampling(max_tokens=1, temperature=0.0, logprob_token_ids=list(choice_ids))
-        outputs = self.llm.generate(self._prompts(prompts), params, use_tqdm=False)
-        result = np.full((len(prompts), len(choice_ids)), -np.inf)
-        for row, output in enumerate(outputs):
-            step = output.outputs[0].logprobs[0]  # {token id: Logprob} for the first generated position
-            for col, token in enumerate(choice_ids):
-                if token not in step:
-                    raise BackendError(f"vLLM returned no log-probability for token {token}")
-                result[row, col] = step[token].logprob
-        if progress:
-            progress(len(prompts), sum(len(p) for p in prompts))
-        return result
+        return self.run_calls([EngineCall("logprobs", prompts, list(choice_ids))], progress)[0]
 
     def generate(self, prompts, max_new_tokens, progress=None) -> list[str]:
-        params = self._sampling(max_tokens=max_new_tokens, temperature=0.0)
-        outputs = self.llm.generate(self._prompts(prompts), params, use_tqdm=False)
-        if progress:
-            progress(len(prompts), sum(len(p) for p in prompts))
-        return [output.outputs[0].text for output in outputs]
+        return self.run_calls([EngineCall("generate", prompts, max_new_tokens=max_new_tokens)], progress)[0]
 
     def reward_scores(self, prompts, progress=None) -> np.ndarray:
         try:

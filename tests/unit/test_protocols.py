@@ -172,7 +172,9 @@ def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
     with pytest.raises(Killed):
         run_model(task, "zero_shot", first, limit=8, checkpoint=checkpoint, on_progress=die_after_first_batch, batch_items=4)
     assert len(calls) == 1 and calls[0]["done"] == 4 and calls[0]["total"] == 8
-    assert first.prompts["choice_logprobs"] == 4
+    # checkpoints are written off the engine's path: the chunk in flight when the writer failed may
+    # have been scored too, but only the written one counts as done
+    assert first.prompts["choice_logprobs"] in (4, 8)
     first_done = set(checkpoint.load())
     assert len(first_done) == 4
     # a torn last line (killed mid-write) is ignored

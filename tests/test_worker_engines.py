@@ -1,0 +1,70 @@
+"""The service's worker class in real `rq worker` processes on a real redis-server:
+- each worker takes its share of the cores for compute threads (read inside the job);
+- with warm engines on, a second job for the same model gets the engine the first one loaded."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from rq import Queue
+
+from backend import processes
+from submissions.settings import QUEUE_NAME
+from submissions.queue import connect
+from submissions.worker import THREADS_ENV, WARM_ENV
+
+
+def threads_in_job() -> dict:
+    import torch
+
+    return {"torch": torch.get_num_threads(), "omp": os.environ.get("OMP_NUM_THREADS")}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_each_worker_uses_its_share_of_the_cores(redis_server, service_env, workers):
+    cores = len(os.sched_getaffinity(0))
+    queue = Queue(QUEUE_NAME, connection=connect(redis_server))
+    job = queue.enqueue("tests.test_worker_engines.threads_in_job")  # as the worker imports it (root on its path)
+    argv = processes.worker_argv()
+    argv.insert(-1, "--burst")  # drain the queue, then exit
+    env = {**service_env, "PERSONABOARD_WORKERS": str(workers), "RQ_REDIS_URL": redis_server}
+    env.pop("OMP_NUM_THREADS", None)
+    env.pop(THREADS_ENV, None)
+    done = subprocess.run(argv, env=env, timeout=120, capture_output=True, text=True)
+    job.refresh()
+    assert job.get_status() == "finished", done.stdout[-2000:] + done.stderr[-2000:]
+    expected = max(1, cores // workers)
+    assert job.return_value() == {"torch": expected, "omp": str(expected)}
+    assert expected * workers <= max(cores, workers)  # together the workers use the cores once
+
+
+
+def engine_in_job(folder: str) -> dict:
+    from evaluator.backends import ModelSpec
+    from evaluator.backends.pool import shared_pool
+
+    engine, warm = shared_pool().acquire(ModelSpec("tiny", folder, "generative", revision="r1"), "transformers")
+    return {"warm": warm, "pid": os.getpid(), "engine": id(engine)}
+
+
+@pytest.mark.parametrize("warm_engines", ["1", "0"])
+def test_a_second_job_gets_the_warm_engine(redis_server, service_env, tmp_path, warm_engines):
+    from tests.tiny_models import build_tiny_model
+
+    folder = str(build_tiny_model(tmp_path / "tiny"))
+    queue = Queue(QUEUE_NAME, connection=connect(redis_server))
+    jobs = [queue.enqueue("tests.test_worker_engines.engine_in_job", folder) for _ in range(2)]
+    argv = processes.worker_argv()
+    argv.insert(-1, "--burst")
+    env = {**service_env, WARM_ENV: warm_engines, "RQ_REDIS_URL": redis_server}
+    done = subprocess.run(argv, env=env, timeout=180, capture_output=True, text=True)
+    for job in jobs:
+        job.refresh()
+        assert job.get_status() == "finished", done.stdout[-2000:] + done.stderr[-2000:]
+    first, second = (job.return_value() for job in jobs)
+    if warm_engines == "1":  # run in the worker's own process: the same engine, warm
+        assert (first["warm"], second["warm"]) == (False, True)
+        assert first["pid"] == second["pid"] and first["engine"] == second["engine"]
+    else:  # a forked work-horse per job: each loads its own
+        assert (first["warm"], second["warm"]) == (False, False) and first["pid"] != second["pid"]
