@@ -151,6 +151,20 @@ class TransformersBackend(Backend):
         self.reuse_prefix = reuse_prefix
         self.version = transformers.__version__
 
+    @classmethod
+    def around(cls, model, spec: ModelSpec, pad_id: int, max_batch_tokens: int | None = None,
+               max_batch_size: int = 64, reuse_prefix: bool = True) -> "TransformersBackend":
+        """The backend around a model already on its device (bench/bench_gpu.py builds random
+        weights there): token-id primitives only, there is no tokenizer to render with."""
+        import transformers
+
+        self = cls.__new__(cls)
+        self.spec, self.model, self.tokenizer, self.pad_id = spec, model.eval(), None, pad_id
+        self.device = next(model.parameters()).device
+        self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 4096)
+        self.max_batch_size, self.reuse_prefix, self.version = max_batch_size, reuse_prefix, transformers.__version__
+        return self
+
     def context_window(self) -> int | None:
         return getattr(self.model.config, "max_position_embeddings", None)
 
