@@ -389,7 +389,8 @@ def run_model(
         meter.done += len(chunk)
         return meter.report()
 
-    chunks = [todo[i : i + (batch_items or backend.batch_items)] for i in range(0, len(todo), batch_items or backend.batch_items)]
+    size = batch_items or getattr(backend, "batch_items", BATCH_ITEMS)
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
     feed_engine(backend, tools, chunks, build, decide, finished, CheckpointWriter(checkpoint, on_progress))
     stats = {
         "protocol": protocol,
