@@ -18,8 +18,7 @@ from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.readpath import Filters
 from submissions import moderation
 from submissions.identity import Identity
-from submissions.intake import (AlreadyAccepted, ModelForm, SubmissionError, SubmissionForm, accept_model,
-                                accept_predictions)
+from submissions.intake import AlreadyAccepted, ModelForm, SubmissionError, SubmissionForm
 from submissions.service import Services
 
 router = APIRouter(prefix="/api/v1")
@@ -173,10 +172,7 @@ async def _create_submission(request: Request, svc: Services, submitter):
             description=str(form.get("description") or ""),
         )
         submission = await run_in_threadpool(
-            accept_predictions, fields, upload.file, upload.filename or "predictions.jsonl",
-            records=svc.records, uploads_dir=svc.settings.uploads_dir,
-            max_bytes=svc.settings.max_upload_bytes, redis=svc.redis, submitter=submitter,
-        )
+            svc.submit_predictions, fields, upload.file, upload.filename or "predictions.jsonl", submitter)
     return _created(svc, submission)
 
 
@@ -190,14 +186,13 @@ async def _create_model_submission(request: Request, svc: Services, submitter):
         raise HTTPException(422, {"message": message, "problems": problems}) from None
     form = ModelForm(model=body.model, suite=body.suite, task=body.task, setting=body.setting, revision=body.revision,
                      model_type=body.model_type, protocol=body.protocol, limit=body.limit, description=body.description)
-    submission = await run_in_threadpool(accept_model, form, records=svc.records, registry=svc.models,
-                                         redis=svc.redis, submitter=submitter)
+    submission = await run_in_threadpool(svc.submit_model, form, submitter)
     return _created(svc, submission)
 
 
 @router.get("/models", summary="Local models the operator registered (submit them by name)")
 def list_models(request: Request):
-    models = services(request).models.all()
+    models = services(request).registered_models()
     return {"models": [{"name": name, "model_type": m["model_type"], "revision": m["revision"],
                         "parameters": m.get("parameters")} for name, m in sorted(models.items())]}
 
@@ -205,7 +200,7 @@ def list_models(request: Request):
 @router.get("/submissions/{submission_id}", summary="State, queue position, progress, error and result")
 def get_submission(submission_id: str, request: Request):
     svc = services(request)
-    submission = svc.records.get(submission_id)
+    submission = svc.submission(submission_id)
     if submission is None:
         raise not_found(f"no submission with id {submission_id!r}")
     return svc.submission_status(submission)
@@ -244,7 +239,7 @@ def operator_action(submission_id: str, action: Literal["hide", "unhide", "flag"
 @router.get("/submissions", summary="Recent submissions")
 def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
     svc = services(request)
-    return {"submissions": [s.public() for s in svc.records.list(limit=limit, public_only=True)]}
+    return {"submissions": [s.public() for s in svc.recent_submissions(limit)]}
 
 
 @router.get(

@@ -74,6 +74,17 @@ def score_answers(task: Task, split: Split, answers: dict[str, object], judge: J
     }
 
 
+def split_provenance(task: Task, scored: Split, full: Split | None = None) -> dict[str, Any]:
+    """What a result records of the split it was scored on (the one place these fields are made):
+    the items scored (`scored`: the whole split, or a model run's subset) and the whole split's hash."""
+    full = full or scored
+    return {
+        "split": {"name": scored.name, "sha256": full.sha256, "n_items": len(scored.items), "full_n_items": len(full.items)},
+        "suite_version": task.suite.version,
+        "scorer_version": SCORER_VERSION,
+    }
+
+
 def score_predictions_file(task: Task, path, filename: str | None = None, judge: Judge | None = None) -> dict[str, Any]:
     """Validate a predictions file and score it: the one entry point the CLI and the workers share."""
     split = task.load_split()
@@ -81,8 +92,6 @@ def score_predictions_file(task: Task, path, filename: str | None = None, judge:
     with open(path, "rb") as stream:
         answers = read_predictions(iter_lines(stream), task, split, filename or str(path))
     result = score_answers(task, split, answers, judge)
-    result["split"] = {"name": split.name, "sha256": split.sha256, "n_items": len(split.items)}
-    result["suite_version"] = task.suite.version
-    result["scorer_version"] = SCORER_VERSION
+    result.update(split_provenance(task, split))
     result["scoring_seconds"] = time.perf_counter() - started
     return result

@@ -29,6 +29,7 @@ from leaderboard.store import (
     DATASET_CARD, SCORES_DIR, SHARD_RECORDS, Release, StoreError, StoreUnavailable, Version, as_json, check_release_name, record_path,
     release_note, release_path, request_path, requests_message, supersedes,
 )
+from leaderboard.result_record import validate_record
 from leaderboard.table import records_to_scores
 
 HEAD_TTL_S = 2.0
@@ -104,6 +105,7 @@ class HubDatasetStore:
         Idempotent per submission: if the record is already at the head, the revision whose
         commit added it is returned and nothing is written.
         """
+        record = validate_record(record)  # only records of the result record's shape are published
         path = record_path(record)
 
         def attempt(head: str) -> str:
@@ -166,6 +168,7 @@ class HubDatasetStore:
 
     def sync_group(self, prefix: str, records: list[dict[str, Any]], message: str) -> str | None:
         """As the local store's: make the records whose id starts with `prefix` exactly `records`."""
+        records = [validate_record(r) for r in records]
 
         def attempt(head: str) -> str | None:
             present = [p for p in self._hub(self.repo.files, head, "results")

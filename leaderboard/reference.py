@@ -12,6 +12,7 @@ from typing import Any
 
 from evaluator.baselines import reference_lines
 from evaluator.registry import all_suites
+from leaderboard.result_record import make_record
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ def _row(task, line: dict[str, Any], split_sha: str) -> dict[str, Any]:
         name = f"Majority (always {line['label']})"
         description = "The best constant answer on this split: what a model that ignores the input can score."
     key = f"{task.key}|{line['kind']}"
-    return {
+    return make_record(**{
         "submission_id": REFERENCE_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16],
         "suite": task.suite.name,
         "task": task.name,
@@ -53,7 +54,7 @@ def _row(task, line: dict[str, Any], split_sha: str) -> dict[str, Any]:
         "provenance": {"suite_version": task.suite.version, "split": {"sha256": split_sha}, "line": line["kind"]},
         "n_items": line["n_items"],
         "metrics": _released(task, line),
-    }
+    })
 
 
 def reference_records() -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from evaluator.registry import all_suites
+from leaderboard.result_record import make_record
 from leaderboard.table import TOTAL
 
 REPORTED_PREFIX = "reported-"
@@ -52,7 +53,7 @@ def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
                     tiers.setdefault(group, {})[tier] = {primary: stats}
                 else:
                     total[key] = stats  # a metric column (precision, f1, spearman, ...)
-            records.append({
+            records.append(make_record(**{
                 "submission_id": _row_id(suite_name, table["id"], row),
                 "suite": suite_name,
                 "task": table["task"],
@@ -67,7 +68,7 @@ def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
                                "model_type": row.get("model_type"), "printed": row["values"]},
                 "n_items": int(counts.get(TOTAL, 0)),
                 "metrics": {"metric": primary, "total": total, "tiers": tiers},
-            })
+            }))
     return records
 
 

@@ -35,6 +35,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 
+from leaderboard.result_record import validate_record
 from leaderboard.table import records_to_scores
 
 SCORES_DIR = "data/scores"
@@ -197,6 +198,7 @@ class LocalDatasetStore:
         If this submission was already published (a retried job), nothing is written and the
         revision that first published it is returned.
         """
+        record = validate_record(record)  # only records of the result record's shape are published
         self.ensure()
         relative = self.record_path(record)
         message = f"Add result {record['submission_id']} ({record['suite']}/{record['task']})"
@@ -268,6 +270,7 @@ class LocalDatasetStore:
         """Make the records whose id starts with `prefix` exactly `records`: add new ones, rewrite
         changed ones, remove ones no longer listed; one new version if anything changed, else None.
         (The papers' reported rows: a corrected transcription replaces the old rows, in history.)"""
+        records = [validate_record(r) for r in records]
         self.ensure()
         with self._locked():
             self._discard_uncommitted()

@@ -18,6 +18,7 @@ from evaluator.predictions import PredictionsError
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import score_predictions_file
 from leaderboard.outbox import Outbox
+from leaderboard.result_record import make_record
 from leaderboard.results import open_outbox
 from submissions.metrics import record_job
 from submissions.records import Submission, SubmissionStore, utc_now
@@ -83,7 +84,7 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
         provenance.update({"predictions_sha256": submission.file_sha256, "predictions_bytes": submission.file_bytes,
                            "protocol": "uploaded predictions"})
         source, row_kind = "predictions file", "computed"
-    return {
+    return make_record(**{
         "submission_id": submission.id,
         "suite": submission.suite,
         "task": submission.task,
@@ -98,7 +99,7 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
         "timings": timings,
         "n_items": metrics["n_items"],
         "metrics": {"metric": metrics["metric"], "total": metrics["total"], "tiers": metrics["tiers"]},
-    }
+    })
 
 
 def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) -> tuple[dict, dict]:
@@ -106,7 +107,7 @@ def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) 
     from evaluator.backends import ModelSpec
     from evaluator.backends.pool import shared_pool
     from evaluator.model_eval import Checkpoint, run_model
-    from evaluator.scoring import SCORER_VERSION, score_answers
+    from evaluator.scoring import score_answers, split_provenance
     from evaluator.models import ResolvedModel, download_hub_model
 
     settings = load_evaluator_settings()
@@ -138,10 +139,7 @@ def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) 
                     checkpoint, on_progress)
     metrics = score_answers(task, run.split, run.answers, judge_for(task, settings))
     full = task.load_split()
-    metrics["split"] = {"name": run.split.name, "sha256": full.sha256, "n_items": len(run.split.items),
-                        "full_n_items": len(full.items)}
-    metrics["suite_version"] = task.suite.version
-    metrics["scorer_version"] = SCORER_VERSION
+    metrics.update(split_provenance(task, run.split, full))
     stats = dict(run.stats)
     if warm is not None:
         stats["engine_warm"] = warm  # loaded by an earlier job of this worker (its prefix cache too)
@@ -153,6 +151,13 @@ def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) 
     return metrics, stats
 
 
+def _wait_for_gate(gate, limit_s: float = 600) -> None:
+    """Hold the running job until the test opens the gate (creates the file); bounded."""
+    deadline = time.monotonic() + limit_s
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
     submissions, results = _stores()
     submission = submissions.start_attempt(submission_id)
@@ -160,8 +165,8 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
         log.info("submission %s already finished or unknown; nothing to do", submission_id)
         return None
     started = time.time()
-    if pause := load_submission_settings().job_pause_s:  # fault injection for the worker-kill tests
-        time.sleep(pause)
+    if gate := load_submission_settings().job_gate:  # fault injection for the worker-kill tests
+        _wait_for_gate(gate)
     run_stats = None
     try:
         task = get_task(submission.suite, submission.task)
@@ -171,7 +176,6 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
         else:
             metrics = score_predictions_file(task, submission.file_path, submission.filename or "predictions file",
                                              judge_for(task))
-            metrics["split"]["full_n_items"] = metrics["split"]["n_items"]
     except (PredictionsError, UnknownSuiteError, BackendError, FileNotFoundError) as exc:
         # Deterministic failures: retrying cannot help, so fail now with the reason.
         submissions.update(submission_id, state="failed", error=str(exc), finished_at=utc_now())

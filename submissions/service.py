@@ -10,7 +10,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 from redis import Redis
@@ -27,7 +27,7 @@ from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.table import column_name
 from submissions import moderation, queue
 from submissions.identity import Identity, IdentityStore
-from submissions.intake import Submitter
+from submissions.intake import ModelForm, SubmissionForm, Submitter, accept_model, accept_predictions
 from submissions.jobs import record_published
 from submissions.records import REQUEST_STATUS, Submission, SubmissionStore
 from submissions.settings import SubmissionSettings
@@ -141,6 +141,26 @@ class Services:
     def stop(self) -> None:
         self._stop.set()
         self._read_pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- the one way in: the API, the UI (and anything else that takes submissions) go through these
+    def submit_predictions(self, form: SubmissionForm, stream: BinaryIO, filename: str, submitter: Submitter) -> Submission:
+        """Validate, store, record and queue a predictions file (SubmissionError on a refusal)."""
+        return accept_predictions(form, stream, filename, records=self.records, uploads_dir=self.settings.uploads_dir,
+                                  max_bytes=self.settings.max_upload_bytes, redis=self.redis, submitter=submitter)
+
+    def submit_model(self, form: ModelForm, submitter: Submitter) -> Submission:
+        """Resolve, check, record and queue a model run (SubmissionError on a refusal)."""
+        return accept_model(form, records=self.records, registry=self.models, redis=self.redis, submitter=submitter)
+
+    def submission(self, submission_id: str) -> Submission | None:
+        return self.records.get(submission_id) if submission_id else None
+
+    def recent_submissions(self, limit: int = 50) -> list[Submission]:
+        return self.records.list(limit=limit, public_only=True)
+
+    def registered_models(self) -> dict[str, dict]:
+        """The operator's local models (submitted by name)."""
+        return self.models.all()
 
     # -- reads shared by the API and the UI ---------------------------------------------------
     def submission_status(self, submission: Submission) -> dict[str, Any]:

@@ -16,8 +16,9 @@ from submissions.quotas import QuotaLimits
 
 QUEUE_NAME = "personaboard"
 DEFAULT_REDIS_PORT = 6389
-# Fault injection for the worker-kill tests: a job pauses this long after it is marked running.
-FAULT_PAUSE_ENV = "PERSONABOARD_TEST_JOB_PAUSE_S"
+# Fault injection for the worker-kill tests: a job, once marked running, waits until this file exists
+# (the test opens the gate after killing the worker), so the kill lands mid-job by construction.
+FAULT_GATE_ENV = "PERSONABOARD_TEST_JOB_GATE"
 
 
 def redis_url(host: str, port: int, password: str | None = None) -> str:
@@ -35,7 +36,7 @@ class SubmissionSettings(LeaderboardSettings):
     redis_host: str = "127.0.0.1"  # the address the service's own Redis binds: loopback unless a password is set
     redis_password: str | None = None
     max_upload_bytes: int = 64 * 1024 * 1024
-    job_pause_s: float = 0.0
+    job_gate: Path | None = None
     quotas: QuotaLimits = QuotaLimits()  # per identity, suite and UTC day; `personaboard users quota` overrides
 
     @property
@@ -59,7 +60,7 @@ def load_submission_settings() -> SubmissionSettings:
         redis_host=host,
         redis_password=password,
         max_upload_bytes=int(env.get("PERSONABOARD_MAX_UPLOAD_BYTES", str(64 * 1024 * 1024))),
-        job_pause_s=float(env.get(FAULT_PAUSE_ENV, "0") or 0),
+        job_gate=Path(env[FAULT_GATE_ENV]) if env.get(FAULT_GATE_ENV) else None,
         quotas=QuotaLimits(
             predictions=int(env.get("PERSONABOARD_QUOTA_PREDICTIONS", QuotaLimits.predictions)),
             model=int(env.get("PERSONABOARD_QUOTA_MODEL_RUNS", QuotaLimits.model)),

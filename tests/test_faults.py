@@ -17,7 +17,7 @@ from backend import processes  # noqa: E402
 from live_helpers import (  # noqa: E402
     explicit_only, make_predictions, reordered, status, submit, submit_ok, wait_finished, wait_state, wait_until,
 )
-from submissions.settings import FAULT_PAUSE_ENV  # noqa: E402
+from submissions.settings import FAULT_GATE_ENV  # noqa: E402
 from submissions.queue import job_id_for  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -47,12 +47,13 @@ def assert_published_once(svc, http, submission_id: str) -> None:
     assert len(rows) == 1, rows
 
 
-def test_worker_sigkill_mid_job_is_retried_and_published_once(live_service):
+def test_worker_sigkill_mid_job_is_retried_and_published_once(live_service, tmp_path):
     svc = live_service
     expected = explicit_only()
-    # Workers that pause 8 s inside the job, after it is marked running.
+    # Workers whose jobs, once marked running, wait at a gate (a file) this test opens after the kill.
+    gate = tmp_path / "gate"
     kill_all_workers(svc)
-    svc.env[FAULT_PAUSE_ENV] = "8"
+    svc.env[FAULT_GATE_ENV] = str(gate)
     svc.start_worker()
     svc.start_worker()
     svc.wait_workers_registered()
@@ -74,8 +75,9 @@ def test_worker_sigkill_mid_job_is_retried_and_published_once(live_service):
         killed_at = time.monotonic()
         assert not processes.pid_alive(worker.pid)
 
-        # A fresh worker without the pause; the surviving paused one may take the retry too.
-        svc.env.pop(FAULT_PAUSE_ENV)
+        # Open the gate: the retry goes through, on the surviving worker or on a fresh one.
+        gate.touch()
+        svc.env.pop(FAULT_GATE_ENV)
         svc.start_worker()
 
         final = wait_finished(http, sid, timeout=RECOVERY_LIMIT_S, logs=svc.logs)

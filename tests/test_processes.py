@@ -115,6 +115,10 @@ def test_redis_binds_loopback_and_needs_a_password_elsewhere(tmp_path):
         server.stop()
 
 
+def _aof_bytes(redis_dir: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in redis_dir.rglob("*.aof*") if p.is_file())
+
+
 def _aof_exists(redis_dir: Path) -> bool:
     return (redis_dir / "appendonly.aof").exists() or (redis_dir / "appendonlydir").is_dir()
 
@@ -143,7 +147,12 @@ def test_aof_survives_sigkill(tmp_path):
     redis_dir = tmp_path / "redis"
     server = processes.start_redis(processes.free_port(), redis_dir)
     server.client().set("crash-survivor", "1")
-    time.sleep(1.5)  # appendfsync everysec
+    # The write is in the append-only file (the kernel's, which a SIGKILL does not lose) once its
+    # bytes are there: wait for that, not for a second of appendfsync everysec.
+    deadline = time.monotonic() + 10
+    while b"crash-survivor" not in _aof_bytes(redis_dir):
+        assert time.monotonic() < deadline, "the write never reached the append-only file"
+        time.sleep(0.02)
     processes.kill_group(server.proc)
     assert server.proc.returncode == -signal.SIGKILL
 

@@ -8,7 +8,7 @@ from space.status_text import format_status, inert
 
 def build_status_tab(ui: gr.Blocks, services) -> None:
     def lookup(submission_id):
-        found = services.records.get((submission_id or "").strip())
+        found = services.submission((submission_id or "").strip())
         if not found:
             return f"No submission with id {inert(submission_id or '')}."
         return format_status(services.submission_status(found))

@@ -8,12 +8,12 @@ from evaluator.registry import get_task
 from space.choices import protocol_choices, setting_choices, suite_choices, task_choices
 from space.identity import ui_identity
 from space.status_text import TERMINAL_STATES, format_error, format_status, inert
-from submissions.intake import ModelForm, SubmissionError, accept_model
+from submissions.intake import ModelForm, SubmissionError
 
 
 def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, token) -> None:
     def model_choices():
-        return sorted(services.models.all())
+        return sorted(services.registered_models())
 
     def on_suite(suite):
         tasks = [(title, name) for title, name in task_choices(suite) if get_task(suite, name).model_protocols]
@@ -41,8 +41,7 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
                              protocol=None if protocol in (None, "", "default") else protocol,
                              limit=int(limit) if limit else None, description=description or "")
             try:
-                accepted.append(accept_model(form, records=services.records, registry=services.models,
-                                             redis=services.redis, submitter=submitter).id)
+                accepted.append(services.submit_model(form, submitter).id)
             except SubmissionError as exc:
                 messages.append(f"**Error ({inert(setting)}):** " + format_error(exc).removeprefix("**Error:** "))
         # The state keeps the refusals too, so the 1 s poll does not wipe them while the others run.
@@ -51,7 +50,7 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
 
     def statuses(ids, messages=()):
         parts = ["\n\n".join(messages)] if messages else []  # the refusals together, then one block a run
-        for found in filter(None, (services.records.get(i) for i in ids)):
+        for found in filter(None, (services.submission(i) for i in ids)):
             parts.append(format_status(services.submission_status(found)))
         return "\n\n---\n\n".join(parts)
 
@@ -60,7 +59,7 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
         ids = (current or {}).get("ids") or []
         if not ids:
             return gr.skip(), gr.Timer(active=False)
-        running = any(s.state not in TERMINAL_STATES for s in filter(None, (services.records.get(i) for i in ids)))
+        running = any(s.state not in TERMINAL_STATES for s in filter(None, (services.submission(i) for i in ids)))
         return statuses(ids, current.get("messages") or ()), gr.Timer(active=running)
 
     with gr.Tab("Submit a model", id="submit-model-tab"):

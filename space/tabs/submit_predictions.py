@@ -11,7 +11,7 @@ from evaluator.registry import all_suites
 from space.choices import setting_choices, suite_choices, task_choices
 from space.identity import ui_identity
 from space.status_text import TERMINAL_STATES, format_error, format_status
-from submissions.intake import SubmissionError, SubmissionForm, accept_predictions
+from submissions.intake import SubmissionError, SubmissionForm
 
 
 def inputs_link(suite, task) -> str:
@@ -49,11 +49,7 @@ def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | Non
         try:
             submitter = services.submitter(ui_identity(services.identities, token_value, profile))
             with open(file_path, "rb") as stream:
-                submission = accept_predictions(
-                    form, stream, Path(file_path).name, records=services.records,
-                    uploads_dir=services.settings.uploads_dir, max_bytes=services.settings.max_upload_bytes,
-                    redis=services.redis, submitter=submitter,
-                )
+                submission = services.submit_predictions(form, stream, Path(file_path).name, submitter)
         except SubmissionError as exc:
             return format_error(exc), None, gr.Timer(active=False)
         status = services.submission_status(submission)
@@ -61,7 +57,7 @@ def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | Non
 
     def poll(submission_id):
         """Every second while a submission of this page is in flight; stops at a terminal state."""
-        found = services.records.get(submission_id) if submission_id else None
+        found = services.submission(submission_id)
         if not found:
             return gr.skip(), gr.Timer(active=False)
         status = services.submission_status(found)

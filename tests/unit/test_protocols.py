@@ -75,20 +75,18 @@ def test_parse_choice_tag_prefilled():
 # -- protocols -------------------------------------------------------------------------------------
 
 def test_choose_by_logprobs_renormalises_over_the_labels(gen):
-    decisions = choose_by_logprobs(gen, requests())
+    """Expected from the backend's raw label log-probs, computed here: the answer is their argmax and
+    the scores are them renormalised over the labels (a constant shift per row)."""
+    reqs = requests()
+    decisions = choose_by_logprobs(gen, reqs)
     assert [d.id for d in decisions] == ["r0", "r1", "r2"]
-    for d in decisions:
-        assert set(d.scores) == set(LABELS)
-        probs = np.exp(list(d.scores.values()))
-        assert abs(probs.sum() - 1.0) < 1e-6
-        assert d.answer == max(d.scores, key=d.scores.get)
-        assert d.prompt_tokens > 0
-    # the renormalised scores are the raw log-probs shifted by one constant per row
-    prompt = gen.render(requests()[0].messages)
-    raw = gen.choice_logprobs([prompt], [gen.token_id(label) for label in LABELS])[0]
-    shift = np.array([decisions[0].scores[label] for label in LABELS]) - raw
-    np.testing.assert_allclose(shift, np.full(4, shift[0]), atol=1e-5)
-    assert shift[0] > 0  # the labels hold only part of the full-vocabulary mass
+    raw = gen.choice_logprobs([gen.render(r.messages) for r in reqs], [gen.token_id(label) for label in LABELS])
+    for d, row, request in zip(decisions, raw, reqs):
+        expected = row - np.logaddexp.reduce(row)
+        np.testing.assert_allclose([d.scores[label] for label in LABELS], expected, atol=1e-5)
+        assert d.answer == LABELS[int(np.argmax(row))]
+        assert d.prompt_tokens == len(gen.render(request.messages))
+        assert expected.max() - row.max() > 0  # the labels hold only part of the full-vocabulary mass
 
 
 def test_choose_by_logprobs_refuses_multi_token_labels_and_mixed_labels(gen):
@@ -102,20 +100,32 @@ def test_choose_by_logprobs_refuses_multi_token_labels_and_mixed_labels(gen):
 
 
 def test_choose_by_generation_parses_or_gives_none(gen):
-    decisions = choose_by_generation(gen, requests(2), 4, lambda text: "C" if text else None)
-    assert [d.answer for d in decisions] == [("C" if d.raw else None) for d in decisions]
-    assert all(d.raw is not None for d in decisions)
+    """The texts the backend generates (asked for here), each through the parser; unparsable -> None."""
+    reqs = requests(2)
+    texts = gen.generate([gen.render(r.messages) for r in reqs], 4)
+
+    def parse(text: str) -> str | None:  # the first character, when it is a letter: something and None both occur
+        return text[0].upper() if text[:1].isalpha() else None
+
+    decisions = choose_by_generation(gen, reqs, 4, parse)
+    assert [d.raw for d in decisions] == texts
+    assert [d.answer for d in decisions] == [parse(t) for t in texts]
+    nothing = choose_by_generation(gen, reqs, 4, lambda text: None)
+    assert [d.answer for d in nothing] == [None, None] and [d.raw for d in nothing] == texts
 
 
 def test_choose_by_reward_scores_every_candidate(rew):
+    """Each candidate scored here on its own: the scores match, and the strict best wins."""
     reqs = requests(2)
     decisions = choose_by_reward(rew, reqs)
     for request, decision in zip(reqs, decisions):
-        assert set(decision.scores) == set(LABELS)
-        assert decision.answer == max(decision.scores, key=decision.scores.get)
-        conversation = [*request.messages, {"role": "assistant", "content": request.responses["B"]}]
-        expected = rew.reward_scores([rew.render(conversation, add_generation_prompt=False)])[0]
-        assert decision.scores["B"] == pytest.approx(expected, abs=1e-4)
+        expected = {label: rew.reward_scores([rew.render([*request.messages, {"role": "assistant",
+                                                                            "content": request.responses[label]}],
+                                                         add_generation_prompt=False)])[0]
+                    for label in LABELS}
+        for label in LABELS:
+            assert decision.scores[label] == pytest.approx(expected[label], abs=1e-4)
+        assert decision.answer == max(expected, key=expected.get)
 
 
 # -- the runner ------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ What is checked, and what "to rounding" means here:
 
 * Shape: every table has an id, task, scale, a column map onto our keys, rows with a known model
   type and setting, and values only for mapped columns.
-* Transcription: when the plain-text papers are present (/work/shared/papers, or
-  $PERSONABOARD_PAPERS), every number is compared with the table parsed straight from the text.
+* Transcription: every number is compared with the table parsed straight from the paper's text
+  (the tables, copied verbatim with attribution into tests/fixtures/papers/).
 * PersonaFeedback averages. A printed cell v with one decimal stands for a true value in
   [v - 0.05, v + 0.05]. Accuracy is a count over items, so the check is exact rather than a
   tolerance: there must be integer counts k_c (one per tier cell, with |100 k_c / n_c - v_c| <= 0.05)
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import re
 from pathlib import Path
 
@@ -41,7 +40,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES = ROOT / "evaluator" / "suites"
-PAPERS = Path(os.environ.get("PERSONABOARD_PAPERS", "/work/shared/papers"))
+PAPERS = Path(__file__).resolve().parents[1] / "fixtures" / "papers"  # table excerpts of the papers' text
 
 PF_KEYS = [
     "cell/specific/easy", "cell/specific/medium", "cell/specific/hard", "type/specific",
@@ -172,10 +171,7 @@ def test_tier_counts(pf):
 # ---------------------------------------------------------------- transcription against the text
 
 def _paper(name: str) -> str:
-    path = PAPERS / name
-    if not path.exists():
-        pytest.skip(f"paper text not available at {path} (set PERSONABOARD_PAPERS)")
-    return path.read_text(encoding="utf-8")
+    return (PAPERS / name).read_text(encoding="utf-8")
 
 
 def _tsv_block(text: str, caption_start: str, ncols: int) -> list[list[str]]:

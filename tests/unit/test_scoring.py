@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -100,13 +101,15 @@ def test_score_predictions_file_end_to_end(tiny_task, tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text("\n".join(json.dumps({"id": i, "answer": a}) for i, a in
                               [("q4", "D"), ("q3", "C"), ("q2", "A"), ("q1", "A")]) + "\n")
+    started = time.perf_counter()
     result = score_predictions_file(tiny_task, path)
+    elapsed = time.perf_counter() - started
     assert acc(result["total"])["value"] == 0.75
     assert acc(result["tiers"]["form"]["y"])["value"] == 1.0
     split = tiny_task.load_split()
-    assert result["split"] == {"name": "test", "sha256": split.sha256, "n_items": 4}
+    assert result["split"] == {"name": "test", "sha256": split.sha256, "n_items": 4, "full_n_items": 4}
     assert result["suite_version"] == "0.0.1"
-    assert result["scoring_seconds"] >= 0
+    assert 0 < result["scoring_seconds"] <= elapsed  # the scorer's own clock, inside the call
 
     path.write_text('{"id": "q1", "answer": "A"}\n')
     with pytest.raises(PredictionsError) as info:
@@ -142,4 +145,7 @@ def test_precision_recall_f1_and_spearman_on_hand_cases():
     tied = {"pred": np.array([1.0, 1, 2, 2]), "gold": np.array([1.0, 2, 3, 4])}
     # average ranks (1.5, 1.5, 3.5, 3.5) vs (1, 2, 3, 4): Pearson of ranks = 0.894427...
     assert abs(spearman(tied, np.arange(4)) - 0.8944271909999159) < 1e-12
-    assert spearman({"pred": np.ones(4), "gold": np.arange(4.0)}, np.arange(4)) is not None
+    # a constant rating has no rank correlation: NaN, reported as no value (None), never 0
+    assert np.isnan(spearman({"pred": np.ones(4), "gold": np.arange(4.0)}, np.arange(4)))
+    constant = metric_stats("spearman", {"pred": np.ones(4), "gold": np.arange(4.0)}, np.arange(4), np.random.default_rng(0))
+    assert constant["value"] is None and constant["n"] == 4

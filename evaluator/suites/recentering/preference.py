@@ -91,3 +91,8 @@ def decision_answer(decision) -> float | None:
     if decision.scores:
         return expected_rating(decision)
     return None if decision.answer is None else float(decision.answer)
+
+
+def gold_answer(task: Task, item: Item) -> float:
+    """The A/B-scale rating that orients to the human mean rating (a perfect file)."""
+    return oriented(item.gold["rating"], item.gold["personalized"])  # 6 - r is its own inverse

@@ -1,0 +1,121 @@
+"""The suite contract, run over every suite the registry finds: a new suite gets these checks for free.
+
+For each suite: its fixture split installs (tests/fixtures/splits/<suite>, or its bundled data),
+its manifest round-trips. For each task: the public inputs carry no gold field (and no public
+field gives the gold away), a perfect predictions file scores 100 % (accuracy; Spearman 1 for ratings), a
+constant file scores what the gold distribution says (label tasks: the share of items whose gold is
+that label), and a bad line is refused naming its line and field. A task whose
+answers are judged (no answer is perfect by construction) is held to the refusal check only.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluator import suite as suite_module
+from evaluator.manifest import dump_manifest, parse_manifest
+from evaluator.predictions import PredictionsError, read_predictions
+from evaluator.registry import all_suites
+from evaluator.scoring import score_answers
+from evaluator.split_install import install
+from evaluator.splits import installed_info
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "splits"
+TASKS = [(suite.name, task) for suite in all_suites().values() for task in suite.tasks]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """Every suite's split: fixture splits installed into a private splits folder, bundled ones as they are."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PERSONABOARD_SPLITS_DIR", str(tmp_path_factory.mktemp("splits")))
+        suite_module.clear_split_cache()
+        for suite in all_suites().values():
+            if suite.split_spec.get("source") == "installed":
+                fixture = FIXTURES / suite.name
+                assert fixture.is_dir(), f"suite {suite.name} installs its split: add a small fixture split at {fixture}"
+                info = install(suite, str(fixture))
+                assert info["fixture"] is True and installed_info(suite)["tasks"].keys() == suite.tasks.keys()
+        yield
+        suite_module.clear_split_cache()
+
+
+def lines(records) -> list[bytes]:
+    return [json.dumps(r).encode() for r in records]
+
+
+def answers_from(task, split, by_id):
+    return read_predictions(lines({"id": i.id, task.answer_field: by_id[i.id]} for i in split.items), task, split)
+
+
+@pytest.mark.parametrize("suite_name", sorted(all_suites()))
+def test_manifest_round_trips(suite_name):
+    suite = all_suites()[suite_name]
+    again = parse_manifest(dump_manifest(suite.manifest), "round trip")
+    assert again == suite.manifest
+
+
+@pytest.mark.parametrize("suite_name,task_name", TASKS)
+def test_inputs_carry_no_gold(installed, suite_name, task_name):
+    task = all_suites()[suite_name].tasks[task_name]
+    split = task.load_split()
+    assert split.items, f"{task.key}: the split has no items"
+    for item in split.items:
+        assert item.public.get("id") == item.id
+        assert task.answer_field not in item.public and "gold" not in item.public, item.public.keys()
+    golds = [task.hooks.gold_answer(task, item) for item in split.items]
+    if any(g is None for g in golds) or len(set(map(str, golds))) < 2:
+        return  # no gold answers to compare with (judged texts), or a one-answer split
+    for field in split.items[0].public:
+        values = [item.public.get(field) for item in split.items]
+        assert [str(v) for v in values] != [str(g) for g in golds], f"{task.key}: public field {field!r} is the gold"
+
+
+@pytest.mark.parametrize("suite_name,task_name", TASKS)
+def test_perfect_and_constant_files(installed, suite_name, task_name):
+    task = all_suites()[suite_name].tasks[task_name]
+    split = task.load_split()
+    golds = {item.id: task.hooks.gold_answer(task, item) for item in split.items}
+    if any(g is None for g in golds.values()):
+        assert task.judge, f"{task.key}: gold_answer gives no answer for some items, and the task is not judge-scored"
+        return
+    perfect = score_answers(task, split, answers_from(task, split, golds))["total"]
+    if "accuracy" in perfect:
+        assert perfect["accuracy"]["value"] == 1.0
+    if "spearman" in perfect:
+        assert perfect["spearman"]["value"] == pytest.approx(1.0)
+    assert "accuracy" in perfect or "spearman" in perfect, f"{task.key}: no metric says what perfect is"
+    gold_values = np.array(list(golds.values()), dtype=object)
+    if task.answer_kind == "label":
+        for label in task.answer_labels:
+            constant = score_answers(task, split, answers_from(task, split, {i: label for i in golds}))["total"]
+            assert constant["accuracy"]["value"] == pytest.approx(float(np.mean(gold_values == label))), label
+    else:
+        # A rating task may orient the submitted scale (recentering: A/B -> "prefers the personalized
+        # response"), so a constant answer has no suite-free expectation beyond this: the gold side
+        # of the metrics is what the gold says, whatever the answers, and perfect answers match it.
+        low = task.answer_range[0]
+        constant = score_answers(task, split, answers_from(task, split, {i: low for i in golds}))["total"]
+        gold_side = [m for m in ("human_mean_rating",) if m in perfect]
+        for metric in gold_side:
+            assert constant[metric]["value"] == pytest.approx(perfect[metric]["value"])
+        if "mean_rating" in perfect and gold_side:
+            assert perfect["mean_rating"]["value"] == pytest.approx(perfect["human_mean_rating"]["value"])
+
+
+@pytest.mark.parametrize("suite_name,task_name", TASKS)
+def test_bad_line_refused_with_line_and_field(installed, suite_name, task_name):
+    task = all_suites()[suite_name].tasks[task_name]
+    split = task.load_split()
+    first, second = split.items[0], split.items[1]
+    good = task.hooks.gold_answer(task, first)
+    good = good if good is not None else ("some text" if not task.answer_labels else task.answer_labels[0])
+    with pytest.raises(PredictionsError) as caught:
+        read_predictions(lines([{"id": first.id, task.answer_field: good},
+                                {"id": second.id, task.answer_field: {"not": "an answer"}}]), task, split)
+    located = [(p.line, p.field) for p in caught.value.problems]
+    assert (2, task.answer_field) in located, located
+    assert (1, task.answer_field) not in located
