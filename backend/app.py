@@ -25,6 +25,7 @@ from backend.limits import BodySizeLimit  # noqa: E402
 from backend.metrics import metrics_router  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
 from space.ui import build_ui  # noqa: E402
+from space.uploads import enforce_upload_check  # noqa: E402
 from submissions.service import Services  # noqa: E402
 
 log = logging.getLogger("personaboard")
@@ -68,4 +69,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes, paths=("/api/v1/submissions",))
     app.add_middleware(LeaderboardFastPath, services=services)  # outermost: cached bodies skip the rest
-    return gr.mount_gradio_app(app, build_ui(services), path="", footer_links=["api"])
+    # Uploads from the UI live in this service's own folder (space/uploads.py checks paths against it).
+    os.environ.setdefault("GRADIO_TEMP_DIR", str(settings.data_dir / "gradio-uploads"))
+    blocks = build_ui(services)
+    # show_error=False: an exception inside Gradio (e.g. its refusal of a foreign FileData path, which
+    # quotes the path) reaches the client as a bare error; our handlers answer in Markdown themselves.
+    mounted = gr.mount_gradio_app(app, blocks, path="", footer_links=["api"], show_error=False)
+    enforce_upload_check(blocks)
+    return mounted

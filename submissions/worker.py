@@ -7,8 +7,11 @@ horse, that second comes off the start of every job (see bench/bench_queue_laten
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import signal
+import sys
 
 from rq import SimpleWorker, Worker
 
@@ -68,6 +71,19 @@ def keeps_engines_warm() -> bool:
     work-horse per job so that a crashing job cannot take the worker with it."""
     default = "1" if os.environ.get("PERSONABOARD_BACKEND", "transformers") == "vllm" else "0"
     return os.environ.get(WARM_ENV, default) == "1"
+def _die_with_worker(worker_pid: int) -> None:
+    """In every child the worker forks (its scheduler, its work-horses): SIGKILL when the worker dies.
+
+    Without this a worker killed on its own leaves its RQ scheduler running (and enqueueing) with no
+    worker, and the supervisor's replacement starts a second one. PR_SET_PDEATHSIG is tied to the
+    forking thread, which is the worker's main thread for both kinds of child.
+    """
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 == PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: nothing to do
+        return
+    if os.getppid() != worker_pid:  # the worker died before the prctl: go now
+        os._exit(1)
 
 
 class PreloadWorker(Worker):
@@ -89,4 +105,7 @@ class PreloadWorker(Worker):
         threads = set_compute_threads()
         log.info("worker %s: %d compute thread(s)", self.name, threads)
         preload()
+        if sys.platform.startswith("linux"):
+            worker_pid = os.getpid()
+            os.register_at_fork(after_in_child=lambda: _die_with_worker(worker_pid))
         return super().work(*args, **kwargs)

@@ -7,6 +7,7 @@ scorer's side; the service never sends gold to anyone.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -160,3 +161,48 @@ def register_model(svc, name: str, folder: Path) -> dict:
     proc = run_cli("models", "add", name, str(folder), env=svc.env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)[name]
+
+
+# -- processes, read from /proc (the supervisor and fault tests) -------------------------------
+
+def _pid_alive(pid: int) -> bool:
+    from backend.processes import pid_alive
+
+    return pid_alive(pid)
+
+
+def descendants(pid: int) -> set[int]:
+    """All live descendants of pid, read from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return {p for p in found if _pid_alive(p)}
+
+
+def pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

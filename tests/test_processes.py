@@ -17,7 +17,7 @@ from rq import Queue, Worker
 from backend import processes
 from backend.redis_server import RedisServerError, find_redis_server
 from backend.settings import QUEUE_NAME
-from live_helpers import wait_until
+from live_helpers import cmdline, descendants, pgid, wait_until
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HAVE_APP = (PROJECT_ROOT / "backend" / "app.py").exists()
@@ -25,41 +25,6 @@ HAVE_APP = (PROJECT_ROOT / "backend" / "app.py").exists()
 
 
 
-def descendants(pid: int) -> set[int]:
-    """All live descendants of pid, read from /proc."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        parents.setdefault(ppid, []).append(int(entry))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return {p for p in found if processes.pid_alive(p)}
-
-
-def pgid(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
-
-
-def cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 # --- redis-server ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from evaluator.registry import all_suites
 from space.choices import setting_choices, suite_choices, task_choices
 from space.identity import ui_identity
 from space.status_text import TERMINAL_STATES, format_error, format_status
+from space.uploads import NotAnUpload, uploaded_file
 from submissions.intake import SubmissionError, SubmissionForm
 
 
@@ -46,6 +47,10 @@ def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | Non
         if not file_path:
             return "**Error:** choose a predictions file (JSONL) first.", None, gr.Timer(active=False)
         form = SubmissionForm(suite or "", task or "", setting or "", model_name or "", link or "", description or "")
+        try:
+            file_path = uploaded_file(file_path)  # a path the client named, not one it uploaded: refused
+        except NotAnUpload as refused:
+            return f"**Error:** {refused}.", None, gr.Timer(active=False)
         try:
             submitter = services.submitter(ui_identity(services.identities, token_value, profile))
             with open(file_path, "rb") as stream:
