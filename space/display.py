@@ -77,7 +77,7 @@ def display_table(frame: pd.DataFrame):
     labels = column_labels()
     score_labels = [labels.get(c, c) for c in frame.columns if c == TOTAL or "/" in c and not c.startswith("total_")]
     score_labels = [c for c in score_labels if c in shown.columns]
-    metric_labels = [labels[c] for c in frame.columns if c in metric_labels() and labels[c] in shown.columns]
+    metric_columns = [labels[c] for c in frame.columns if c in metric_labels() and labels[c] in shown.columns]
     kind = labels["row_kind"]
 
     def mark_reported(row):
@@ -92,7 +92,7 @@ def display_table(frame: pd.DataFrame):
         used = frame.loc[frame[column].notna(), "metric"] if "metric" in frame else pd.Series(dtype=object)
         percent = all(_scale(m) == 100 for m in used.dropna())
         styler = styler.format("{:.1f}" if percent else "{:.3g}", subset=[labels.get(column, column)], na_rep="")
-    for name in metric_labels:
+    for name in metric_columns:
         percent = _scale(next(k for k, v in metric_labels().items() if v == name)) == 100
         styler = styler.format("{:.1f}" if percent else "{:.3f}", subset=[name], na_rep="")
     if labels["n_items"] in shown.columns:
