@@ -9,12 +9,11 @@ import io
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from live_helpers import explicit_only, submit_ok, wait_finished  # noqa: E402
+from live_helpers import explicit_only, reordered, submit_ok, wait_finished  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -41,8 +40,9 @@ CREATED = "img, script, a[href^='javascript'], iframe, [onerror]"  # (bold is sh
 
 def test_payload_names_are_inert_in_status_and_leaderboard(module_live_service, tmp_path):
     svc = module_live_service
-    with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
-        ids = {name: submit_ok(http, explicit_only().body, model_name=name) for name in PAYLOADS}
+    with svc.http() as http:
+        body = explicit_only().body  # rotated per name: an identical resubmission would be a 409
+        ids = {name: submit_ok(http, reordered(body, i), model_name=name) for i, name in enumerate(PAYLOADS)}
         for sid in ids.values():
             wait_finished(http, sid, logs=svc.logs)
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import httpx
-import pytest
+import pytest  # noqa: F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -42,7 +42,7 @@ def svc(module_live_service):
 
 
 def test_every_event_refuses_foreign_paths(svc):
-    with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+    with svc.http() as http:
         stored_id = submit_ok(http, explicit_only().body, model_name="someone-else")
         stored = next((svc.data_dir / "uploads").glob(f"{stored_id}*"))
         upload_root = svc.data_dir / "gradio-uploads"
@@ -65,8 +65,9 @@ def test_every_event_refuses_foreign_paths(svc):
                 paths = foreign if name == "submit" else dict(list(foreign.items())[::2])
                 for path, lines in paths.items():
                     data = [p.get("parameter_default") if p.get("parameter_has_default") else None for p in parameters]
-                    if name == "submit":  # everything else valid, so only the file can be refused
-                        data = [None, "prefeval", "mcq", "zero_shot", "path-prober", "", ""]
+                    if name == "submit":  # everything else valid (a real identity too): only the file is wrong
+                        data[1:5] = ["prefeval", "mcq", "zero_shot", "path-prober"]
+                        data[7:8] = [svc.token] if len(data) > 7 else []
                     data[slot] = file_data(path)
                     answer = call(http, name, data)
                     quoted = [line for line in lines if len(line) > 8 and line in answer]

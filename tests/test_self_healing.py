@@ -28,7 +28,7 @@ from rq import Worker
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from backend import processes  # noqa: E402
-from live_helpers import cmdline, descendants, explicit_only, wait_until  # noqa: E402
+from live_helpers import cmdline, descendants, explicit_only, reordered, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -41,9 +41,10 @@ RECOVERY_LIMIT_S = 60
 class Uploader(threading.Thread):
     """Uploads one predictions file every UPLOAD_EVERY_S until stopped; retries with the same key."""
 
-    def __init__(self, base_url: str):
+    def __init__(self, base_url: str, token: str):
         super().__init__(daemon=True)
         self.base_url = base_url
+        self.token = token
         self.body = explicit_only().body
         self.stop = threading.Event()
         self.answered: dict[str, str] = {}  # idempotency key -> submission id
@@ -52,7 +53,8 @@ class Uploader(threading.Thread):
         self.refused: list[str] = []  # 4xx answers: none expected
 
     def run(self) -> None:
-        with httpx.Client(base_url=self.base_url, trust_env=False, timeout=30) as http:
+        with httpx.Client(base_url=self.base_url, trust_env=False, timeout=30,
+                          headers={"Authorization": f"Bearer {self.token}"}) as http:
             for n in range(MAX_UPLOADS):
                 if self.stop.is_set():
                     return
@@ -61,7 +63,7 @@ class Uploader(threading.Thread):
                     try:
                         response = http.post(
                             "/api/v1/submissions", headers={"Idempotency-Key": key},
-                            files={"file": ("p.jsonl", self.body, "application/x-ndjson")},
+                            files={"file": ("p.jsonl", reordered(self.body, n), "application/x-ndjson")},
                             data={"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": f"heal-{n}"},
                         )
                     except httpx.TransportError:
@@ -98,16 +100,29 @@ def health(base: str) -> dict | None:
 def idempotent_retries(base: str, uploader: Uploader) -> bool:
     """Does the server answer a retried Idempotency-Key with the first id (issue 7 §2)?"""
     key, first = next(iter(uploader.answered.items()))
-    response = httpx.post(base + "/api/v1/submissions", headers={"Idempotency-Key": key}, trust_env=False, timeout=30,
-                          files={"file": ("p.jsonl", uploader.body, "application/x-ndjson")},
+    response = httpx.post(base + "/api/v1/submissions", trust_env=False, timeout=30,
+                          headers={"Idempotency-Key": key, "Authorization": f"Bearer {uploader.token}"},
+                          files={"file": ("p.jsonl", reordered(uploader.body, 0), "application/x-ndjson")},
                           data={"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": "heal-0"})
     if response.status_code == 201:
         uploader.answered[uuid.uuid4().hex] = response.json()["id"]  # answered: not a ghost
     return response.status_code in (200, 201) and response.json().get("id") == first
 
 
+def uploader_token(data_dir: Path) -> str:
+    """An identity for the uploads, with quotas this test cannot reach (as `personaboard users` sets)."""
+    from submissions.identity import IdentityStore
+    from submissions.records import SubmissionStore
+
+    identities = IdentityStore(SubmissionStore(data_dir / "submissions.sqlite3"))
+    identities.add_user("healer")
+    identities.set_quotas("healer", predictions=100_000, failed_validations=100_000)
+    return identities.issue_token("healer")[1]
+
+
 def test_serve_heals_redis_web_and_worker_kills_under_uploads(tmp_path):
     data_dir = tmp_path / "data"
+    token = uploader_token(data_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERSONABOARD_")}
     env.update(PERSONABOARD_DATA_DIR=str(data_dir), PERSONABOARD_HOST="127.0.0.1",
                PERSONABOARD_PORT=str(processes.free_port()), PERSONABOARD_REDIS_PORT=str(processes.free_port()),
@@ -118,7 +133,7 @@ def test_serve_heals_redis_web_and_worker_kills_under_uploads(tmp_path):
     with open(log, "wb") as out:
         serve = subprocess.Popen([sys.executable, "-m", "backend.serve"], cwd=PROJECT_ROOT, env=env,
                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    uploader = Uploader(base)
+    uploader = Uploader(base, token)
     recovery: dict[str, float] = {}
     children: set[int] = set()
     try:
