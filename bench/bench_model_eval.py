@@ -192,7 +192,7 @@ def main() -> int:
           f"{tokens / med['a']:7.0f} tok/s  (CPU {med_cpu['a']:.2f} s)  accuracy {acc_a:.3f}")
     print(f"(b) official loop, generate(5)  : {med['b']:7.2f} s  {n / med['b']:6.2f} items/s  "
           f"{tokens / med['b']:7.0f} tok/s  (CPU {med_cpu['b']:.2f} s)  accuracy {acc_b:.3f}, unparsed {unparsed}/{n}")
-    print(f"(c) floor, bare batched forward : {med['c']:7.2f} s  {n / med['c']:6.2f} items/s  "
+    print(f"(c) true floor, each prompt alone: {med['c']:7.2f} s  {n / med['c']:6.2f} items/s  "
           f"{tokens / med['c']:7.0f} tok/s  (CPU {med_cpu['c']:.2f} s)")
     speedups = [b / a for a, b in zip(walls["a"], walls["b"])]
     overheads = [a / c for a, c in zip(walls["a"], walls["c"])]
@@ -200,7 +200,7 @@ def main() -> int:
     print(f"b/a (speed-up over the official loop), per repeat: {spread(speedups)} "
           f"(goal >= 1.5x on every repeat: {'met' if min(speedups) >= 1.5 else 'MISSED'})")
     print(f"a/c (service over the true floor), per repeat: {spread(overheads)} wall, {spread(cpu_overheads)} CPU "
-          f"(goal <= 1.2x: {'met' if statistics.median(overheads) <= 1.2 else 'MISSED'})")
+          f"(goal <= 1.2x in both: {'met' if max(statistics.median(overheads), statistics.median(cpu_overheads)) <= 1.2 else 'MISSED'})")
     c_answers = [requests[0].labels[j] for j in c_norm.argmax(1)]
     print(f"a == c check: max |renormalised logprob diff| {np.abs(a_logprobs - c_norm).max():.2e}, "
           f"same answers {sum(x == y for x, y in zip(a_answers, c_answers))}/{n}")
