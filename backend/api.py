@@ -121,6 +121,25 @@ def task_inputs(suite: str, task: str):
     )
 
 
+@router.get(
+    "/suites/{suite}/tasks/{task}/inputs/companion",
+    summary="What the public inputs refer to but do not carry (RealPref: session texts; PrefEval mcq_turns: "
+            "the distractor turns), as JSON",
+)
+def task_inputs_companion(suite: str, task: str):
+    try:
+        found = get_task(suite, task)
+    except UnknownSuiteError as exc:
+        raise not_found(str(exc)) from None
+    hook = found.hooks.public_companion
+    if hook is None:
+        raise not_found(f"{suite}/{task}: the public inputs carry everything; there is no companion download")
+    try:
+        return hook(found)
+    except SplitNotInstalled as exc:
+        raise HTTPException(409, {"message": str(exc)}) from None
+
+
 @router.post(
     "/submissions", status_code=201,
     summary="Submit a predictions file (multipart form) or a model to evaluate (JSON body)",
@@ -234,6 +253,15 @@ def operator_action(submission_id: str, action: Literal["hide", "unhide", "flag"
             {"line": None, "field": exc.field, "message": str(exc)}]}) from None
     return {"action": {k: v for k, v in entry.items() if k != "details"},
             "submission": svc.submission_status(svc.records.get(submission_id))}
+
+
+@router.get("/compare", summary="Paired comparison of two finished submissions on the items both answered: "
+                               "difference of the primary metric, its 95% interval over the suite's units, p-value")
+def compare(request: Request, a: str = Query(..., max_length=64), b: str = Query(..., max_length=64)):
+    try:
+        return services(request).compare(a, b)
+    except SubmissionError as exc:
+        raise HTTPException(exc.status, exc.detail) from None
 
 
 @router.get("/submissions", summary="Recent submissions")

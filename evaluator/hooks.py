@@ -76,6 +76,15 @@ class SuiteHooks(Protocol):
         scores it: 100 %). Default: the gold itself when it is one of the answer labels; None where
         no answer is perfect by construction (e.g. judge-scored texts)."""
 
+    def public_companion(self, task: "Task") -> dict:
+        """Optional. What the public inputs refer to but do not carry (RealPref: the session texts of
+        the histories; PrefEval mcq_turns: the distractor turns), served as JSON beside the inputs.
+        Never gold. Default: none (the inputs carry everything)."""
+
+    def judge_prompt_sha256(self) -> str:
+        """Optional, judge-scored tasks. Hash of the suite's own judge texts, recorded with the judge
+        on every judged row. Default: none."""
+
 
 HOOK_NAMES = tuple(name for name in SuiteHooks.__dict__ if not name.startswith("_"))
 # The positional arguments each hook takes (the judge of item_arrays is the optional fourth).
@@ -110,6 +119,8 @@ class TaskHooks:
     gold_answer: Callable
     parse_prediction: Callable | None
     custom_item_arrays: bool
+    public_companion: Callable | None = None
+    judge_prompt_sha256: Callable | None = None
 
 
 def bind_hooks(task: "Task") -> TaskHooks:
@@ -166,4 +177,6 @@ def bind_hooks(task: "Task") -> TaskHooks:
         gold_answer=found.get("gold_answer", default_gold),
         parse_prediction=found.get("parse_prediction"),
         custom_item_arrays="item_arrays" in found,
+        public_companion=found.get("public_companion"),
+        judge_prompt_sha256=found.get("judge_prompt_sha256"),
     )

@@ -27,7 +27,9 @@ class Judge:
 
     def provenance(self, task: "Task") -> dict[str, Any]:
         """What the result records of the judge: who judged, at which revision, how (the manifest's words)."""
-        return {"model": self.name, "revision": self.revision, **task.judge}
+        prompt_hash = task.hooks.judge_prompt_sha256  # the judge's own texts, where the suite has them
+        return {"model": self.name, "revision": self.revision, **task.judge,
+                **({"prompt_sha256": prompt_hash()} if prompt_hash else {})}
 
 
 def judge_unavailable_reason(task: "Task", settings: EvaluatorSettings | None = None) -> str | None:

@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
-from evaluator.protocols import PROTOCOL_VERSION, Decision, default_protocol, get_protocol, protocol_problem
+from evaluator.protocols import (
+    CIRCULAR, PROTOCOL_VERSION, Decision, circular_publics, combine_rotations, default_protocol, get_protocol,
+    protocol_problem,
+)
 from evaluator.suite import Item, Split, Task
 
 BATCH_ITEMS = 64  # the default per backend call; a backend may ask for more (Backend.batch_items)
@@ -379,10 +382,15 @@ def run_model(
     def decide(engine: Backend, requests: list) -> list[Decision]:
         return run_protocol(engine, requests, task, count)
 
+    circular = protocol == CIRCULAR  # every rotation of the options is asked, then combined per item
+
     def build(chunk: list[Item]) -> list:
-        return task.hooks.build_requests(task, [i.public for i in chunk], setting, tools)
+        publics = [i.public for i in chunk]
+        return task.hooks.build_requests(task, circular_publics(publics) if circular else publics, setting, tools)
 
     def finished(chunk: list[Item], decisions: list[Decision]) -> dict | None:
+        if circular:
+            decisions[:] = combine_rotations([i.public for i in chunk], decisions)
         for d in decisions:
             d.answer = to_answer(d)
         answers.update(_by_item({"id": d.id, "answer": d.answer} for d in decisions))

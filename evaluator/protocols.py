@@ -69,6 +69,43 @@ def choose_by_logprobs(backend: Backend, requests: list[ChoiceRequest], progress
     return decisions
 
 
+def rotate_options(public: dict, shift: int) -> dict:
+    """The item with its lettered options rotated by `shift`: the option at letter i moves to letter
+    i - shift, so the option the model sees as letter j is the original letter j + shift."""
+    letters = list(public["options"])
+    texts = [public["options"][letter] for letter in letters]
+    k = len(letters)
+    return {**public, "id": f"{public['id']}::r{shift}",
+            "options": {letters[j]: texts[(j + shift) % k] for j in range(k)}}
+
+
+CIRCULAR = "circular_logprobs"
+
+
+def circular_publics(publics: list[dict]) -> list[dict]:
+    """Circular evaluation (MMBench's CircularEval) asks each item under every rotation of its options."""
+    return [rotate_options(pub, shift) for pub in publics for shift in range(len(pub["options"]))]
+
+
+def combine_rotations(publics: list[dict], decisions: list[Decision]) -> list[Decision]:
+    """One decision per item from its rotations' decisions: the original option the model picked under
+    all rotations, or None (wrong) when they disagree. Position bias cannot earn a point: a model that
+    always says "A" picks a different option under every rotation."""
+    letters_of = {pub["id"]: list(pub["options"]) for pub in publics}
+    picked: dict[str, list[str | None]] = {}
+    for decision in decisions:
+        item, _, variant = decision.id.partition("::r")
+        letters = letters_of[item]
+        original = None if decision.answer is None else letters[(letters.index(decision.answer) + int(variant)) % len(letters)]
+        picked.setdefault(item, []).append(original)
+    out = []
+    for pub in publics:
+        choices = picked[pub["id"]]
+        agreed = choices[0] if choices[0] is not None and all(c == choices[0] for c in choices) else None
+        out.append(Decision(pub["id"], agreed, raw=",".join(c or "-" for c in choices)))
+    return out
+
+
 def choose_by_generation(
     backend: Backend, requests: list[ChoiceRequest], max_new_tokens: int, parse: Callable[[str], str | None],
     progress: Progress | None = None,
@@ -216,3 +253,10 @@ def _generate_parse(backend: Backend, requests: list[ChoiceRequest], task: "Task
 @register_protocol("reward", model_type="reward", description="a reward model scores each candidate response")
 def _reward(backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None) -> list[Decision]:
     return choose_by_reward(backend, requests, progress)
+
+
+@register_protocol(CIRCULAR, reads_logprobs=True,
+                   description="choice_logprobs under every rotation of the options; right only if right under all "
+                               "(the run asks the rotations: evaluator/model_eval.py)")
+def _circular(backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None) -> list[Decision]:
+    return choose_by_logprobs(backend, requests, progress)

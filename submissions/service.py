@@ -163,6 +163,12 @@ class Services:
         return self.models.all()
 
     # -- reads shared by the API and the UI ---------------------------------------------------
+    def compare(self, a_id: str, b_id: str) -> dict[str, Any]:
+        """Paired comparison of two finished submissions (submissions/compare.py)."""
+        from submissions.compare import compare_submissions
+
+        return compare_submissions(self.records, a_id, b_id)
+
     def submission_status(self, submission: Submission) -> dict[str, Any]:
         status = submission.public()
         live: dict[str, Any] = {"job_status": None}

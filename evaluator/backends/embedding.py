@@ -20,6 +20,9 @@ def default_embedding_model(settings: EvaluatorSettings | None = None) -> str:
         return "sentence-transformers/all-MiniLM-L6-v2"
 
 
+PASSAGE_CACHE_SIZE = 50_000
+
+
 class Embedder:
     def __init__(self, path: str | None = None):
         import torch
@@ -28,6 +31,7 @@ class Embedder:
         self.path = path or default_embedding_model()
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         self.model = AutoModel.from_pretrained(self.path).eval()
+        self._cache: dict[str, np.ndarray] = {}
         self._torch = torch
 
     def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
@@ -43,12 +47,21 @@ class Embedder:
                 vectors.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
         return np.concatenate(vectors) if vectors else np.zeros((0, 0))
 
+    def _passage_vectors(self, passages: list[str]) -> np.ndarray:
+        """Passage embeddings, each text embedded once per process: PrefEval's distractor turns are
+        the same hundreds of passages for every item."""
+        missing = list(dict.fromkeys(p for p in passages if p not in self._cache))
+        if missing:
+            if len(self._cache) + len(missing) > PASSAGE_CACHE_SIZE:
+                self._cache.clear()
+            self._cache.update(zip(missing, self.embed(missing)))
+        return np.stack([self._cache[p] for p in passages])
+
     def top_k(self, query: str, passages: list[str], k: int) -> list[str]:
         """The k passages most similar to the query (cosine), in descending order of similarity."""
         if not passages:
             return []
-        vectors = self.embed([query, *passages])
-        similarity = vectors[1:] @ vectors[0]
+        similarity = self._passage_vectors(passages) @ self.embed([query])[0]
         order = np.argsort(-similarity, kind="stable")[:k]
         return [passages[i] for i in order]
 

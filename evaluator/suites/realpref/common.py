@@ -313,6 +313,21 @@ def final_question(task: Task, pub: dict, setting: str) -> str:
     return text
 
 
+def companion_from(split: Split, data: dict) -> dict[str, Any]:
+    """What the public inputs refer to but do not carry: the turns of every session a history names."""
+    used = sorted({sid for item in split.items for sid in item.public["history"]})
+    return {
+        "about": "Session texts of the histories in this task's public inputs: an item's conversation is the "
+                 "turns of its `history` sessions, in order (then its query), as the service prompts models.",
+        "sessions": {sid: [{"user": u, "assistant": a} for u, a in data["sessions"][sid]["turns"]] for sid in used},
+    }
+
+
+def public_companion(task: Task) -> dict[str, Any]:
+    """The companion download of the public inputs (GET .../inputs/companion): session texts only."""
+    return companion_from(task.load_split(), installed_data(task))
+
+
 def build_messages(task: Task, pub: dict, setting: str, data: dict, retrieve=None) -> list[dict[str, str]]:
     p = prompts()
     system = {"role": "system", "content": p["system_prompt"]}

@@ -4,7 +4,7 @@ Items, histories, prompts and the n/a rule live in common.py (shared with true_f
 """
 from __future__ import annotations
 
-from evaluator.suites.realpref.common import build_items, build_requests, fit_model  # noqa: F401
+from evaluator.suites.realpref.common import build_items, build_requests, fit_model, public_companion  # noqa: F401
 
 
 def parse_answer(text: str) -> str | None:

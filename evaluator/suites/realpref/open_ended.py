@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from evaluator.predictions import PredictionProblem
-from evaluator.suites.realpref.common import build_items, build_requests, fit_model, prompts  # noqa: F401
+from evaluator.suites.realpref.common import build_items, build_requests, fit_model, public_companion, prompts  # noqa: F401
 
 RUBRICS = ("awareness", "alignment", "quality")
 MAX_RESPONSE_CHARS = 20000

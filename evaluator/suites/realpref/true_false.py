@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from evaluator.suites.realpref.common import build_items, build_requests, fit_model  # noqa: F401
+from evaluator.suites.realpref.common import build_items, build_requests, fit_model, public_companion  # noqa: F401
 
 _WORD = re.compile(r"\b(true|false)\b", re.IGNORECASE)
 

@@ -1,0 +1,71 @@
+"""A tiny random model through PrefEval's new tasks: mcq_turns (n/a by window, RAG over the whole
+conversation) and open_ended (generation, self-critic, the four judge checks with a tiny judge)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiny_models import build_tiny_model  # noqa: E402
+
+from evaluator.backends import ModelSpec, load_backend  # noqa: E402
+from evaluator.judge import Judge  # noqa: E402
+from evaluator.model_eval import run_model  # noqa: E402
+from evaluator.registry import get_task  # noqa: E402
+from evaluator.scoring import score_answers  # noqa: E402
+from evaluator.suites.prefeval import open_ended  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    folder = build_tiny_model(tmp_path_factory.mktemp("tiny-prefeval") / "gen", "generative", seed=21)
+    return load_backend(ModelSpec("tiny-gen", str(folder), "generative", "r0"), device="cpu")
+
+
+def test_mcq_turns_runs_what_fits_and_marks_the_rest_not_applicable(tiny):
+    task = get_task("prefeval", "mcq_turns")
+    run = run_model(task, "zero_shot", tiny, limit=6)
+    skipped = run.stats["not_applicable"]
+    assert "300" in skipped and "context window of 16384" in skipped["300"]
+    ran = {item.tiers["turns"] for item in run.split.items}
+    assert ran and not ran & set(skipped) and run.partial
+    assert set(run.answers) == {item.id for item in run.split.items}
+    assert set(run.answers.values()) <= {"A", "B", "C", "D"}
+    result = score_answers(task, run.split, run.answers)
+    assert set(result["tiers"]["turns"]) == ran
+
+
+def test_mcq_turns_rag_fits_any_window(tiny):
+    task = get_task("prefeval", "mcq_turns")
+    run = run_model(task, "rag", tiny, limit=4)
+    assert "not_applicable" not in run.stats  # retrieval keeps prompts short: 300 turns run too
+    assert {item.tiers["turns"] for item in run.split.items} == {"0", "10", "70", "300"}
+
+
+@pytest.mark.parametrize("setting", ["zero_shot", "self_critic"])
+def test_open_ended_generation_judged_by_four_checks(tiny, setting):
+    task = get_task("prefeval", "open_ended")
+    run = run_model(task, setting, tiny, limit=3)
+    assert run.stats["protocol"] == "generate_parse" and len(run.answers) == 3
+    judge = Judge("tiny-judge", "r0", tiny)
+    result = score_answers(task, run.split, run.answers, judge)
+    total = {m: s["value"] for m, s in result["total"].items()}
+    # every answer has exactly one outcome: no error, or one of the four error types
+    assert total["accuracy"] + sum(total[e] for e in open_ended.ERROR_TYPES) == pytest.approx(1.0)
+    assert result["total"]["accuracy"]["n"] == 3
+
+
+def test_circular_protocol_through_a_model_run(tiny):
+    task = get_task("prefeval", "mcq")
+    plain = run_model(task, "zero_shot", tiny, limit=6)
+    circular = run_model(task, "zero_shot", tiny, protocol="circular_logprobs", limit=6)
+    assert circular.stats["protocol"] == "circular_logprobs"
+    assert set(circular.answers) == set(plain.answers)
+    # an item counts only where all four rotations agree, so circular can only take away correct answers
+    gold = {item.id: item.gold for item in circular.split.items}
+    assert sum(circular.answers[i] == gold[i] for i in gold) <= sum(plain.answers[i] == gold[i] for i in gold)
+    agreed = [a for a in circular.answers.values() if a is not None]
+    assert all(a in "ABCD" for a in agreed)
