@@ -25,7 +25,7 @@ SCORE_COLUMNS = [
 ]
 ID_COLUMNS = ["model_name", "suite", "task", "setting", "source", "row_kind", "metric"]
 TRAILING_COLUMNS = ["n_items", "submitted_at", "submission_id", "model_link"]
-ROW_KIND_RANK = {"computed": 0, "partial": 1, "reported": 2, "reference": 3}
+ROW_KIND_RANK = {"computed": 0, "partial": 1, "reference": 2, "reported": 3}  # the papers' rows last
 
 
 def provenance_columns(record: dict[str, Any]) -> dict[str, str]:
