@@ -62,7 +62,7 @@ def wilson_interval(share: float, n_effective: float, z: float = Z95) -> tuple[f
     half = z * math.sqrt(share * (1 - share) / n_effective + z * z / (4 * n_effective ** 2)) / denominator
     low, high = max(0.0, centre - half), min(1.0, centre + half)
     # exact at the edges (the formula gives 0 and 1 there, up to rounding)
-    return (0.0 if share <= 0 else low, 1.0 if share >= 1 else high)
+    return (0.0 if share <= 0 else float(low), 1.0 if share >= 1 else float(high))
 
 
 def _unit_sums(values: np.ndarray, units: Units) -> tuple[np.ndarray, np.ndarray]:
@@ -111,7 +111,7 @@ def share_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> d
     if not units.independent:
         stats["n_units"] = units.n_units
     if n_effective != n:
-        stats["n_effective"] = round(n_effective, 2)
+        stats["n_effective"] = round(float(n_effective), 2)
     return stats
 
 
