@@ -24,6 +24,7 @@ from backend.leaderboard_http import LeaderboardFastPath  # noqa: E402
 from backend.limits import BodySizeLimit  # noqa: E402
 from backend.metrics import metrics_router  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
+from space.pages import build_pages  # noqa: E402
 from space.ui import build_ui  # noqa: E402
 from space.uploads import enforce_upload_check  # noqa: E402
 from submissions.service import Services  # noqa: E402
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return JSONResponse({"detail": {"message": "internal error; the operator has the details"}}, status_code=500)
 
+    app.include_router(build_pages(services))  # /model, /result, /plots, /examples: before the UI's catch-all mount
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes, paths=("/api/v1/submissions",))
     app.add_middleware(LeaderboardFastPath, services=services)  # outermost: cached bodies skip the rest
     # Uploads from the UI live in this service's own folder (space/uploads.py checks paths against it).

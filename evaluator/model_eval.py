@@ -25,6 +25,7 @@ from evaluator.protocols import (
 from evaluator.suite import Item, Split, Task
 
 BATCH_ITEMS = 64  # the default per backend call; a backend may ask for more (Backend.batch_items)
+PROGRESS_EVERY_S = 1.0  # progress inside a chunk of items, at most this often (the UI polls each second)
 
 
 class ModelTools:
@@ -276,13 +277,15 @@ class ProgressMeter:
     started: float = field(default_factory=time.monotonic)
     resumed: int = 0
 
-    def report(self) -> dict[str, Any]:
+    def report(self, in_flight: int = 0) -> dict[str, Any]:
+        """`in_flight`: items of the current chunk whose prompts the backend has already run."""
         elapsed = max(time.monotonic() - self.started, 1e-9)
-        fresh = self.done - self.resumed
+        done = self.done + in_flight
+        fresh = done - self.resumed
         rate = fresh / elapsed if fresh else 0.0
         return {
-            "done": self.done, "total": self.total, "tokens_per_s": self.tokens / elapsed,
-            "items_per_s": rate, "eta_s": (self.total - self.done) / rate if rate else None,
+            "done": done, "total": self.total, "tokens_per_s": self.tokens / elapsed,
+            "items_per_s": rate, "eta_s": (self.total - done) / rate if rate else None,
         }
 
 
@@ -372,12 +375,23 @@ def run_model(
     done = _by_item(checkpoint.load().values()) if checkpoint else {}
     answers: dict[str, Any] = {i.id: done[i.id] for i in split.items if i.id in done}
     meter = ProgressMeter(total=len(split.items), done=len(answers), resumed=len(answers))
+    if on_progress:
+        on_progress(meter.report())  # the total is known from the start, not after the first chunk
     todo: list[Item] = [i for i in split.items if i.id not in answers]
     to_answer = task.hooks.decision_answer
     started = time.monotonic()
 
-    def count(_items: int, tokens: int) -> None:
+    in_chunk = {"prompts": 0, "items_per_prompt": 1.0, "reported": time.monotonic()}
+
+    def count(prompts: int, tokens: int) -> None:
+        # The backend's own batches are smaller than a chunk: report between them too (at most every
+        # PROGRESS_EVERY_S), so progress moves during a chunk; prompts map to items in proportion.
         meter.tokens += tokens
+        in_chunk["prompts"] += prompts
+        if on_progress and time.monotonic() - in_chunk["reported"] >= PROGRESS_EVERY_S:
+            running = int(in_chunk["prompts"] * in_chunk["items_per_prompt"])
+            on_progress(meter.report(in_flight=max(0, min(running, size - 1, meter.total - meter.done - 1))))
+            in_chunk["reported"] = time.monotonic()
 
     def decide(engine: Backend, requests: list) -> list[Decision]:
         return run_protocol(engine, requests, task, count)
@@ -386,7 +400,9 @@ def run_model(
 
     def build(chunk: list[Item]) -> list:
         publics = [i.public for i in chunk]
-        return task.hooks.build_requests(task, circular_publics(publics) if circular else publics, setting, tools)
+        requests = task.hooks.build_requests(task, circular_publics(publics) if circular else publics, setting, tools)
+        in_chunk["items_per_prompt"] = len(chunk) / max(len(requests), 1)
+        return requests
 
     def finished(chunk: list[Item], decisions: list[Decision]) -> dict | None:
         if circular:
@@ -395,6 +411,7 @@ def run_model(
             d.answer = to_answer(d)
         answers.update(_by_item({"id": d.id, "answer": d.answer} for d in decisions))
         meter.done += len(chunk)
+        in_chunk["prompts"] = 0
         return meter.report()
 
     size = batch_items or getattr(backend, "batch_items", BATCH_ITEMS)

@@ -14,8 +14,13 @@ def pretty(name: str, label: str) -> str:
     return label
 
 
-def suite_choices() -> list[tuple[str, str]]:
-    return [(suite.title, name) for name, suite in all_suites().items()]
+NOT_INSTALLED = " (split not installed here)"
+
+
+def suite_choices(mark_unavailable: bool = False) -> list[tuple[str, str]]:
+    """(title, name) per suite; with mark_unavailable, suites that take no submissions here say so."""
+    ready = set(ready_suites()) if mark_unavailable else set(all_suites())
+    return [(suite.title + ("" if name in ready else NOT_INSTALLED), name) for name, suite in all_suites().items()]
 
 
 def ready_suites() -> list[str]:

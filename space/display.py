@@ -1,24 +1,73 @@
-"""How scores look: column labels and one number format per metric, read from the manifests.
+"""The display schema, as data: how each metric is written (one format per metric, everywhere: the
+table, the model and result pages, the status, the plots) and what each column is called (read
+from the manifests: tiers, their labels, the metrics).
 
 The UI only rounds for display; the API and the downloads keep full precision.
 """
 from __future__ import annotations
 
-import pandas as pd
+import math
+from dataclasses import dataclass
 
-from evaluator.metrics import metric_labels, metric_scale
+from evaluator.metrics import get_metric, metric_labels, metric_scale
 from evaluator.registry import all_suites
 from leaderboard.table import TOTAL
 from space.choices import pretty
 
 ROW_KINDS = {"computed": "verified", "reported": "reported (paper)", "partial": "partial run (not ranked)",
              "reference": "reference line (chance / majority)"}
+SECTION_TITLES = {"computed": "Verified here (ranked)", "reference": "Reference lines: chance and majority (not ranked)",
+                  "partial": "Partial runs (not ranked)",
+                  "reported": "Papers' own numbers (not verified here, not ranked)"}
+# A tier cell of a partial run with fewer items than this is hidden: its 95% interval is wider than
+# +-30 points for a share, too wide to mean anything.
+MIN_CELL_ITEMS = 10
+
+
+@dataclass(frozen=True)
+class MetricFormat:
+    scale: float  # shown value = stored value x scale
+    decimals: int
+    unit: str  # appended in prose ("33.3%"), not in table cells
+
+
+DECIMALS = {"statistic": 3, "mean": 2}  # correlations; ratings (1-5 scales). Shares: 1 decimal in %
+
+
+def metric_format(metric: str | None) -> MetricFormat:
+    """From the metric registry (evaluator/metrics.yaml): shares in percent with one decimal;
+    statistics (correlations) with three decimals; means of ratings with two."""
+    if metric is None or metric_scale(metric) == 100:
+        return MetricFormat(100, 1, "%")
+    try:
+        kind = get_metric(metric).kind
+    except ValueError:
+        kind = "mean"
+    return MetricFormat(1, DECIMALS.get(kind, 2), "")
+
+
+def format_value(value, metric: str | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    spec = metric_format(metric)
+    return f"{float(value) * spec.scale:.{spec.decimals}f}"
+
+
+def format_interval(low, high, metric: str | None) -> str:
+    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (low, high)):
+        return ""
+    return f"{format_value(low, metric)}–{format_value(high, metric)}"
+
+
+def metric_label(metric: str) -> str:
+    return metric_labels().get(metric, metric)
 
 
 def column_labels() -> dict[str, str]:
     labels = {TOTAL: "Total", "model_name": "Model", "suite": "Suite", "task": "Task", "setting": "Setting",
               "source": "Source", "row_kind": "Kind", "n_items": "Items", "submitted_at": "Submitted",
-              "metric": "Metric", **metric_labels()}
+              "metric": "Metric", "rank": "Rank", "ci": "95% CI", "model_type": "Type", "size": "Size",
+              "license": "License", **metric_labels()}
     for suite in all_suites().values():
         for task in suite.tasks.values():
             for group in task.tier_groups:
@@ -27,76 +76,6 @@ def column_labels() -> dict[str, str]:
     return labels
 
 
-def _scale(metric: str) -> int:
-    return metric_scale(metric)
-
-
-def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Shares as percentages (x100), correlations and ratings as they are; labelled columns,
-    reported rows marked. Full precision is kept (the Styler rounds for display only)."""
-    shown = frame.drop(columns=["total_ci_low", "total_ci_high", "submission_id", "model_link"], errors="ignore").copy()
-    ci = frame.get("total_ci_low"), frame.get("total_ci_high")
-    # `total` and tier columns are in each row's primary metric; metric columns in their own
-    row_scale = frame["metric"].map(lambda m: _scale(m) if isinstance(m, str) else 100) if "metric" in frame else 100
-    for column in [c for c in shown.columns if c == TOTAL or "/" in c]:
-        shown[column] = pd.to_numeric(shown[column], errors="coerce") * row_scale
-    for column in [c for c in shown.columns if c in metric_labels()]:
-        shown[column] = pd.to_numeric(shown[column], errors="coerce") * _scale(column)
-    if ci[0] is not None and TOTAL in shown:
-        scales = row_scale if isinstance(row_scale, pd.Series) else pd.Series(100, index=frame.index)
-        shown.insert(shown.columns.get_loc(TOTAL) + 1, "95% CI",
-                     [_interval(lo, hi, k) for lo, hi, k in zip(ci[0], ci[1], scales)])
-    if "metric" in shown:
-        shown["metric"] = shown["metric"].map(metric_labels()).fillna(shown["metric"])
-    if "n_items" in shown:  # a reported row whose paper gives no item count: blank, not 0
-        shown["n_items"] = pd.to_numeric(shown["n_items"], errors="coerce").where(lambda n: n > 0)
-    if "row_kind" in shown:
-        shown["row_kind"] = shown["row_kind"].map(ROW_KINDS).fillna(shown["row_kind"])
-    if "suite" in shown:
-        titles = {name: suite.title for name, suite in all_suites().items()}
-        shown["suite"] = shown["suite"].map(titles).fillna(shown["suite"])
-    if "submitted_at" in shown:
-        shown["submitted_at"] = shown["submitted_at"].astype(str).str.slice(0, 16).str.replace("T", " ")
-    # Scores right after the model (visible without scrolling), the descriptive columns after them.
-    first = [c for c in ("model_name", "row_kind", "setting", TOTAL, "95% CI") if c in shown.columns]
-    last = [c for c in ("source", "suite", "task", "metric", "n_items", "submitted_at") if c in shown.columns]
-    middle = [c for c in shown.columns if c not in first and c not in last]
-    return shown[first + middle + last].rename(columns=column_labels())
-
-
-def _interval(low, high, scale: int) -> str:
-    if pd.isna(low) or pd.isna(high):
-        return ""
-    return f"{low * scale:.1f}-{high * scale:.1f}" if scale == 100 else f"{low:.3f}-{high:.3f}"
-
-
-def display_table(frame: pd.DataFrame):
-    """The table as shown: a Styler, so numbers stay numbers (sortable) but show one decimal,
-    and reported (paper) rows are greyed and italic so they never read as verified scores."""
-    shown = display_frame(frame)
-    labels = column_labels()
-    score_labels = [labels.get(c, c) for c in frame.columns if c == TOTAL or "/" in c and not c.startswith("total_")]
-    score_labels = [c for c in score_labels if c in shown.columns]
-    metric_columns = [labels[c] for c in frame.columns if c in metric_labels() and labels[c] in shown.columns]
-    kind = labels["row_kind"]
-
-    def mark_reported(row):
-        style = "color: #6b7280; font-style: italic" if row.get(kind) == ROW_KINDS["reported"] else ""
-        return [style] * len(row)
-
-    # one decimal for percentages; three significant digits where a column holds correlations or ratings
-    styler = shown.style
-    for column in [c for c in frame.columns if c == TOTAL or "/" in c and not c.startswith("total_")]:
-        if labels.get(column, column) not in score_labels:
-            continue
-        used = frame.loc[frame[column].notna(), "metric"] if "metric" in frame else pd.Series(dtype=object)
-        percent = all(_scale(m) == 100 for m in used.dropna())
-        styler = styler.format("{:.1f}" if percent else "{:.3g}", subset=[labels.get(column, column)], na_rep="")
-    for name in metric_columns:
-        percent = _scale(next(k for k, v in metric_labels().items() if v == name)) == 100
-        styler = styler.format("{:.1f}" if percent else "{:.3f}", subset=[name], na_rep="")
-    if labels["n_items"] in shown.columns:
-        styler = styler.format("{:.0f}", subset=[labels["n_items"]], na_rep="")
-    if len(shown):
-        styler = styler.apply(mark_reported, axis=1)
-    return styler
+def suite_title(name: str) -> str:
+    suite = all_suites().get(name)
+    return suite.title if suite else name

@@ -1,7 +1,10 @@
 """Submission status and refusals as Markdown (user text escaped)."""
 from __future__ import annotations
 
+import html
+from urllib.parse import urlencode
 
+from space.display import format_interval, format_value
 from submissions.intake import SubmissionError
 
 TERMINAL_STATES = ("finished", "failed", "cancelled")
@@ -39,7 +42,7 @@ def format_status(status: dict) -> str:
         if progress.get("tokens_per_s"):
             line += f", {progress['tokens_per_s']:.0f} tokens/s"
         if progress.get("eta_s") is not None:
-            line += f", about {_duration(progress['eta_s'])} left"
+            line += f", about {duration(progress['eta_s'])} left"
         lines.append(line)
     if status.get("error"):
         lines.append(f"Reason: {inert(status['error'])}")
@@ -48,12 +51,17 @@ def format_status(status: dict) -> str:
     elif status["state"] == "finished" and status.get("result"):
         total = status["result"]["total"]
         for metric, stats in total.items():
-            lines.append(f"{metric}: **{stats['value'] * 100:.1f}** (95% CI {stats['ci95'][0] * 100:.1f}-{stats['ci95'][1] * 100:.1f}, n={stats['n']})")
+            low, high = stats.get("ci95") or (None, None)
+            lines.append(f"{metric}: **{format_value(stats['value'], metric)}** "
+                         f"(95% CI {format_interval(low, high, metric)}, n={stats['n']})")
         lines.append(f"Published in results revision `{(status.get('revision') or '')[:12]}`")
+        board = "/?" + urlencode({"suite": status["suite"], "task": status["task"], "highlight": status["id"]})
+        lines.append(f'<a class="pb-row-link" href="{html.escape(board)}" target="_blank">See its row on the leaderboard</a>'
+                     f' · <a class="pb-result-link" href="/result/{html.escape(status["id"])}" target="_blank">Result page</a>')
     return "\n\n".join(lines)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
 

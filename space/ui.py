@@ -9,7 +9,9 @@ import gradio as gr
 
 from space.choices import ready_suites, suite_choices
 from space.identity import build_identity_row
+from space.tabs.about import build_about_tab
 from space.tabs.leaderboard import build_leaderboard_tab
+from space.tabs.queue import QUEUE_TAB, build_queue_tab
 from space.tabs.status import build_status_tab
 from space.tabs.submit_model import build_submit_model_tab
 from space.status_text import format_error, format_status, inert  # noqa: F401  (space.ui's public helpers)
@@ -21,6 +23,10 @@ INTRO = ("# PersonaBoard\nA leaderboard for LLM personalization benchmarks. "
          "*reported (paper)* rows are the papers' own numbers and are never ranked among them.")
 
 
+def _queue_timer_for(event: gr.SelectData) -> gr.Timer:
+    return gr.Timer(active=event.value == QUEUE_TAB)
+
+
 def build_ui(services: Services) -> gr.Blocks:
     # Default the submit tabs to a suite that takes submissions here (its split is installed).
     ready = ready_suites()
@@ -28,8 +34,16 @@ def build_ui(services: Services) -> gr.Blocks:
     with gr.Blocks(title="PersonaBoard") as ui:
         gr.Markdown(INTRO)
         token = build_identity_row()  # browsing is anonymous; submitting needs an identity
-        build_leaderboard_tab(ui, services)
-        build_submit_predictions_tab(ui, services, first_suite, token)
-        build_submit_model_tab(ui, services, first_suite, token)
-        build_status_tab(ui, services)
+        # The id of a submission made on this page, set when it finishes: the board redraws with its row outlined.
+        finished = gr.Textbox(visible=False, elem_id="finished-submission")
+        with gr.Tabs() as tabs:
+            board = build_leaderboard_tab(ui, services)
+            build_submit_predictions_tab(ui, services, first_suite, token, finished)
+            build_submit_model_tab(ui, services, first_suite, token, finished)
+            build_status_tab(ui, services)
+            queue_timer = build_queue_tab(ui, services)
+            build_about_tab(ui, services)
+        board.follow(finished)
+        # the queue polls only while its tab is open
+        tabs.select(_queue_timer_for, None, queue_timer)
     return ui

@@ -43,9 +43,7 @@ def open_page(browser, base_url: str, timeout_ms: int = 30_000, token: str | Non
     context.set_default_timeout(timeout_ms)
     page = context.new_page()
     page.goto("/")
-    expect(page.locator("#leaderboard-table")).to_be_visible()
-    if token:
-        sign_in(page, token)
+    expect(page.locator("#leaderboard-table")).to_be_visible(timeout=timeout_ms)
     try:
         yield page
     finally:

@@ -119,13 +119,18 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     assert new[0]["setting"] == SUBMIT_SETTING and new[0]["model_name"] == model
     screenshot(page, tmp_path, "submit")
 
-    # Leaderboard: refresh, then the row with Total 33.3 among all tiers' columns.
+    # The status links to the row; the leaderboard redrew itself on finish (no Refresh): this
+    # submission's suite and task, its row outlined, Total 33.3 among all tiers' columns.
+    row_link = page.locator("#submit-status a.pb-row-link")
+    assert f"highlight={submission_id}" in row_link.get_attribute("href")
+    assert page.locator("#submit-status a.pb-result-link").get_attribute("href") == f"/result/{submission_id}"
     open_tab(page, "Leaderboard")
-    page.locator("#refresh-leaderboard").click()
+    expect(page.locator("#filter-suite input[role='combobox']")).to_have_value("PrefEval")
+    expect(page.locator(f"#leaderboard-table tr[data-id='{submission_id}']")).to_have_attribute("aria-current", "true")
     headers, rows = wait_table(page, lambda h, r: row_for(r, model), f"a row for {model}")
     row = row_for(rows, model)
     assert row["Total"] == "33.3", row
-    assert row["Kind"] == "verified" and row["Setting"] == SUBMIT_SETTING and row["Suite"] == "PrefEval", row
+    assert row["Kind"] == "verified" and row["Setting"] == SUBMIT_SETTING and row["Rank"], row
     assert {"Explicit", "Implicit (choice)", "Implicit (persona)"} <= set(headers), headers
     assert (row["Explicit"], row["Implicit (choice)"], row["Implicit (persona)"]) == ("100.0", "0.0", "0.0"), row
     screenshot(page, tmp_path, "leaderboard")
@@ -136,7 +141,6 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     headers, rows = wait_table(
         page, lambda h, r: r and all(x["Setting"] == SUBMIT_SETTING for x in r) and row_for(r, model),
         f"only setting {SUBMIT_SETTING} rows")
-    assert all(x["Suite"] == "PrefEval" for x in rows), rows
     choose(page, "filter-tier", "Preference form: Explicit")
     headers, rows = wait_table(
         page, lambda h, r: "Explicit" in h and "Implicit (choice)" not in h and row_for(r, model),
@@ -144,7 +148,7 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     assert not any(h.startswith("Topic") or h in ("Implicit (persona)",) for h in headers), headers
     row = row_for(rows, model)
     assert row["Explicit"] == "100.0" and row["Total"] == "33.3", row
-    shown_models = [r["Model"] for r in rows]
+    shown_models = [r["Model"] for r in rows if r["Kind"] == "verified"]
     screenshot(page, tmp_path, "leaderboard-filtered")
 
     # Downloads: the filtered table, at full precision, in all three formats.
@@ -160,7 +164,8 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
         "PARQUET": pd.read_parquet(io.BytesIO(download(page, links.filter(has_text="PARQUET")))),
     }
     for fmt, frame in frames.items():
-        assert list(frame["model_name"]) == shown_models, (fmt, list(frame["model_name"]), shown_models)
+        verified = list(frame.loc[frame["row_kind"] == "computed", "model_name"])
+        assert verified == shown_models, (fmt, verified, shown_models)
         assert set(frame["setting"]) == {SUBMIT_SETTING} and set(frame["suite"]) == {SUITE}, fmt
         tier_columns = [c for c in frame.columns if "/" in c]
         assert tier_columns == ["form/explicit"], (fmt, list(frame.columns))

@@ -186,7 +186,8 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(browser, sh
         mine = rows_for(rows, model)
         assert all(r["Kind"] == PARTIAL for r in mine), mine
         assert sorted(r["Setting"] for r in mine) == ["reminder", "zero_shot"], mine
-        assert all(r["Items"] == "6" and r["Suite"] == "PrefEval" for r in mine), mine
+        assert all(r["Items"] == "6" and r["Rank"] == "" and r["Total"].endswith("n=6") for r in mine), mine
+        expect(page.locator("#filter-suite input[role='combobox']")).to_have_value("PrefEval")
         kinds = [r["Kind"] for r in rows]
         last_verified = max(i for i, k in enumerate(kinds) if k == "verified")
         first_mine = min(i for i, r in enumerate(rows) if r["Model"] == model)
@@ -285,7 +286,7 @@ def test_real_smollm2_from_the_ui(browser, shared_live_service, tmp_path):
           f"(registration incl. GGUF conversion {registered_s:.1f} s; submit -> finished in the UI {evaluated_s:.1f} s, "
           f"of which the model run {provenance.get('seconds', float('nan')):.1f} s and the job {record['timings'].get('job_seconds', float('nan')):.1f} s; "
           f"states seen {seen[sid]})")
-    assert f"{value * 100:.1f}" == row["Total"], (value, row)
+    assert f"{value * 100:.1f} n={limit}" == row["Total"], (value, row)  # a partial row's cell carries its count
     assert record["n_items"] == limit and record["row_kind"] == "partial", record
     assert provenance["protocol"] == "choice_logprobs", provenance
     # The resolved model (source, content-hash revision, parameters...) is kept under provenance.model.

@@ -11,7 +11,8 @@ from space.status_text import TERMINAL_STATES, format_error, format_status, iner
 from submissions.intake import ModelForm, SubmissionError
 
 
-def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, token) -> None:
+def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, token, finished: gr.Textbox) -> None:
+    """`finished` receives the id of each of this page's runs as it finishes (the leaderboard redraws)."""
     def model_choices():
         return sorted(services.registered_models())
 
@@ -58,9 +59,12 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
         """Every second while a run of this page is in flight; stops when all are finished or failed."""
         ids = (current or {}).get("ids") or []
         if not ids:
-            return gr.skip(), gr.Timer(active=False)
-        running = any(s.state not in TERMINAL_STATES for s in filter(None, (services.submission(i) for i in ids)))
-        return statuses(ids, current.get("messages") or ()), gr.Timer(active=running)
+            return gr.skip(), gr.Timer(active=False), gr.skip()
+        found = [s for s in (services.submission(i) for i in ids) if s]
+        running = any(s.state not in TERMINAL_STATES for s in found)
+        done = [s for s in found if s.state == "finished"]
+        newest = max(done, key=lambda s: s.finished_at or "").id if done else gr.skip()
+        return statuses(ids, current.get("messages") or ()), gr.Timer(active=running), newest
 
     with gr.Tab("Submit a model", id="submit-model-tab"):
         gr.Markdown("The service runs the model itself on the hidden split. Give a Hugging Face Hub id "
@@ -91,4 +95,4 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
     m_task.change(on_task, [m_suite, m_task], m_protocol)
     m_button.click(submit_model, [m_model, m_revision, m_type, m_suite, m_task, m_settings, m_protocol, m_limit,
                                   m_description, token], [m_status, m_current, m_timer])
-    m_timer.tick(poll, m_current, [m_status, m_timer], show_progress="hidden")
+    m_timer.tick(poll, m_current, [m_status, m_timer, finished], show_progress="hidden")

@@ -9,6 +9,7 @@ import gradio as gr
 
 from evaluator.registry import all_suites
 from space.choices import setting_choices, suite_choices, task_choices
+from space.formats import format_help
 from space.identity import ui_identity
 from space.status_text import TERMINAL_STATES, format_error, format_status
 from space.uploads import NotAnUpload, uploaded_file
@@ -16,8 +17,12 @@ from submissions.intake import SubmissionError, SubmissionForm
 
 
 def inputs_link(suite, task) -> str:
-    if not suite or not task or suite not in all_suites():
+    if not suite or not task or suite not in all_suites() or task not in all_suites()[suite].tasks:
         return ""
+    if not all_suites()[suite].tasks[task].split_available():
+        return (f'<p class="pb-not-installed">The hidden split of {html.escape(all_suites()[suite].title)} is not '
+                "installed on this server: its inputs cannot be downloaded and predictions for it cannot be scored "
+                "here yet. Choose another suite, or ask the operator to install it.</p>")
     url = f"/api/v1/suites/{suite}/tasks/{task}/inputs"
     return (f'<a class="pb-inputs" href="{html.escape(url)}" download="{html.escape(suite)}-{html.escape(task)}-inputs.jsonl">'
             f"Download public inputs</a> of {html.escape(suite)}/{html.escape(task)} (JSONL, one item a line, "
@@ -33,17 +38,29 @@ def setting_info(suite, setting) -> str:
     return f"**{html.escape(setting)}**: {html.escape(described)}" if described else ""
 
 
-def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | None, token) -> None:
+def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | None, token, finished: gr.Textbox) -> None:
+    """`finished` receives the id of this page's submission when it finishes (the leaderboard redraws)."""
     def on_suite(suite):
         tasks = task_choices(suite)
         task = tasks[0][1] if tasks else None
         settings = setting_choices(suite)
         setting = settings[0] if settings else None
         return (gr.update(choices=tasks, value=task), gr.update(choices=settings, value=setting),
-                inputs_link(suite, task), setting_info(suite, setting))
+                inputs_link(suite, task), setting_info(suite, setting), task_help(suite, task))
+
+    def task_help(suite, task):
+        if not suite or not task or suite not in all_suites() or task not in all_suites()[suite].tasks:
+            return ""
+        return format_help(all_suites()[suite].tasks[task])
+
+    def on_task(suite, task):
+        return inputs_link(suite, task), task_help(suite, task)
 
     def submit(file_path, suite, task, setting, model_name, link, description, token_value,
                profile: gr.OAuthProfile | None):
+        if suite in all_suites() and task in all_suites()[suite].tasks and not all_suites()[suite].tasks[task].split_available():
+            return (f"**Not accepted:** the hidden split of {html.escape(all_suites()[suite].title)} is not installed on "
+                    "this server, so it cannot score predictions for it yet. Nothing was queued.", None, gr.Timer(active=False))
         if not file_path:
             return "**Error:** choose a predictions file (JSONL) first.", None, gr.Timer(active=False)
         form = SubmissionForm(suite or "", task or "", setting or "", model_name or "", link or "", description or "")
@@ -64,18 +81,19 @@ def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | Non
         """Every second while a submission of this page is in flight; stops at a terminal state."""
         found = services.submission(submission_id)
         if not found:
-            return gr.skip(), gr.Timer(active=False)
+            return gr.skip(), gr.Timer(active=False), gr.skip()
         status = services.submission_status(found)
-        return format_status(status), gr.Timer(active=status["state"] not in TERMINAL_STATES)
+        return (format_status(status), gr.Timer(active=status["state"] not in TERMINAL_STATES),
+                found.id if status["state"] == "finished" else gr.skip())
 
     with gr.Tab("Submit predictions", id="submit"):
         with gr.Row():
-            s_suite = gr.Dropdown(suite_choices(), value=first_suite, label="Suite", elem_id="submit-suite")
+            s_suite = gr.Dropdown(suite_choices(mark_unavailable=True), value=first_suite, label="Suite", elem_id="submit-suite")
             s_task = gr.Dropdown(task_choices(first_suite), label="Task", elem_id="submit-task")
             s_setting = gr.Dropdown(setting_choices(first_suite), label="Setting you ran", elem_id="submit-setting")
         s_setting_info = gr.Markdown(elem_id="submit-setting-info")
         s_inputs_link = gr.HTML(elem_id="inputs-link")
-        gr.Markdown('Predictions: one JSON line per item, `{"id": ..., "answer": "A"}`.')
+        s_format = gr.Markdown(elem_id="submit-format")
         s_file = gr.File(label="Predictions file (JSONL)", file_types=[".jsonl", ".json", ".txt"], type="filepath", elem_id="submit-file")
         with gr.Row():
             s_model = gr.Textbox(label="Model name", elem_id="submit-model")
@@ -86,10 +104,10 @@ def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | Non
         current = gr.State(None)
         timer = gr.Timer(1.0, active=False)
 
-    ui.load(on_suite, s_suite, [s_task, s_setting, s_inputs_link, s_setting_info])
-    s_suite.change(on_suite, s_suite, [s_task, s_setting, s_inputs_link, s_setting_info])
+    ui.load(on_suite, s_suite, [s_task, s_setting, s_inputs_link, s_setting_info, s_format])
+    s_suite.input(on_suite, s_suite, [s_task, s_setting, s_inputs_link, s_setting_info, s_format])
     s_setting.change(setting_info, [s_suite, s_setting], s_setting_info)
-    s_task.change(inputs_link, [s_suite, s_task], s_inputs_link)
+    s_task.input(on_task, [s_suite, s_task], [s_inputs_link, s_format])
     s_button.click(submit, [s_file, s_suite, s_task, s_setting, s_model, s_link, s_description, token],
                    [s_status, current, timer])
-    timer.tick(poll, current, [s_status, timer], show_progress="hidden")
+    timer.tick(poll, current, [s_status, timer, finished], show_progress="hidden")

@@ -1,0 +1,113 @@
+"""The ranked board of one suite and task: rank groups from 95% intervals, per-cell counts and
+intervals, and the model facts (type, size, license) the filters use.
+
+Ranking (Chatbot Arena's rule, also used by RewardBench-style boards):
+
+    rank(row) = 1 + number of rows whose 95% lower bound is above this row's 95% upper bound
+
+so a row is outranked only by rows that are better beyond doubt; rows whose intervals overlap the
+same leaders share a rank (a rank group), and ranks may skip (1, 1, 3). Only verified rows
+(`computed`: a full run scored here) are ranked; partial runs and the papers' reported rows are
+listed after them, in their own sections, never ranked. A row without an interval (a single item)
+gets the interval [value, value].
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from evaluator.registry import all_suites
+from leaderboard.table import TOTAL, column_name, wide_view
+
+RANKED_KIND = "computed"
+SECTION_ORDER = ("computed", "reference", "partial", "reported")
+SIZE_BUCKETS = ((1e9, "< 1B"), (1e10, "1B-10B"), (1e11, "10B-100B"), (float("inf"), "100B +"))
+UNKNOWN = "unknown"
+
+
+def ranks_from_intervals(low: Iterable[float], high: Iterable[float]) -> list[int]:
+    """1 + the number of rows whose lower bound exceeds this row's upper bound (see the module doc)."""
+    low, high = np.asarray(list(low), dtype=float), np.asarray(list(high), dtype=float)
+    return [int(1 + np.sum(low > h)) for h in high]
+
+
+def cell_stats(scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per (submission, column) of the wide view with its interval and item count."""
+    if scores.empty:
+        return pd.DataFrame(columns=["submission_id", "column", "ci_low", "ci_high", "n"])
+    primary = scores["primary"] if "primary" in scores else pd.Series(True, index=scores.index)
+    frame = scores.assign(column=[column_name(g, t, m, p) for g, t, m, p in
+                                  zip(scores["tier_group"], scores["tier"], scores["metric"], primary)])
+    return frame.loc[frame["column"].notna(), ["submission_id", "column", "ci_low", "ci_high", "n"]]
+
+
+def size_bucket(parameters: Any) -> str:
+    try:
+        count = float(parameters)
+    except (TypeError, ValueError):
+        return UNKNOWN
+    if not count or np.isnan(count):
+        return UNKNOWN
+    return next(label for limit, label in SIZE_BUCKETS if count < limit)
+
+
+def model_facts(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Per result: model type, parameter count, size bucket, license, model revision (model runs
+    know them from the resolved model; uploaded predictions and papers' rows say `unknown`)."""
+    rows = []
+    for record in records:
+        provenance = record.get("provenance") or {}
+        model = provenance.get("model") if isinstance(provenance.get("model"), dict) else {}
+        if record.get("row_kind") in ("reported", "reference"):
+            kind = "paper" if record["row_kind"] == "reported" else "reference line"
+        elif model:
+            kind = model.get("model_type") or UNKNOWN
+        else:
+            kind = "predictions file"
+        rows.append({
+            "submission_id": record["submission_id"],
+            "model_type": kind,
+            "parameters": model.get("parameters"),
+            "size": size_bucket(model.get("parameters")),
+            "license": model.get("license") or UNKNOWN,
+            "model_revision": model.get("revision") or "",
+        })
+    return pd.DataFrame(rows, columns=["submission_id", "model_type", "parameters", "size", "license", "model_revision"])
+
+
+def ranked_board(scores: pd.DataFrame, facts: pd.DataFrame, suite: str, task: str, setting: str | None = None,
+                 tier: str | None = None, tier_order: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(board, cells): the wide view of one task with `rank` (verified rows only), the model facts,
+    and sorted by section (verified, partial, reported) then by the ranking score; `cells` holds
+    each shown cell's interval and item count, keyed by (submission_id, column)."""
+    board = wide_view(scores, suite, task, setting, tier, tier_order=tier_order)
+    cells = cell_stats(scores[scores["submission_id"].isin(board["submission_id"])]) if not board.empty else cell_stats(board)
+    board = board.merge(facts, on="submission_id", how="left")
+    for column in ("model_type", "size", "license"):
+        board[column] = board[column].fillna(UNKNOWN)
+    ranked_by = next((c for c in board.columns if tier and "/" in c and (c == tier or c.split("/", 1)[1] == tier)), TOTAL)
+    bounds = cells[cells["column"] == ranked_by].set_index("submission_id")
+    value = board[ranked_by].astype(float)
+    low = board["submission_id"].map(bounds["ci_low"]).astype(float).fillna(value)
+    high = board["submission_id"].map(bounds["ci_high"]).astype(float).fillna(value)
+    verified = (board["row_kind"] == RANKED_KIND) & value.notna()
+    board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
+    if verified.any():
+        board.loc[verified, "rank"] = ranks_from_intervals(low[verified], high[verified])
+    board["_section"] = board["row_kind"].map({k: i for i, k in enumerate(SECTION_ORDER)}).fillna(len(SECTION_ORDER))
+    board["_score"] = value
+    board = board.sort_values(["_section", "_score", "submitted_at"], ascending=[True, False, True], na_position="last")
+    board.attrs["ranked_by"] = ranked_by
+    return board.drop(columns=["_section", "_score"]).reset_index(drop=True), cells
+
+
+def manifest_tier_order() -> list[str]:
+    """Tier columns in the order the suites' manifests declare them."""
+    order = []
+    for suite in all_suites().values():
+        for task in suite.tasks.values():
+            for group in task.tier_groups:
+                order.extend(column_name(group.name, tier) for tier in group.tiers)
+    return order

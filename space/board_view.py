@@ -1,0 +1,179 @@
+"""The ranked board as an HTML table: sections for verified, partial and papers' rows, a rank column,
+per-cell intervals and counts, links to model and result pages; sorted in the browser by header
+clicks (SORT_JS), within each section so kinds never mix.
+
+Every piece of text from a submitter or a record is escaped here (html.escape) before it is shown.
+"""
+from __future__ import annotations
+
+import html
+import math
+from urllib.parse import quote
+
+import pandas as pd
+
+from evaluator.metrics import known_metrics
+from leaderboard.table import TOTAL
+from space.display import (
+    MIN_CELL_ITEMS, ROW_KINDS, SECTION_TITLES, column_labels, format_interval, format_value,
+)
+
+# Columns a reader can switch on and off (the column chooser); Rank, Model and the ranking score stay.
+OPTIONAL_COLUMNS = {"ci": "95% CI", "tiers": "Tier columns", "metrics": "Other metrics", "setting": "Setting",
+                    "row_kind": "Kind", "n_items": "Items", "model_type": "Type", "size": "Size",
+                    "license": "License", "source": "Source", "submitted_at": "Submitted"}
+DEFAULT_COLUMNS = ["ci", "tiers", "metrics", "setting", "row_kind", "n_items", "model_type", "size", "source"]
+
+STYLE = """<style>
+.pb-board-wrap{overflow-x:auto;max-height:70vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
+table.pb-board{border-collapse:separate;border-spacing:0;font-size:14px;width:max-content;min-width:100%}
+table.pb-board th,table.pb-board td{padding:4px 8px;border-bottom:1px solid var(--border-color-primary,#eee);white-space:nowrap;text-align:right;background:var(--background-fill-primary,#fff)}
+table.pb-board thead th{position:sticky;top:0;z-index:3;cursor:pointer;user-select:none;background:var(--background-fill-secondary,#f6f6f6)}
+table.pb-board thead th[aria-sort=ascending]::after{content:" \\25B2"}
+table.pb-board thead th[aria-sort=descending]::after{content:" \\25BC"}
+table.pb-board .pb-text{text-align:left}
+table.pb-board .pb-rank{position:sticky;left:0;z-index:2;width:4.5em;min-width:4.5em;max-width:4.5em;text-align:center}
+table.pb-board .pb-model{position:sticky;left:4.5em;z-index:2;min-width:14em;max-width:22em;overflow:hidden;text-overflow:ellipsis;text-align:left}
+table.pb-board thead .pb-rank,table.pb-board thead .pb-model{z-index:4}
+table.pb-board tr.pb-section-head th{position:static;text-align:left;font-weight:600;cursor:default;background:var(--background-fill-secondary,#eef)}
+table.pb-board tr.pb-kind-partial td{background:#fffbeb}
+table.pb-board tr.pb-kind-reported td{color:#6b7280;font-style:italic;background:#f9fafb}
+table.pb-board tr.pb-group-odd td.pb-rank{box-shadow:inset 4px 0 0 #6366f1}
+table.pb-board tr.pb-group-even td.pb-rank{box-shadow:inset 4px 0 0 #a5b4fc}
+table.pb-board .pb-n{color:#6b7280;font-size:11px;margin-left:3px}
+table.pb-board .pb-ci{color:#6b7280}
+@media (max-width:600px){
+ table.pb-board{font-size:13px}
+ table.pb-board .pb-model{min-width:9em;max-width:9em}
+ table.pb-board .pb-main{position:sticky;left:13.5em;z-index:2;box-shadow:inset -1px 0 0 #ccc}
+ table.pb-board thead .pb-main{z-index:4}
+}
+</style>"""
+
+# Header clicks sort the rows of each section (tbody) by that column, numbers as numbers, blanks last.
+SORT_JS = """
+element.addEventListener('click', (event) => {
+  const th = event.target.closest('th[data-col]');
+  if (!th || !element.contains(th)) return;
+  const table = th.closest('table');
+  const index = [...th.parentNode.children].indexOf(th);
+  const descending = th.getAttribute('aria-sort') !== 'descending';
+  table.querySelectorAll('thead th[data-col]').forEach(h => h.removeAttribute('aria-sort'));
+  th.setAttribute('aria-sort', descending ? 'descending' : 'ascending');
+  const numeric = th.dataset.type === 'num';
+  for (const body of table.tBodies) {
+    const rows = [...body.querySelectorAll('tr[role=row]')];
+    const key = r => { const c = r.children[index]; return c ? (c.dataset.sort ?? c.innerText.trim()) : ''; };
+    rows.sort((a, b) => {
+      const x = key(a), y = key(b);
+      if (x === '' || y === '') return (x === '') - (y === '');
+      const order = numeric ? Number(x) - Number(y) : x.localeCompare(y);
+      return descending ? -order : order;
+    });
+    rows.forEach(r => body.appendChild(r));
+  }
+});
+"""
+
+
+def _is_score(column: str) -> bool:
+    return column == TOTAL or "/" in column or column in known_metrics()
+
+
+def _missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def shown_columns(board: pd.DataFrame, chosen: list[str] | None) -> list[str]:
+    """The board's columns in display order, narrowed by the column chooser."""
+    chosen = DEFAULT_COLUMNS if chosen is None else chosen
+    ranked_by = board.attrs.get("ranked_by", TOTAL)
+    tiers = [c for c in board.columns if "/" in c]
+    metrics = [c for c in board.columns if c in known_metrics()]
+    columns = ["rank", "model_name", ranked_by]
+    if "ci" in chosen:
+        columns.append("ci")
+    if ranked_by != TOTAL:
+        columns.append(TOTAL)
+    if "metrics" in chosen:
+        columns += metrics
+    if "tiers" in chosen:
+        columns += [c for c in tiers if c != ranked_by]
+    columns += [c for c in ("setting", "row_kind", "n_items", "model_type", "size", "license", "source", "submitted_at")
+                if c in chosen]
+    return columns
+
+
+def _cell(row, column: str, cells: dict, ranked_by: str) -> tuple[str, str, str]:
+    """(html, sort key, css class) for one cell."""
+    metric = row.get("metric")
+    if column == "rank":
+        rank = row.get("rank")
+        return ("", "", "pb-rank") if _missing(rank) else (str(int(rank)), str(int(rank)), "pb-rank")
+    if column == "model_name":
+        name = str(row["model_name"])
+        link = f'<a href="/model/{quote(name, safe="")}" title="{html.escape(name)}">{html.escape(name)}</a>'
+        return link, name.lower(), "pb-model pb-text"
+    if column == "ci":
+        low, high, _ = cells.get((row["submission_id"], ranked_by), (None, None, 0))
+        return f'<span class="pb-ci">{format_interval(low, high, metric)}</span>', "", "pb-ci"
+    if _is_score(column):
+        value = row.get(column)
+        if _missing(value):
+            return "", "", ""
+        cell_metric = metric if (column == TOTAL or "/" in column) else column
+        low, high, n = cells.get((row["submission_id"], column), (None, None, 0))
+        text = format_value(value, cell_metric)
+        title = f"95% CI {format_interval(low, high, cell_metric)}; " if format_interval(low, high, cell_metric) else ""
+        title += f"{n} items" if n else "item count not reported"
+        css = "pb-main" if column == ranked_by else ""
+        if row.get("row_kind") == "partial":
+            if n and n < MIN_CELL_ITEMS and column != ranked_by:
+                return (f'<span title="only {n} items: too few to show a score">– <span class="pb-n">n={n}</span></span>',
+                        "", css)
+            text += f' <span class="pb-n">n={n}</span>'
+        return f'<span title="{html.escape(title)}">{text}</span>', repr(float(value)), css
+    value = row.get(column)
+    if _missing(value):
+        return "", "", "pb-text"
+    if column == "n_items":
+        return ("", "", "") if not value else (str(int(value)), str(int(value)), "")
+    if column == "row_kind":
+        return html.escape(ROW_KINDS.get(value, str(value))), str(value), "pb-text"
+    if column == "submitted_at":
+        return html.escape(str(value)[:16].replace("T", " ")), str(value), "pb-text"
+    if column == "size":
+        parameters = row.get("parameters")
+        return html.escape(str(value)), "" if _missing(parameters) else repr(float(parameters)), "pb-text"
+    return html.escape(str(value)), str(value).lower(), "pb-text"
+
+
+def render_board(board: pd.DataFrame, cells: pd.DataFrame, chosen: list[str] | None = None) -> str:
+    labels = column_labels()
+    if board.empty:
+        return STYLE + '<p class="pb-empty"><em>No results match these filters yet.</em></p>'
+    ranked_by = board.attrs.get("ranked_by", TOTAL)
+    columns = shown_columns(board, chosen)
+    lookup = {(s, c): (lo, hi, int(n)) for s, c, lo, hi, n in
+              zip(cells["submission_id"], cells["column"], cells["ci_low"], cells["ci_high"], cells["n"])}
+    numeric = {"rank", "n_items", "size"} | {c for c in columns if _is_score(c)}
+    head = "".join(
+        f'<th role="columnheader" data-col="{html.escape(c)}" data-type="{"num" if c in numeric else "text"}"'
+        f' class="{"pb-rank" if c == "rank" else "pb-model pb-text" if c == "model_name" else "pb-main" if c == ranked_by else ""}"'
+        f' title="Sort by {html.escape(labels.get(c, c))}">{html.escape(labels.get(c, c))}</th>'
+        for c in columns)
+    bodies = []
+    for kind, section in board.groupby(board["row_kind"].where(board["row_kind"].isin(SECTION_TITLES), "reported"), sort=False):
+        rows = [f'<tr class="pb-section-head"><th colspan="{len(columns)}">{html.escape(SECTION_TITLES[kind])}</th></tr>']
+        groups = {rank: i for i, rank in enumerate(sorted({r for r in section["rank"] if not _missing(r)}))}
+        for _, row in section.iterrows():
+            group = "" if _missing(row.get("rank")) else f" pb-group-{'odd' if groups[row['rank']] % 2 == 0 else 'even'}"
+            tds = []
+            for column in columns:
+                content, key, css = _cell(row, column, lookup, ranked_by)
+                tds.append(f'<td role="gridcell" class="{css}" data-sort="{html.escape(key)}">{content}</td>')
+            rows.append(f'<tr role="row" class="pb-kind-{html.escape(str(kind))}{group}" '
+                        f'data-id="{html.escape(str(row["submission_id"]))}">{"".join(tds)}</tr>')
+        bodies.append(f'<tbody class="pb-section" data-kind="{html.escape(str(kind))}">{"".join(rows)}</tbody>')
+    return (STYLE + '<div class="pb-board-wrap"><table class="pb-board" role="grid">'
+            f'<thead><tr role="row">{head}</tr></thead>{"".join(bodies)}</table></div>')

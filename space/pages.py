@@ -1,0 +1,247 @@
+"""Shareable pages beside the Gradio app: one per model (`/model/{name}`), one per result
+(`/result/{id}`), the plots as SVG images (`/plots/...`) and example prediction files
+(`/examples/{suite}/{task}.jsonl`). Server-rendered HTML: every value from a record is escaped.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import HTMLResponse, Response
+
+from evaluator.registry import all_suites
+from leaderboard.board import ranked_board
+from space import plots
+from space.data import board_inputs, manifest_tier_order, records
+from space.display import (
+    ROW_KINDS, column_labels, format_interval, format_value, metric_label, suite_title,
+)
+
+SVG = "image/svg+xml"
+MAX_IDS = plots.MAX_SERIES
+EXAMPLE_LINES = 3
+PUBLISHED = re.compile(r"Add result (\S+) ")
+HUB_URL = "https://huggingface.co/"
+
+PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>{title} · PersonaBoard</title>
+<style>
+body{{font-family:system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:12px 16px;line-height:1.4;color:#111}}
+table{{border-collapse:collapse;margin:8px 0 16px;font-size:14px}} th,td{{border-bottom:1px solid #e5e7eb;padding:4px 8px;text-align:left;vertical-align:top}}
+td.num{{text-align:right;white-space:nowrap}} .scroll{{overflow-x:auto}} code,pre{{background:#f3f4f6;padding:2px 4px;border-radius:4px}}
+pre{{padding:8px;white-space:pre-wrap;word-break:break-all}} img.plot{{max-width:100%;height:auto;border:1px solid #eee}}
+.kind-partial{{background:#fffbeb}} .kind-reported{{color:#6b7280;font-style:italic}} nav a{{margin-right:12px}}
+</style></head><body><nav><a href="/">← Leaderboard</a></nav>{body}</body></html>"""
+
+
+def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(PAGE.format(title=html.escape(title), body=body), status_code=status)
+
+
+def _not_found(what: str) -> HTMLResponse:
+    return _page("Not found", f"<h1>Not found</h1><p>{html.escape(what)}</p>", status=404)
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested provenance as (dotted key, leaf value) pairs, in the record's order."""
+    if isinstance(value, dict):
+        pairs = []
+        for key, inner in value.items():
+            pairs.extend(_flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
+        return pairs
+    if isinstance(value, list) and value and any(isinstance(v, (dict, list)) for v in value):
+        return [(prefix, json.dumps(value, sort_keys=True))]
+    return [(prefix, value)]
+
+
+def _published(services) -> dict[str, tuple[str, str]]:
+    """submission id -> (results revision that published it, when)."""
+    found = {}
+    for version in services.results.versions():
+        match = PUBLISHED.match(version.message)
+        if match:
+            found.setdefault(match.group(1), (version.revision, version.created_at))
+    return found
+
+
+def hub_link(record: dict) -> str | None:
+    model = (record.get("provenance") or {}).get("model")
+    if isinstance(model, dict) and model.get("source") == "hub" and model.get("name"):
+        return HUB_URL + quote(str(model["name"]), safe="/")
+    return None
+
+
+def reproduce_command(record: dict) -> str:
+    provenance = record.get("provenance") or {}
+    setting = str(record["setting"]).split("+judge:", 1)[0]
+    if record.get("row_kind") == "reported":
+        return f"# Reported in the paper ({provenance.get('table', '')}); not run here."
+    if isinstance(provenance.get("model"), dict):
+        model = provenance["model"]
+        parts = ["personaboard", "evaluate", "--model", model.get("name", record["model_name"])]
+        if model.get("revision") and model.get("source") == "hub":
+            parts += ["--revision", model["revision"]]
+        parts += ["--suite", record["suite"], "--task", record["task"], "--setting", setting]
+        if provenance.get("protocol"):
+            parts += ["--protocol", provenance["protocol"]]
+        n = (provenance.get("split") or {}).get("n_items")
+        if record.get("row_kind") == "partial" and n:
+            parts += ["--limit", str(n)]
+        command = " ".join(_shell(p) for p in parts)
+        judge = provenance.get("judge")
+        if isinstance(judge, dict) and judge.get("model"):
+            command = f"PERSONABOARD_JUDGE_MODEL={_shell(judge['model'])} " + command
+        return command
+    return (f"personaboard score --suite {_shell(record['suite'])} --task {_shell(record['task'])} predictions.jsonl"
+            f"   # the file with sha256 {provenance.get('predictions_sha256', '?')}")
+
+
+def _shell(word: str) -> str:
+    word = str(word)
+    return word if re.fullmatch(r"[\w@%+=:,./-]+", word) else "'" + word.replace("'", "'\\''") + "'"
+
+
+def _score_rows(record: dict) -> str:
+    """Total and every tier: value, 95% interval, item count, in the task's labels and formats."""
+    metrics = record["metrics"]
+    primary = metrics.get("metric")
+    labels = column_labels()
+    task = all_suites().get(record["suite"]).tasks.get(record["task"]) if record["suite"] in all_suites() else None
+    rows = []
+    for metric, stats in metrics["total"].items():
+        rows.append(("Total" if metric == primary else f"Total · {metric_label(metric)}", metric, stats))
+    for group, tiers in metrics.get("tiers", {}).items():
+        group_label = task.tier_group(group).label if task and group in {g.name for g in task.tier_groups} else group
+        for tier, values in tiers.items():
+            if primary in values:
+                rows.append((f"{group_label}: {labels.get(f'{group}/{tier}', tier)}", primary, values[primary]))
+    body = "".join(
+        f"<tr><td>{_e(name)}</td><td>{_e(metric_label(metric))}</td><td class=num>{format_value(s.get('value'), metric)}</td>"
+        f"<td class=num>{format_interval(*(s.get('ci95') or (None, None)), metric)}</td><td class=num>{_e(s.get('n') or '')}</td></tr>"
+        for name, metric, s in rows)
+    return ("<div class=scroll><table class=scores><thead><tr><th>Score</th><th>Metric</th><th>Value</th><th>95% CI</th>"
+            f"<th>Items</th></tr></thead><tbody>{body}</tbody></table></div>")
+
+
+def _links(record: dict) -> str:
+    links = []
+    if hub := hub_link(record):
+        links.append(f'<a class="hub-link" href="{_e(hub)}" rel="noopener nofollow">Model on the Hugging Face Hub</a>')
+    link = str(record.get("model_link") or "")
+    if link.startswith(("https://", "http://")):
+        links.append(f'<a class="submitter-link" href="{_e(link)}" rel="noopener nofollow ugc">Submitter\'s link</a>')
+    return " · ".join(links)
+
+
+def build_pages(services) -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+
+    def find(submission_id: str) -> dict | None:
+        return next((r for r in records(services) if r["submission_id"] == submission_id), None)
+
+    @router.get("/result/{submission_id}", response_class=HTMLResponse)
+    def result_page(submission_id: str):
+        record = find(submission_id)
+        if record is None:
+            return _not_found(f"No published result with id {submission_id!r}.")
+        published = _published(services).get(submission_id)
+        provenance = _flatten(record.get("provenance") or {}) + _flatten(record.get("timings") or {}, "timings")
+        facts = [("Model", f'<a href="/model/{quote(record["model_name"], safe="")}">{_e(record["model_name"])}</a>'),
+                 ("Suite / task", f"{_e(suite_title(record['suite']))} / {_e(record['task'])}"),
+                 ("Setting", _e(record["setting"])), ("Kind", _e(ROW_KINDS.get(record.get("row_kind"), record.get("row_kind")))),
+                 ("Source", _e(record.get("source"))), ("Submitted", _e(record.get("submitted_at"))),
+                 ("Items", _e(record.get("n_items"))), ("Description", _e(record.get("description"))),
+                 ("Published in results revision", _e(published[0] if published else "")),
+                 ("Published at", _e(published[1] if published else ""))]
+        board = "/?" + urlencode({"suite": record["suite"], "task": record["task"], "highlight": submission_id})
+        body = (f"<h1>Result {_e(submission_id)}</h1><p>{_links(record)}</p>"
+                f'<p><a class="board-link" href="{_e(board)}">Its row on the leaderboard</a></p>'
+                "<table class=facts>" + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in facts) + "</table>"
+                "<h2>Scores</h2>" + _score_rows(record) +
+                f'<h2>Per tier</h2><img class="plot" alt="per-tier scores with 95% intervals" src="/plots/tiers.svg?'
+                f'{_e(urlencode({"suite": record["suite"], "task": record["task"], "ids": submission_id}))}">'
+                f"<h2>Reproduce</h2><pre class=reproduce>{_e(reproduce_command(record))}</pre>"
+                "<h2>Provenance</h2><div class=scroll><table class=provenance>"
+                + "".join(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>" for k, v in provenance) +
+                "</table></div>")
+        return _page(f"Result {submission_id}", body)
+
+    @router.get("/model/{name:path}", response_class=HTMLResponse)
+    def model_page(name: str):
+        mine = sorted((r for r in records(services) if r["model_name"] == name),
+                      key=lambda r: (r.get("submitted_at") or "", r["submission_id"]))
+        if not mine:
+            return _not_found(f"No published result for a model named {name!r}.")
+        published = _published(services)
+        links = " · ".join(dict.fromkeys(filter(None, (_links(r) for r in mine))))
+        history = "".join(
+            f'<tr class="kind-{_e(r.get("row_kind"))}"><td>{_e((r.get("submitted_at") or "")[:16].replace("T", " "))}</td>'
+            f"<td>{_e(suite_title(r['suite']))} / {_e(r['task'])}</td><td>{_e(r['setting'])}</td>"
+            f"<td>{_e(ROW_KINDS.get(r.get('row_kind'), r.get('row_kind')))}</td>"
+            f"<td class=num>{format_value((r['metrics']['total'].get(r['metrics'].get('metric')) or {}).get('value'), r['metrics'].get('metric'))}</td>"
+            f"<td class=num>{format_interval(*((r['metrics']['total'].get(r['metrics'].get('metric')) or {}).get('ci95') or (None, None)), r['metrics'].get('metric'))}</td>"
+            f"<td class=num>{_e(r.get('n_items'))}</td>"
+            f"<td><code>{_e(str(((r.get('provenance') or {}).get('model') or {}).get('revision', '') if isinstance((r.get('provenance') or {}).get('model'), dict) else '')[:16])}</code></td>"
+            f"<td><code>{_e(published.get(r['submission_id'], ('',))[0][:12])}</code></td>"
+            f'<td><a href="/result/{_e(r["submission_id"])}">result</a></td></tr>'
+            for r in mine)
+        tasks = list(dict.fromkeys((r["suite"], r["task"]) for r in mine))
+        plots_html = "".join(
+            f"<h3>{_e(suite_title(s))} / {_e(t)}</h3>"
+            f'<img class="plot" alt="per-tier scores of {_e(name)} on {_e(s)}/{_e(t)}" src="/plots/tiers.svg?'
+            f'{_e(urlencode({"suite": s, "task": t, "ids": ",".join(r["submission_id"] for r in mine if (r["suite"], r["task"]) == (s, t))[:2000]}))}">'
+            for s, t in tasks)
+        body = (f"<h1>{_e(name)}</h1><p>{links}</p>"
+                "<h2>Results and history</h2><p>Every published result of this model, oldest first: the model revision "
+                "it ran at and the results revision that published it.</p><div class=scroll><table class=history>"
+                "<thead><tr><th>Submitted</th><th>Suite / task</th><th>Setting</th><th>Kind</th><th>Score</th><th>95% CI</th>"
+                "<th>Items</th><th>Model revision</th><th>Results revision</th><th></th></tr></thead>"
+                f"<tbody>{history}</tbody></table></div><h2>Per-tier scores</h2>{plots_html}")
+        return _page(name, body)
+
+    def board_of(suite: str, task: str):
+        if suite not in all_suites() or task not in all_suites()[suite].tasks:
+            raise HTTPException(404, f"unknown suite/task {suite!r}/{task!r}")
+        scores, facts = board_inputs(services)
+        return ranked_board(scores, facts, suite, task, tier_order=manifest_tier_order())
+
+    @router.get("/plots/tiers.svg")
+    def tiers_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100),
+                   ids: str = Query("", max_length=2000)):
+        board, cells = board_of(suite, task)
+        chosen = [i for i in ids.split(",") if i][:MAX_IDS]
+        title = f"{suite_title(suite)} / {task}: per tier, 95% intervals"
+        return Response(plots.tier_bars(board, cells, chosen, title), media_type=SVG)
+
+    @router.get("/plots/settings.svg")
+    def settings_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100)):
+        board, _ = board_of(suite, task)
+        board = board[board["row_kind"] != "partial"]
+        return Response(plots.setting_comparison(board, f"{suite_title(suite)} / {task}: by setting"), media_type=SVG)
+
+    @router.get("/plots/size.svg")
+    def size_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100)):
+        board, _ = board_of(suite, task)
+        board = board[board["row_kind"] == "computed"]
+        return Response(plots.score_vs_size(board, f"{suite_title(suite)} / {task}: score vs size"), media_type=SVG)
+
+    @router.get("/examples/{suite}/{task}.jsonl")
+    def example_file(suite: str, task: str):
+        from space.formats import example_predictions
+
+        if suite not in all_suites() or task not in all_suites()[suite].tasks:
+            raise HTTPException(404, f"unknown suite/task {suite!r}/{task!r}")
+        body = example_predictions(all_suites()[suite].tasks[task], EXAMPLE_LINES)
+        return Response(body, media_type="application/jsonl",
+                        headers={"Content-Disposition": f'attachment; filename="{suite}-{task}-example.jsonl"'})
+
+    return router
+

@@ -1,0 +1,61 @@
+"""The About tab, built from the manifests: each suite's purpose, tasks, tiers, metrics, settings,
+citation and data license; the submission rules; the current results revision and when it was published."""
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+
+from evaluator.registry import all_suites
+from space.choices import pretty
+from space.display import metric_label
+
+RULES = """### Submission rules
+- Scores are computed here, on the hidden test splits; gold labels never leave the scorer. A result is
+  *verified* only when a full run or a complete predictions file was scored here.
+- A run on fewer items (a `limit` smoke run) is a *partial* row: shown with its item counts, never ranked.
+- The papers' own numbers are *reported* rows: shown for reference, never ranked among verified ones.
+- Ranks come from 95% bootstrap intervals: rows whose intervals overlap share a rank.
+- Every result is published with its provenance (split hash, scorer and suite versions, model revision or
+  predictions sha256, protocol, settings) in a versioned results dataset; each result page shows them and the
+  command that reproduces it.
+- One submission per model, revision, task, setting and protocol: the same again is refused as a duplicate.
+- Each suite's data keeps its own license (below): cite the suite's paper and respect its terms (PrefEval's
+  CC BY-NC 4.0 asks for attribution and non-commercial use).
+"""
+
+
+def _suite_section(suite) -> str:
+    e = html.escape
+    parts = [f"## {e(suite.title)}", e(suite.description) or "", f"Version {e(suite.version)}"
+             + (f" · [homepage]({e(suite.homepage)})" if suite.homepage.startswith("https://") else "")]
+    status = suite.split_status()
+    parts.append("Hidden split: " + ("installed here" if status.get("installed") else "**not installed here** (no submissions yet)"))
+    parts.append("**Tasks**")
+    for task in suite.tasks.values():
+        tiers = "; ".join(f"{e(g.label)}: " + ", ".join(e(pretty(t, g.label_of(t))) for t in g.tiers) for g in task.tier_groups)
+        metrics = ", ".join(e(metric_label(m)) for m in task.metrics)
+        parts.append(f"- **{e(task.title)}** (`{e(task.name)}`): {e(task.description)}  \n"
+                     f"  Metric: {metrics} (ranked by {e(metric_label(task.metric))}). Tiers: {tiers or 'none'}.")
+    parts.append("**Settings**")
+    parts.extend(f"- `{e(name)}`: {e(text)}" for name, text in suite.settings.items())
+    parts.append(f"**Data license**: {e(suite.license)}")
+    parts.append(f"**Citation**\n\n```\n{suite.citation}\n```")
+    return "\n\n".join(p for p in parts if p)
+
+
+def about_markdown(services) -> str:
+    versions = services.results.versions()
+    current = versions[0] if versions else None
+    head = ("### Current results\n\nRevision `" + html.escape(current.revision[:12]) + "`, published "
+            + html.escape(current.created_at) + f" ({len(versions)} versions in all).") if current else ""
+    intro = ("# About PersonaBoard\n\nA leaderboard for LLM personalization benchmarks: each suite below measures "
+             "how well a model follows what it knows about a user. Submit a model (the service runs it) or a "
+             "predictions file (JSONL) in the Submit tabs.")
+    return "\n\n".join([intro, head, RULES, *(_suite_section(s) for s in all_suites().values())])
+
+
+def build_about_tab(ui: gr.Blocks, services) -> None:
+    with gr.Tab("About", id="about"):
+        text = gr.Markdown(elem_id="about")
+    ui.load(lambda: about_markdown(services), None, text)

@@ -1,0 +1,301 @@
+"""The leaderboard people use, driven through Debian's chromium against one live service for the module:
+ranks and rank groups on records with known intervals (tests/board_fixture.py), header sorting, search,
+the column chooser, model and result pages, plots, the queue, the About tab, per-suite format help and a
+390 px phone viewport.
+
+Screenshots go to tests/artifacts/browser/ (gitignored) and to pytest's tmp_path.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
+
+from board_fixture import EXPECTED_RANKS, SUITE, TASK, board_records  # noqa: E402
+from browser_helpers import (  # noqa: E402
+    CHROMIUM, choose, expect, launch_chromium, open_page, read_table, screenshot, wait_table,
+)
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
+
+
+@pytest.fixture(scope="module")
+def service(module_live_service):
+    """The module's live service with the fixture's results published into its store."""
+    from leaderboard.store import LocalDatasetStore
+
+    store = LocalDatasetStore(module_live_service.data_dir / "results-dataset")
+    for record in board_records():
+        store.publish(record)
+    return module_live_service
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with launch_chromium() as browser:
+        yield browser
+
+
+@pytest.fixture
+def page(browser, service):
+    with open_page(browser, service.base_url) as page:
+        yield page
+
+
+def shot(page, tmp_path, name):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = screenshot(page, tmp_path, name)
+    (ARTIFACTS / path.name).write_bytes(path.read_bytes())
+
+
+def fixture_rows(headers, rows):
+    return [r for r in rows if r.get("Model") in EXPECTED_RANKS or r.get("Model") == "tiny-partial"]
+
+
+def test_default_view_is_one_task_ranked_with_rank_groups(page, tmp_path):
+    # The first suite with verified results (the fixture's PrefEval mcq) opens by default.
+    expect(page.locator("#filter-suite input[role='combobox']")).to_have_value("PrefEval")
+    headers, rows = wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's five rows")
+    assert headers[:4] == ["Rank", "Model", "Total", "95% CI"], headers
+    ours = fixture_rows(headers, rows)
+    assert [r["Model"] for r in ours] == ["alpha", "beta", "gamma", "delta", "tiny-partial"]
+    assert {r["Model"]: r["Rank"] for r in ours if r["Model"] in EXPECTED_RANKS} == \
+        {m: str(rank) for m, rank in EXPECTED_RANKS.items()}
+    partial = ours[-1]
+    assert partial["Rank"] == "" and partial["Kind"] == "partial run (not ranked)", partial
+    assert partial["Total"].replace("\n", " ") == "90.0 n=6", partial  # its count beside its score
+    assert partial["Explicit"].startswith("–"), partial  # 3 items: hidden
+    assert ours[0]["Total"] == "80.0" and ours[0]["95% CI"] == "76.0–84.0", ours[0]
+    assert ours[0]["Type"] == "generative" and ours[0]["Size"] == "1B-10B", ours[0]
+    # rank groups are drawn: rows of rank 1 share a marker class, rank 2 the other
+    groups = page.locator("#leaderboard-table tr[role=row][data-id]").evaluate_all(
+        "rows => rows.map(r => [r.dataset.id, r.className])")
+    group_of = {sid: cls for sid, cls in groups}
+    assert "pb-group-odd" in group_of["fx-alpha"] and "pb-group-odd" in group_of["fx-beta"]
+    assert "pb-group-even" in group_of["fx-gamma"]
+    shot(page, tmp_path, "board-ranked")
+
+
+def test_sort_by_header_keeps_sections_apart(page, tmp_path):
+    wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
+    header = page.locator("#leaderboard-table th[data-col='total']")
+    header.click()  # first click: descending (already the order)
+    header.click()  # second: ascending
+    expect(header).to_have_attribute("aria-sort", "ascending")
+    headers, rows = read_table(page)
+    ours = [r["Model"] for r in fixture_rows(headers, rows)]
+    assert ours == ["delta", "gamma", "beta", "alpha", "tiny-partial"], ours  # partial stays in its section
+    page.locator("#leaderboard-table th[data-col='model_name']").click()
+    headers, rows = read_table(page)
+    names = [r["Model"] for r in rows if r["Rank"]]
+    assert names == sorted(names, key=str.lower, reverse=True), names
+    shot(page, tmp_path, "board-sorted")
+
+
+def test_search_and_column_chooser(page, tmp_path):
+    wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
+    page.locator("#filter-search input, #filter-search textarea").first.fill("ALP")
+    headers, rows = wait_table(page, lambda h, r: [x["Model"] for x in r] == ["alpha"], "only alpha")
+    assert rows[0]["Rank"] == "1"  # its rank among all models, not among the search results
+    page.locator("#filter-search input, #filter-search textarea").first.fill("")
+    wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "all rows again")
+    # switch the tier columns and the CI off, the license on
+    for label in ("Tier columns", "95% CI", "License"):
+        page.locator("#column-chooser label", has_text=label).first.click()
+    headers, rows = wait_table(page, lambda h, r: "License" in h and "Explicit" not in h and "95% CI" not in h,
+                               "the chosen columns")
+    assert headers[:3] == ["Rank", "Model", "Total"], headers
+    assert next(r for r in rows if r["Model"] == "beta")["License"] == "mit"
+    # a fact filter: size
+    choose(page, "filter-size", "10B-100B")
+    headers, rows = wait_table(page, lambda h, r: [x["Model"] for x in r] == ["gamma"], "only gamma (70B)")
+    assert rows[0]["Rank"] == "2"
+    shot(page, tmp_path, "board-search-columns")
+
+
+def test_phone_width_shows_model_and_score(browser, service, tmp_path):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=service.base_url,
+                                  is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto("/")
+        wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
+        row = page.locator("#leaderboard-table tr[data-id='fx-alpha']")
+        for column in ("model_name", "total"):
+            cell = row.locator("td").nth(1 if column == "model_name" else 2)
+            box = cell.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (column, box)
+            expect(cell).to_be_visible()
+        # the other columns are reachable by scrolling the table, not the page
+        wrap = page.locator("#leaderboard-table .pb-board-wrap")
+        assert wrap.evaluate("w => w.scrollWidth > w.clientWidth")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 400
+        shot(page, tmp_path, "board-390px")
+    finally:
+        context.close()
+
+
+def test_deep_link_highlights_a_row(page, tmp_path):
+    page.goto(f"/?suite={SUITE}&task={TASK}&highlight=fx-gamma")
+    wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
+    expect(page.locator("#leaderboard-table tr[data-id='fx-gamma']")).to_have_attribute("aria-current", "true")
+    assert json.loads(json.dumps(page.url)).endswith("highlight=fx-gamma")
+
+
+def test_plots_render_with_the_right_series(page, tmp_path):
+    wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
+    plots = {name: page.locator(f"#plot-{name}") for name in ("tiers", "settings", "size")}
+    for name, image in plots.items():
+        expect(image).to_be_visible()
+        page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=image.element_handle())
+    series = {}
+    for name, image in plots.items():
+        response = page.request.get(image.get_attribute("src"))
+        assert response.ok and response.headers["content-type"].startswith("image/svg+xml"), name
+        series[name] = response.text()
+    # per-tier bars: the three results compared by default, over Total and the tiers
+    for label in ("alpha (zero_shot)", "beta (zero_shot)", "gamma (zero_shot)", "Total", "Explicit", "Implicit (choice)"):
+        assert f">{label}<" in series["tiers"], label
+    assert ">delta (zero_shot)<" not in series["tiers"]
+    # score vs size: the three with a known size, not delta (an uploaded file) nor the partial run
+    assert all(f">{m}<" in series["size"] for m in ("alpha", "beta", "gamma")) and ">delta<" not in series["size"]
+    assert ">tiny-partial<" not in series["size"] and ">parameters (log scale)<" in series["size"]
+    # setting comparison: a bar group per model, one series per setting
+    assert ">zero_shot<" in series["settings"] and ">delta<" in series["settings"]
+    page.locator("#leaderboard-plots").scroll_into_view_if_needed()
+    shot(page, tmp_path, "board-plots")
+
+
+def test_model_and_result_pages(page, tmp_path):
+    page.goto("/model/alpha")
+    expect(page.locator("h1")).to_have_text("alpha")
+    assert page.locator("a.hub-link").first.get_attribute("href") == "https://huggingface.co/alpha"
+    assert page.locator("a.submitter-link").first.get_attribute("href") == "https://example.org/alpha"
+    history = page.locator("table.history tbody tr")
+    expect(history).to_have_count(1)
+    cells = history.first.locator("td").all_inner_texts()
+    assert cells[3:7] == ["verified", "80.0", "76.0–84.0", "1000"], cells
+    assert cells[7].startswith("0123456789abcdef") and len(cells[8]) == 12, cells  # model and results revisions
+    image = page.locator("img.plot").first
+    page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=image.element_handle())
+    shot(page, tmp_path, "model-page")
+
+    base = page.url.split("/model/")[0]
+    page.locator("table.history a", has_text="result").first.click()
+    expect(page).to_have_url(f"{base}/result/fx-alpha")
+    scores = {r[0]: r[1:] for r in (row.locator("td").all_inner_texts() for row in page.locator("table.scores tbody tr").all())}
+    assert scores["Total"] == ["Accuracy", "80.0", "76.0–84.0", "1000"], scores
+    assert scores["Preference form: Explicit"] == ["Accuracy", "80.0", "74.0–86.0", "333"], scores
+    provenance = dict(zip(page.locator("table.provenance th").all_inner_texts(),
+                          page.locator("table.provenance td").all_inner_texts()))
+    for field in ("split.sha256", "split.n_items", "scorer_version", "suite_version", "model.revision", "model.license",
+                  "model.parameters", "protocol"):
+        assert field in provenance, (field, provenance)
+    assert provenance["model.license"] == "apache-2.0"
+    command = page.locator("pre.reproduce").inner_text()
+    assert command.startswith("personaboard evaluate --model alpha --revision 0123456789abcdef") and "--setting zero_shot" in command
+    shot(page, tmp_path, "result-page")
+    page.goto("/model/no-such-model")
+    expect(page.locator("h1")).to_have_text("Not found")
+
+
+def test_about_tab_from_the_manifests(page, tmp_path):
+    from evaluator.registry import all_suites
+
+    page.get_by_role("tab", name="About").click()
+    about = page.locator("#about")
+    expect(about).to_contain_text("Current results")
+    text = about.inner_text()
+    for suite in all_suites().values():
+        assert suite.title in text and suite.license.split(" ")[0] in text, suite.name
+        for task in suite.tasks.values():
+            assert task.title in text, task.key
+    assert "CC BY-NC 4.0" in text and "Submission rules" in text
+    assert "not installed here" in text  # suites whose split this server lacks say so
+    shot(page, tmp_path, "about")
+
+
+def test_submit_tab_explains_each_suites_format(page, tmp_path):
+    page.get_by_role("tab", name="Submit predictions").click()
+    help_text = page.locator("#submit-format")
+    expect(help_text).to_contain_text("field answer")
+    assert "one of A, B, C, D" in help_text.inner_text()
+    example = page.locator("#submit-format a.pb-example")
+    with page.expect_download() as info:
+        example.click()
+    lines = [json.loads(line) for line in Path(info.value.path()).read_text().splitlines()]
+    assert len(lines) == 3 and all(set(line) == {"id", "answer"} for line in lines), lines
+
+    # a suite whose split is not installed here: marked, its format still explained, submitting refused politely
+    choose(page, "submit-suite", "PersonaFeedback (split not installed here)")
+    expect(help_text).to_contain_text("field label")
+    assert "one of 1, 2" in help_text.inner_text() and "Not open for submissions here" in help_text.inner_text()
+    expect(page.locator("#inputs-link")).to_contain_text("not installed on this server")
+    assert page.locator("#inputs-link a").count() == 0  # no link to a raw 409
+    page.locator("#submit-button").click()
+    expect(page.locator("#submit-status")).to_contain_text("Not accepted")
+    assert "{" not in page.locator("#submit-status").inner_text()
+    shot(page, tmp_path, "submit-format")
+
+
+def test_live_progress_queue_and_auto_refresh(browser, service, tmp_path):
+    """A tiny random model on 30 items: the status's progress moves at least twice while it runs
+    (items, tokens/s, time left), the Queue tab lists it, and on finish the board shows its row."""
+    import re
+    import time
+
+    from browser_helpers import open_tab, set_checkboxes
+    from live_helpers import register_model
+    from tiny_models import build_tiny_model
+
+    model, limit = "tiny-progress", 30
+    register_model(service, model, build_tiny_model(tmp_path / "tiny", "generative"))
+    with open_page(browser, service.base_url, token=service.token) as page:
+        open_tab(page, "Submit a model")
+        choose(page, "model-name", model)
+        set_checkboxes(page, "model-settings", ["zero_shot"])
+        page.locator("#model-limit input").fill(str(limit))
+        page.locator("#model-limit input").blur()
+        page.locator("#model-submit").click()
+        status = page.locator("#model-status")
+        expect(status).to_contain_text(model, timeout=30_000)
+        seen: list[str] = []
+        deadline = time.monotonic() + 300
+        while "State: finished" not in (text := status.inner_text()):
+            assert "failed" not in text and time.monotonic() < deadline, text
+            found = re.search(rf"Progress: (\d+) of {limit} items[^\n]*", text)
+            if found and (not seen or seen[-1] != found.group(0)):
+                seen.append(found.group(0))
+                if len(seen) == 2:
+                    shot(page, tmp_path, "model-progress")
+            page.wait_for_timeout(150)
+        done = [int(re.search(r"(\d+) of", line).group(1)) for line in seen]
+        assert len(seen) >= 3, f"progress changed fewer than twice while running: {seen}"
+        assert done == sorted(done) and done[-1] <= limit, seen
+        assert any("tokens/s" in line and "left" in line for line in seen), seen
+        submission_id = re.search(r"Submission (\w+)", text).group(1)
+
+        # The queue lists it (finished now) with everyone's columns.
+        open_tab(page, "Queue")
+        row = page.locator(f"#queue-table tr[data-id='{submission_id}']")
+        expect(row).to_be_visible()
+        headers = page.locator("#queue-table th").all_inner_texts()
+        assert headers[:8] == ["Submitted", "Id", "Model", "Suite / task", "Setting", "State", "Position", "Progress"], headers
+        assert {"Time left", "Owner", "Reason"} <= set(headers)
+        cells = dict(zip(headers, row.locator("td").all_inner_texts()))
+        assert cells["Model"] == model and cells["State"] == "finished" and cells["Progress"] == f"{limit} / {limit}", cells
+        shot(page, tmp_path, "queue")
+
+        # The board followed: PrefEval mcq, this run's partial row outlined, without Refresh.
+        open_tab(page, "Leaderboard")
+        mine = page.locator(f"#leaderboard-table tr[data-id='{submission_id}']")
+        expect(mine).to_have_attribute("aria-current", "true")
+        expect(mine).to_contain_text(f"n={limit}")
+        shot(page, tmp_path, "board-after-finish")
