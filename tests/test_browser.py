@@ -73,7 +73,8 @@ def write_predictions(path: Path, items, correct_form: str) -> float:
 def upload(page, path: Path) -> None:
     page.set_input_files("#submit-file input[type='file']", str(path))
     # Gradio uploads the file to the server first; Submit before that sees no file.
-    expect(page.locator("#submit-file")).to_contain_text(path.name, timeout=30_000)
+    # (the link to the uploaded copy; the name's text may be split into stem and extension)
+    expect(page.locator(f"#submit-file a[href$='/{path.name}']")).to_be_visible(timeout=30_000)
 
 
 # -- tests ----------------------------------------------------------------------------------------
