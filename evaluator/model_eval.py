@@ -375,8 +375,6 @@ def run_model(
     done = _by_item(checkpoint.load().values()) if checkpoint else {}
     answers: dict[str, Any] = {i.id: done[i.id] for i in split.items if i.id in done}
     meter = ProgressMeter(total=len(split.items), done=len(answers), resumed=len(answers))
-    if on_progress:
-        on_progress(meter.report())  # the total is known from the start, not after the first chunk
     todo: list[Item] = [i for i in split.items if i.id not in answers]
     to_answer = task.hooks.decision_answer
     started = time.monotonic()
