@@ -20,7 +20,7 @@ from typing import Any, Callable
 from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
 from evaluator.protocols import (
     CIRCULAR, PROTOCOL_VERSION, Decision, circular_publics, combine_rotations, default_protocol, get_protocol,
-    protocol_problem,
+    protocol_problem, setting_problem,
 )
 from evaluator.suite import Item, Split, Task
 
@@ -299,7 +299,9 @@ class ModelRun:
 
 def select_items(split: Split, limit: int | None, seed: int = 0) -> Split:
     """The whole split, or `limit` items for a smoke run: a seeded random sample that takes the
-    tiers of the first tier group in turn (every form represented), the same every time.
+    tiers of the first tier group in turn, and within each turn prefers an item that brings a tier
+    (of any group) not yet covered, so every tier of every group is represented when `limit`
+    allows (`uncovered_tiers` names those it could not); the same every time.
 
     Random rather than every k-th item: where the gold letters follow a pattern along the split
     (PrefEval's official shuffle repeats per topic), a regular stride can pick items that all share
@@ -316,15 +318,32 @@ def select_items(split: Split, limit: int | None, seed: int = 0) -> Split:
         pools.setdefault(item.tiers.get(first_group, ""), []).append(item)
     for pool in pools.values():
         rng.shuffle(pool)
+    missing = {pair for item in split.items for pair in item.tiers.items()}
     chosen: list[Item] = []
     queues = list(pools.values())
     while len(chosen) < limit:
         for pool in queues:
             if pool and len(chosen) < limit:
-                chosen.append(pool.pop())
+                pick = len(pool) - 1
+                if missing:  # the last (random) item that brings an uncovered tier, else the last one
+                    pick = next((i for i in range(len(pool) - 1, -1, -1) if not missing.isdisjoint(pool[i].tiers.items())), pick)
+                item = pool.pop(pick)
+                missing.difference_update(item.tiers.items())
+                chosen.append(item)
     order = {item.id: i for i, item in enumerate(split.items)}
     chosen.sort(key=lambda item: order[item.id])
     return Split(name=f"{split.name}[{limit} of {len(split.items)}]", items=chosen)
+
+
+def uncovered_tiers(full: Split, chosen: Split) -> dict[str, list[str]]:
+    """Tiers present in the full split that a limited run has no item of: group -> tiers."""
+    have = {pair for item in chosen.items for pair in item.tiers.items()}
+    missing: dict[str, list[str]] = {}
+    for item in full.items:
+        for group, tier in item.tiers.items():
+            if (group, tier) not in have and tier not in missing.get(group, []):
+                missing.setdefault(group, []).append(tier)
+    return missing
 
 
 def _by_item(records) -> dict[str, Any]:
@@ -363,7 +382,7 @@ def run_model(
 ) -> ModelRun:
     logprobs = getattr(backend, "supports_logprobs", True)  # an endpoint may return none
     protocol = protocol or default_protocol(task, backend.spec.model_type, logprobs)  # the same rule as at intake
-    problem = protocol_problem(task, protocol, backend.spec.model_type, logprobs)
+    problem = protocol_problem(task, protocol, backend.spec.model_type, logprobs) or setting_problem(task, setting, protocol)
     if problem:
         raise BackendError(problem)
     run_protocol = get_protocol(protocol).run
@@ -428,4 +447,6 @@ def run_model(
     }
     if not_applicable:
         stats["not_applicable"] = not_applicable
+    if split is not full and (missing := uncovered_tiers(full, split)):
+        stats["tiers_not_covered"] = missing  # a limit too small for every tier: said, not hidden
     return ModelRun(split=split, answers=answers, stats=stats, partial=len(split.items) < len(task.load_split().items))

@@ -219,6 +219,28 @@ def default_protocol(task: "Task", model_type: str, logprobs: bool = True) -> st
     return fitting[0] if fitting else ("reward" if model_type == "reward" else preferred)
 
 
+# A setting that asks the model to reason needs a protocol that lets it write before answering, with
+# room to: a log-prob or reward protocol reads one next token (or a score), and a few answer tokens
+# cut any reasoning off. Such a run would only be labelled `cot`; it is refused instead.
+REASONING_SETTINGS = frozenset({"cot"})
+REASONING_MIN_NEW_TOKENS = 64
+
+
+def setting_problem(task: "Task", setting: str | None, protocol: str | None) -> str | None:
+    """Why `setting` cannot be honoured by `protocol` on `task` (None: it can)."""
+    if setting not in REASONING_SETTINGS or protocol is None:
+        return None
+    spec = _PROTOCOLS.get(protocol)
+    budget = int(task.model.get("max_new_tokens", 16))
+    if spec is None or spec.reads_logprobs or spec.model_type != "generative":
+        return (f"setting {setting!r} asks the model to reason before answering, which protocol {protocol!r} does not "
+                f"let it do (it reads the answer without generating)")
+    if budget < REASONING_MIN_NEW_TOKENS:
+        return (f"setting {setting!r} asks the model to reason before answering, but {task.key} lets a generating "
+                f"protocol write only {budget} tokens (max_new_tokens): too few to reason, so it is not run as {setting!r}")
+    return None
+
+
 def protocol_problem(task: "Task", protocol: str | None, model_type: str, logprobs: bool = True) -> str | None:
     """Why `protocol` cannot run a `model_type` model on `task` (None: it can)."""
     if protocol in _PROTOCOLS and _PROTOCOLS[protocol].reads_logprobs and not logprobs:

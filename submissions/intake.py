@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 
 from evaluator.judge import judge_unavailable_reason
 from evaluator.predictions import PredictionsError, iter_lines, read_predictions
-from evaluator.protocols import default_protocol, protocol_problem
+from evaluator.protocols import default_protocol, protocol_problem, setting_problem
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, check_setting, get_suite, get_task
 from submissions import queue
@@ -299,6 +299,8 @@ def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: 
     logprobs = resolved.extra.get("logprobs", True)
     protocol = form.protocol or default_protocol(task, resolved.model_type, logprobs)
     problem = protocol_problem(task, protocol, resolved.model_type, logprobs)
+    if problem is None and (problem := setting_problem(task, form.setting, protocol)):
+        raise SubmissionError(422, problem, field="setting")
     if problem:
         raise SubmissionError(422, problem, field="protocol")
     key = model_dedup_key(resolved, form, protocol)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from evaluator.protocols import default_protocol, setting_problem
 from evaluator.registry import get_task
 from space.choices import protocol_choices, setting_choices, suite_choices, task_choices
 from space.identity import ui_identity
@@ -16,15 +17,28 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
     def model_choices():
         return sorted(services.registered_models())
 
+    def runnable_settings(suite, task, protocol) -> list[str]:
+        """The suite's settings this protocol can honour (`cot` needs one that lets the model reason)."""
+        if not suite or not task:
+            return setting_choices(suite)
+        found = get_task(suite, task)
+        chosen = default_protocol(found, "generative") if protocol in (None, "", "default") else protocol
+        return [s for s in setting_choices(suite) if not setting_problem(found, s, chosen)]
+
     def on_suite(suite):
         tasks = [(title, name) for title, name in task_choices(suite) if get_task(suite, name).model_protocols]
         task = tasks[0][1] if tasks else None
-        settings = setting_choices(suite)
+        settings = runnable_settings(suite, task, "default")
         return (gr.update(choices=tasks, value=task), gr.update(choices=settings, value=settings[:1]),
                 gr.update(choices=protocol_choices(suite, task), value="default"))
 
     def on_task(suite, task):
-        return gr.update(choices=protocol_choices(suite, task), value="default")
+        settings = runnable_settings(suite, task, "default")
+        return gr.update(choices=protocol_choices(suite, task), value="default"), gr.update(choices=settings, value=settings[:1])
+
+    def on_protocol(suite, task, protocol, chosen):
+        settings = runnable_settings(suite, task, protocol)
+        return gr.update(choices=settings, value=[s for s in chosen or [] if s in settings] or settings[:1])
 
     def submit_model(model, revision, model_type, suite, task, settings, protocol, limit, description, token_value,
                      profile: gr.OAuthProfile | None):
@@ -79,7 +93,10 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
             m_suite = gr.Dropdown(suite_choices(), value=first_suite, label="Suite", elem_id="model-suite")
             m_task = gr.Dropdown([], label="Task", elem_id="model-task")
             m_protocol = gr.Dropdown(["default"], value="default", label="Protocol", elem_id="model-protocol")
-        m_settings = gr.CheckboxGroup(setting_choices(first_suite), label="Settings", elem_id="model-settings")
+        m_settings = gr.CheckboxGroup(setting_choices(first_suite), label="Settings", elem_id="model-settings",
+                                      info="`cot` is offered only where the protocol lets the model reason before "
+                                           "answering (it generates, with room to): a log-prob protocol reads the "
+                                           "answer at once.")
         with gr.Row():
             m_limit = gr.Number(label="Items (optional smoke run on N items: marked partial, not ranked; "
                                       "0 or empty = the whole split)", value=None, precision=0, elem_id="model-limit")
@@ -91,8 +108,9 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
 
     ui.load(on_suite, m_suite, [m_task, m_settings, m_protocol])
     ui.load(lambda: gr.update(choices=model_choices()), None, m_model)
-    m_suite.change(on_suite, m_suite, [m_task, m_settings, m_protocol])
-    m_task.change(on_task, [m_suite, m_task], m_protocol)
+    m_suite.input(on_suite, m_suite, [m_task, m_settings, m_protocol])
+    m_task.input(on_task, [m_suite, m_task], [m_protocol, m_settings])
+    m_protocol.input(on_protocol, [m_suite, m_task, m_protocol, m_settings], m_settings)
     m_button.click(submit_model, [m_model, m_revision, m_type, m_suite, m_task, m_settings, m_protocol, m_limit,
                                   m_description, token], [m_status, m_current, m_timer])
     m_timer.tick(poll, m_current, [m_status, m_timer, finished], show_progress="hidden")
