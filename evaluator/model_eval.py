@@ -284,7 +284,7 @@ class ProgressMeter:
         fresh = done - self.resumed
         rate = fresh / elapsed if fresh else 0.0
         return {
-            "done": done, "total": self.total, "tokens_per_s": self.tokens / elapsed,
+            "done": done, "total": self.total, "in_flight": in_flight, "tokens_per_s": self.tokens / elapsed,
             "items_per_s": rate, "eta_s": (self.total - done) / rate if rate else None,
         }
 

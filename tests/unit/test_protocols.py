@@ -176,13 +176,13 @@ def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
 
     def die_after_first_batch(report):
         calls.append(report)
-        if report["done"] >= 4:  # reports inside a chunk (long runs) go by; the chunk's end kills
+        if not report["in_flight"]:  # reports inside a chunk (long runs) go by; the first chunk's end kills
             raise Killed()
 
     first = CountingBackend(gen)
     with pytest.raises(Killed):
         run_model(task, "zero_shot", first, limit=8, checkpoint=checkpoint, on_progress=die_after_first_batch, batch_items=4)
-    assert calls[-1]["done"] == 4 and all(c["done"] < 4 for c in calls[:-1]) and calls[-1]["total"] == 8
+    assert calls[-1]["done"] == 4 and all(c["in_flight"] for c in calls[:-1]) and calls[-1]["total"] == 8
     # checkpoints are written off the engine's path: the chunk in flight when the writer failed may
     # have been scored too, but only the written one counts as done
     assert first.prompts["choice_logprobs"] in (4, 8)
