@@ -3,6 +3,7 @@ columns, Re-Centering its metric columns; the papers' rows are marked reported a
 row computed here (the shared service has some from other tests, or none)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ pytestmark = [
 ]
 pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 
-from browser_helpers import choose, launch_chromium, open_page, wait_table  # noqa: E402
+from browser_helpers import choose, expect, launch_chromium, open_page, wait_table  # noqa: E402
 
 TABLE3 = ["Specific Easy", "Specific Medium", "Specific Hard", "Specific Avg.",
           "General Easy", "General Medium", "General Hard", "General Avg.", "Total"]
@@ -51,6 +52,8 @@ def test_personafeedback_columns_and_reported_rows(page):
 def test_recentering_metric_columns(page):
     choose(page, "filter-suite", "Re-Centering Humans")
     choose(page, "filter-task", "Stage 2: attribute relevance")
+    # the task's own table (Stage 1 has F1 columns too): drawn together with its download links
+    expect(page.locator("#leaderboard-downloads a").first).to_have_attribute("href", re.compile("task=relevance"))
     headers, rows = wait_table(page, lambda h, r: "F1" in h and "Specific Easy" not in h and r,
                                "the relevance metric columns only")
     assert {"Precision", "Recall", "F1"} <= set(headers), headers
