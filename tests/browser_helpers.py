@@ -44,6 +44,8 @@ def open_page(browser, base_url: str, timeout_ms: int = 30_000, token: str | Non
     page = context.new_page()
     page.goto("/")
     expect(page.locator("#leaderboard-table")).to_be_visible(timeout=timeout_ms)
+    if token:
+        sign_in(page, token)
     try:
         yield page
     finally:
