@@ -255,7 +255,7 @@ def test_live_progress_queue_and_auto_refresh(browser, service, tmp_path):
     from live_helpers import register_model
     from tiny_models import build_tiny_model
 
-    model, limit = "tiny-progress", 30
+    model, limit = "tiny-progress", 200  # several chunks of 64: progress moves between and within them
     register_model(service, model, build_tiny_model(tmp_path / "tiny", "generative"))
     with open_page(browser, service.base_url, token=service.token) as page:
         open_tab(page, "Submit a model")
