@@ -15,7 +15,7 @@ TRAVEL = ("travel_hotel", "travel_restaurant", "travel_transportation", "travel_
 
 @pytest.fixture(scope="module")
 def http(shared_live_service):
-    with client(shared_live_service.base_url) as c:
+    with client(shared_live_service.base_url, token=shared_live_service.token) as c:
         yield c
 
 

@@ -182,7 +182,10 @@ def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
     first = CountingBackend(gen)
     with pytest.raises(Killed):
         run_model(task, "zero_shot", first, limit=8, checkpoint=checkpoint, on_progress=die_after_first_batch, batch_items=4)
-    assert calls[-1]["done"] == 4 and all(c["in_flight"] for c in calls[:-1]) and calls[-1]["total"] == 8
+    # Reports inside a chunk come from the engine thread and may interleave with the writer's
+    # chunk-end report; exactly one chunk end was reported, the first one's.
+    ends = [c for c in calls if not c["in_flight"]]
+    assert [(c["done"], c["total"]) for c in ends] == [(4, 8)]
     # checkpoints are written off the engine's path: the chunk in flight when the writer failed may
     # have been scored too, but only the written one counts as done
     assert first.prompts["choice_logprobs"] in (4, 8)
