@@ -20,7 +20,7 @@ from live_helpers import (  # noqa: E402
     wait_finished,
 )
 
-SETTINGS = {"zero_shot", "reminder", "cot", "rag"}
+SETTINGS = {"zero_shot", "reminder", "cot", "rag", "self_critic"}  # self_critic: open_ended only (the task refuses it elsewhere)
 FORMS = ["explicit", "implicit_choice", "implicit_persona"]
 ACCEPTED: list[str] = []  # ids accepted by the shared service in this module
 

@@ -339,7 +339,7 @@ def test_hide_unhide_flag_delete_with_audit_log(svc):
 
 
 def test_cancel_queued_and_running_then_rerun(svc):
-    from submissions.settings import FAULT_PAUSE_ENV
+    from submissions.settings import FAULT_GATE_ENV
 
     _, token = new_user(svc)
     redis = svc.redis_client()
@@ -353,9 +353,10 @@ def test_cancel_queued_and_running_then_rerun(svc):
             assert redis.llen("rq:queue:personaboard") == 0
             act(admin, "cancel", queued, "twice", expect=409)
 
-            svc.env[FAULT_PAUSE_ENV] = "30"  # a worker whose job sits 30 s in "running"
+            # a worker whose job sits in "running" at a gate nobody opens (until it is cancelled)
+            svc.env[FAULT_GATE_ENV] = str(svc.data_dir / "gate-never-opened")
             svc.start_worker()
-            svc.env.pop(FAULT_PAUSE_ENV)
+            svc.env.pop(FAULT_GATE_ENV)
             svc.wait_workers_registered()
             running = submit(http, unique_predictions("cancel-running"), model_name="op-cancel").json()["id"]
             wait_until(lambda: http.get(f"/api/v1/submissions/{running}").json()["state"] == "running", 60, "running")
@@ -376,6 +377,6 @@ def test_cancel_queued_and_running_then_rerun(svc):
             assert http.get(f"/api/v1/submissions/{queued}").json()["state"] == "cancelled"  # never ran
             assert queued not in leaderboard_ids(http)
     finally:
-        svc.env.pop(FAULT_PAUSE_ENV, None)
+        svc.env.pop(FAULT_GATE_ENV, None)
         if not svc.workers:
             svc.start_worker()
