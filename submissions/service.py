@@ -17,14 +17,13 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from evaluator.models import ModelRegistry
-from evaluator.registry import all_suites
+from leaderboard.board import manifest_tier_order
 from leaderboard.outbox import Outbox
 from leaderboard.readpath import Body, Filters, LeaderboardCache
 from leaderboard.reference import publish_reference
 from leaderboard.reported import publish_reported
 from leaderboard.results import open_outbox, open_store
 from leaderboard.store import StoreError, StoreUnavailable
-from leaderboard.table import column_name
 from submissions import moderation, queue
 from submissions.identity import Identity, IdentityStore
 from submissions.intake import ModelForm, SubmissionForm, Submitter, accept_model, accept_predictions
@@ -207,12 +206,3 @@ class Services:
         return await loop.run_in_executor(self._read_pool,
                                           lambda: self.board.table(revision).body(filters, fmt, gzipped))
 
-
-def manifest_tier_order() -> list[str]:
-    """Tier columns in the order the suites' manifests declare them."""
-    order = []
-    for suite in all_suites().values():
-        for task in suite.tasks.values():
-            for group in task.tier_groups:
-                order.extend(column_name(group.name, tier) for tier in group.tiers)
-    return order
