@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from live_helpers import client, explicit_only, make_predictions, submit_ok, wait_finished  # noqa: E402
+from live_helpers import client, explicit_only, make_predictions, reordered, submit_ok, wait_finished  # noqa: E402
 
 TRAVEL = ("travel_hotel", "travel_restaurant", "travel_transportation", "travel_activities")
 
@@ -24,7 +24,7 @@ def test_paired_comparison_of_two_uploads(http, shared_live_service):
 
     items = get_task("prefeval", "mcq").load_split().items
     travel_choice = sum(1 for i in items if i.tiers["form"] == "implicit_choice" and i.tiers["topic"] in TRAVEL)
-    a = submit_ok(http, explicit_only().body, model_name="cmp-explicit")
+    a = submit_ok(http, reordered(explicit_only().body, 13), model_name="cmp-explicit")  # rotated: e2e_api sends the file itself
     b = submit_ok(http, make_predictions(lambda i: i.tiers["form"] == "explicit" or (
         i.tiers["form"] == "implicit_choice" and i.tiers["topic"] in TRAVEL)).body, model_name="cmp-travel")
     for sid in (a, b):
