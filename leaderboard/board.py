@@ -10,6 +10,12 @@ same leaders share a rank (a rank group), and ranks may skip (1, 1, 3). Only ver
 (`computed`: a full run scored here) are ranked; partial runs and the papers' reported rows are
 listed after them, in their own sections, never ranked. A row without an interval (a single item)
 gets the interval [value, value].
+
+The reference line of a board is its best reference row (the majority answer where it beats uniform
+chance) in the ranking column. A row beats it only when its 95% lower bound is above it
+(`above_reference`); a verified row that does not is listed after the ranked ones, unranked, so a
+random predictions file never heads a board, empty or not. Ranks of the others do not change: a
+row below the line can never be above another row's upper bound that clears it.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from evaluator.registry import all_suites
 from leaderboard.table import TOTAL, column_name, wide_view
 
 RANKED_KIND = "computed"
+REFERENCE_KIND = "reference"
 SECTION_ORDER = ("computed", "reference", "partial", "reported")
 SIZE_BUCKETS = ((1e9, "< 1B"), (1e10, "1B-10B"), (1e11, "10B-100B"), (float("inf"), "100B +"))
 UNKNOWN = "unknown"
@@ -92,15 +99,37 @@ def ranked_board(scores: pd.DataFrame, facts: pd.DataFrame, suite: str, task: st
     value = board[ranked_by].astype(float)
     low = board["submission_id"].map(bounds["ci_low"]).astype(float).fillna(value)
     high = board["submission_id"].map(bounds["ci_high"]).astype(float).fillna(value)
-    verified = (board["row_kind"] == RANKED_KIND) & value.notna()
+    line = reference_line(scores, suite, task, ranked_by, tier, tier_order)
+    judged = (board["row_kind"] != REFERENCE_KIND) & value.notna()
+    board["above_reference"] = pd.Series(pd.NA, index=board.index, dtype="boolean")
+    if line is not None:
+        board.loc[judged, "above_reference"] = (low[judged] > line["value"]).to_numpy()
+    below = board["above_reference"].eq(False).fillna(False).astype(bool)
+    verified = (board["row_kind"] == RANKED_KIND) & value.notna() & ~below
     board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
     if verified.any():
         board.loc[verified, "rank"] = ranks_from_intervals(low[verified], high[verified])
     board["_section"] = board["row_kind"].map({k: i for i, k in enumerate(SECTION_ORDER)}).fillna(len(SECTION_ORDER))
+    board["_below"] = below
     board["_score"] = value
-    board = board.sort_values(["_section", "_score", "submitted_at"], ascending=[True, False, True], na_position="last")
+    board = board.sort_values(["_section", "_below", "_score", "submitted_at"], ascending=[True, True, False, True],
+                              na_position="last")
     board.attrs["ranked_by"] = ranked_by
-    return board.drop(columns=["_section", "_score"]).reset_index(drop=True), cells
+    board.attrs["reference_line"] = line
+    return board.drop(columns=["_section", "_below", "_score"]).reset_index(drop=True), cells
+
+
+def reference_line(scores: pd.DataFrame, suite: str, task: str, column: str, tier: str | None = None,
+                   tier_order: list[str] | None = None) -> dict[str, Any] | None:
+    """The best reference row of suite/task in `column` ({value, name}), whatever setting the board
+    shows (reference rows have their own); None when the task has none (no label answers)."""
+    if scores.empty or "row_kind" not in scores:
+        return None
+    lines = wide_view(scores[scores["row_kind"] == REFERENCE_KIND], suite, task, None, tier, tier_order=tier_order)
+    if lines.empty or column not in lines or lines[column].isna().all():
+        return None
+    best = lines.loc[lines[column].astype(float).idxmax()]
+    return {"value": float(best[column]), "name": str(best["model_name"]), "column": column}
 
 
 def manifest_tier_order() -> list[str]:

@@ -19,10 +19,10 @@ from space.display import (
 )
 
 # Columns a reader can switch on and off (the column chooser); Rank, Model and the ranking score stay.
-OPTIONAL_COLUMNS = {"ci": "95% CI", "tiers": "Tier columns", "metrics": "Other metrics", "setting": "Setting",
+OPTIONAL_COLUMNS = {"ci": "95% CI", "reference": "vs. reference line", "tiers": "Tier columns", "metrics": "Other metrics", "setting": "Setting",
                     "row_kind": "Kind", "n_items": "Items", "model_type": "Type", "size": "Size",
                     "license": "License", "source": "Source", "submitted_at": "Submitted"}
-DEFAULT_COLUMNS = ["ci", "tiers", "metrics", "setting", "row_kind", "n_items", "model_type", "size", "source"]
+DEFAULT_COLUMNS = ["ci", "reference", "tiers", "metrics", "setting", "row_kind", "n_items", "model_type", "size", "source"]
 
 STYLE = """<style>
 .pb-board-wrap{overflow-x:auto;max-height:70vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
@@ -42,6 +42,8 @@ table.pb-board tr.pb-group-odd td.pb-rank{box-shadow:inset 4px 0 0 #6366f1}
 table.pb-board tr.pb-group-even td.pb-rank{box-shadow:inset 4px 0 0 #a5b4fc}
 table.pb-board .pb-n{color:#6b7280;font-size:11px;margin-left:3px}
 table.pb-board .pb-ci{color:#6b7280}
+table.pb-board .pb-below-ref{color:#b91c1c;font-weight:600}
+table.pb-board tr.pb-not-above-ref td.pb-model{box-shadow:inset 4px 0 0 #f87171}
 @media (max-width:600px){
  table.pb-board{font-size:13px}
  table.pb-board .pb-model{min-width:9em;max-width:9em}
@@ -93,6 +95,8 @@ def shown_columns(board: pd.DataFrame, chosen: list[str] | None) -> list[str]:
     columns = ["rank", "model_name", ranked_by]
     if "ci" in chosen:
         columns.append("ci")
+    if "reference" in chosen and board.attrs.get("reference_line"):
+        columns.append("reference")
     if ranked_by != TOTAL:
         columns.append(TOTAL)
     if "metrics" in chosen:
@@ -104,12 +108,35 @@ def shown_columns(board: pd.DataFrame, chosen: list[str] | None) -> list[str]:
     return columns
 
 
-def _cell(row, column: str, cells: dict, ranked_by: str) -> tuple[str, str, str]:
+def _above_reference(row) -> bool | None:
+    """The board's verdict (leaderboard/board.py): True, False, or None where there is no line."""
+    above = row.get("above_reference")
+    return None if _missing(above) else bool(above)
+
+
+def _reference_cell(row, line: dict | None, metric) -> tuple[str, str, str]:
+    """Whether the row's 95% interval clears the board's reference line (the best of chance and majority)."""
+    above = _above_reference(row)
+    if not line or above is None:
+        return "", "", "pb-text"
+    where = f"{html.escape(line['name'])} = {format_value(line['value'], metric)}"
+    if above:
+        return f'<span title="95% lower bound above {where}">above</span>', "1", "pb-text"
+    return (f'<span class="pb-below-ref" title="its 95% interval reaches down to or below {where}: '
+            f'not distinguishable from answering without looking at the input">not above {where}</span>', "0", "pb-text")
+
+
+def _cell(row, column: str, cells: dict, ranked_by: str, reference: dict | None = None) -> tuple[str, str, str]:
     """(html, sort key, css class) for one cell."""
     metric = row.get("metric")
     if column == "rank":
         rank = row.get("rank")
+        if _missing(rank) and row.get("row_kind") == "computed" and _above_reference(row) is False:
+            return ('<span class="pb-below-ref" title="not ranked: its 95% interval does not clear the reference line">'
+                    "–</span>", "", "pb-rank")
         return ("", "", "pb-rank") if _missing(rank) else (str(int(rank)), str(int(rank)), "pb-rank")
+    if column == "reference":
+        return _reference_cell(row, reference, metric)
     if column == "model_name":
         name = str(row["model_name"])
         link = f'<a href="/model/{quote(name, safe="")}" title="{html.escape(name)}">{html.escape(name)}</a>'
@@ -170,9 +197,10 @@ def render_board(board: pd.DataFrame, cells: pd.DataFrame, chosen: list[str] | N
             group = "" if _missing(row.get("rank")) else f" pb-group-{'odd' if groups[row['rank']] % 2 == 0 else 'even'}"
             tds = []
             for column in columns:
-                content, key, css = _cell(row, column, lookup, ranked_by)
+                content, key, css = _cell(row, column, lookup, ranked_by, board.attrs.get("reference_line"))
                 tds.append(f'<td role="gridcell" class="{css}" data-sort="{html.escape(key)}">{content}</td>')
-            rows.append(f'<tr role="row" class="pb-kind-{html.escape(str(kind))}{group}" '
+            below = " pb-not-above-ref" if _above_reference(row) is False else ""
+            rows.append(f'<tr role="row" class="pb-kind-{html.escape(str(kind))}{group}{below}" '
                         f'data-id="{html.escape(str(row["submission_id"]))}">{"".join(tds)}</tr>')
         bodies.append(f'<tbody class="pb-section" data-kind="{html.escape(str(kind))}">{"".join(rows)}</tbody>')
     return (STYLE + '<div class="pb-board-wrap"><table class="pb-board" role="grid">'

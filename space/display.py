@@ -66,7 +66,7 @@ def metric_label(metric: str) -> str:
 def column_labels() -> dict[str, str]:
     labels = {TOTAL: "Total", "model_name": "Model", "suite": "Suite", "task": "Task", "setting": "Setting",
               "source": "Source", "row_kind": "Kind", "n_items": "Items", "submitted_at": "Submitted",
-              "metric": "Metric", "rank": "Rank", "ci": "95% CI", "model_type": "Type", "size": "Size",
+              "metric": "Metric", "rank": "Rank", "ci": "95% CI", "reference": "vs. reference", "model_type": "Type", "size": "Size",
               "license": "License", **metric_labels()}
     for suite in all_suites().values():
         for task in suite.tasks.values():

@@ -74,6 +74,8 @@ def test_default_view_is_one_task_ranked_with_rank_groups(page, tmp_path):
     assert partial["Explicit"].startswith("–"), partial  # 3 items: hidden
     assert ours[0]["Total"] == "80.0" and ours[0]["95% CI"] == "76.0–84.0", ours[0]
     assert ours[0]["Type"] == "generative" and ours[0]["Size"] == "1B-10B", ours[0]
+    # the service publishes PrefEval mcq's chance/majority rows: every fixture row clears the majority line
+    assert all(r["vs. reference"] == "above" for r in ours[:4]), ours
     # rank groups are drawn: rows of rank 1 share a marker class, rank 2 the other
     groups = page.locator("#leaderboard-table tr[role=row][data-id]").evaluate_all(
         "rows => rows.map(r => [r.dataset.id, r.className])")

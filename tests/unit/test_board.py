@@ -71,3 +71,54 @@ def test_one_format_per_metric():
                                                (4e11, "100B +"), (None, "unknown")])
 def test_size_buckets(parameters, bucket):
     assert size_bucket(parameters) == bucket
+
+
+def reference_rows(majority=0.293, chance=0.25):
+    """Chance and majority lines as leaderboard/reference.py publishes them (setting `reference`)."""
+    rows = [board_record("ref-chance", "Chance (uniform over 4)", chance, chance, chance, n=3000,
+                         row_kind="reference", setting="reference"),
+            board_record("ref-majority", "Majority (always C)", majority, majority, majority, n=3000,
+                         row_kind="reference", setting="reference")]
+    rows[1]["metrics"]["tiers"]["form"]["explicit"] = {"accuracy": {"value": 0.40, "ci95": [0.40, 0.40], "n": 1000}}
+    return rows
+
+
+def test_a_random_file_on_an_otherwise_empty_board_is_flagged_and_not_ranked():
+    random_file = board_record("fx-random", "random-guesser", 0.26, 0.23, 0.29)  # uniform guessing on 1000 items
+    board, cells = board_of([random_file, *reference_rows()])
+    row = board.set_index("submission_id").loc["fx-random"]
+    assert row["above_reference"] is False or row["above_reference"] == False  # noqa: E712 (pandas boolean)
+    assert pd.isna(row["rank"])  # no "1" beside a file that does not beat "always C"
+    assert board.attrs["reference_line"] == {"value": 0.293, "name": "Majority (always C)", "column": "total"}
+    page = render_board(board, cells)
+    mine = page[page.index('data-id="fx-random"'):page.index("</tr>", page.index('data-id="fx-random"'))]
+    assert "pb-not-above-ref" in page[page.rindex("<tr", 0, page.index('data-id="fx-random"')):page.index('data-id="fx-random"')]
+    assert "not above Majority (always C) = 29.3" in mine
+    assert '<td role="gridcell" class="pb-rank" data-sort=""><span class="pb-below-ref"' in mine
+
+
+def test_rows_clear_the_line_only_with_their_lower_bound_and_the_others_keep_their_ranks():
+    near = board_record("fx-near", "near-majority", 0.31, 0.28, 0.34)  # point above 29.3, interval reaches below
+    plain, _ = board_of(board_records())
+    board, cells = board_of([*board_records(), near, *reference_rows()])
+    verdict = dict(zip(board["model_name"], board["above_reference"]))
+    assert all(verdict[m] for m in EXPECTED_RANKS) and verdict["near-majority"] == False  # noqa: E712
+    assert pd.isna(verdict["Majority (always C)"]) and verdict["tiny-partial"] == True  # noqa: E712  (0.60 > 0.293)
+    ranks = dict(zip(board["model_name"], board["rank"]))
+    before = dict(zip(plain["model_name"], plain["rank"]))
+    assert {m: ranks[m] for m in EXPECTED_RANKS} == {m: before[m] for m in EXPECTED_RANKS} == EXPECTED_RANKS
+    verified = board[board["row_kind"] == "computed"]["model_name"].tolist()
+    assert verified[-1] == "near-majority"  # listed after every ranked row
+    assert 'data-col="reference"' in render_board(board, cells)  # the column is shown by default
+
+
+def test_the_line_ignores_the_setting_filter_and_follows_the_ranking_tier():
+    weak = board_record("fx-weak", "weak", 0.45, 0.35, 0.55)  # explicit tier: 0.45 [0.33, 0.57] vs majority 0.40 there
+    board, _ = board_of([weak, *reference_rows()], setting="zero_shot")
+    assert board["model_name"].tolist() == ["weak"] and bool(board["above_reference"].iloc[0])  # total: 0.35 > 0.293
+    by_tier, _ = board_of([weak, *reference_rows()], tier="form/explicit")
+    assert by_tier.attrs["reference_line"]["value"] == 0.40
+    assert by_tier.set_index("model_name").loc["weak", "above_reference"] == False  # noqa: E712
+    no_line, cells = board_of(board_records())
+    assert no_line.attrs["reference_line"] is None and no_line["above_reference"].isna().all()
+    assert 'data-col="reference"' not in render_board(no_line, cells)  # no line, no column
