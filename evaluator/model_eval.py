@@ -94,8 +94,10 @@ class Checkpoint:
 
 
 class CheckpointWriter:
-    """Checkpoint appends (with their fsync) and progress reports on their own thread, off the
-    engine's path. A failure there stops the run at the engine's next chunk."""
+    """Checkpoint appends (with their fsync) and EVERY progress report on one thread, off the
+    engine's path, in the order they were made: a report inside a chunk and the previous chunk's
+    end are never delivered out of order, so progress never goes backwards. A failure there stops
+    the run at the engine's next chunk."""
 
     def __init__(self, checkpoint: Checkpoint | None, on_progress: Callable[[dict[str, Any]], None] | None):
         self.checkpoint, self.on_progress = checkpoint, on_progress
@@ -110,7 +112,7 @@ class CheckpointWriter:
                 continue  # drain: nothing after a failure is written
             decisions, report = entry
             try:
-                if self.checkpoint:
+                if self.checkpoint and decisions is not None:
                     self.checkpoint.append(decisions)
                 if self.on_progress:
                     self.on_progress(report)
@@ -118,8 +120,14 @@ class CheckpointWriter:
                 self.error = exc
 
     def put(self, decisions: list[Decision], report: dict[str, Any]) -> None:
+        """A chunk's decisions, then the report that counts them."""
         self.raise_if_failed()
         self._queue.put((decisions, report))
+
+    def report(self, report: dict[str, Any]) -> None:
+        """A progress report alone (inside a chunk), queued behind everything put before it."""
+        if self.on_progress and self.error is None:
+            self._queue.put((None, report))
 
     def raise_if_failed(self) -> None:
         if self.error is not None:
@@ -241,7 +249,7 @@ def feed_engine(backend: Backend, tools: ModelTools, chunks: list[list[Item]], b
             writer.raise_if_failed()
             if ready:
                 prepared = ready.pop(0)
-                decisions = decide(_FedBackend(backend, prepared.rendered, riders), prepared.requests)
+                decisions = decide(_FedBackend(backend, prepared.rendered, riders), prepared.requests, prepared.chunk)
                 slots.release()
                 writer.put(decisions, finished(prepared.chunk, decisions))
             elif riders:
@@ -398,28 +406,30 @@ def run_model(
     to_answer = task.hooks.decision_answer
     started = time.monotonic()
 
+    # Touched on the engine thread only (count, decide, finished): the preparer builds chunk k+1
+    # while chunk k runs, so nothing it sets may feed chunk k's reports.
     in_chunk = {"prompts": 0, "items_per_prompt": 1.0, "reported": time.monotonic()}
 
     def count(prompts: int, tokens: int) -> None:
         # The backend's own batches are smaller than a chunk: report between them too (at most every
         # PROGRESS_EVERY_S), so progress moves during a chunk; prompts map to items in proportion.
+        # The report goes through the writer's queue, behind the previous chunk's end.
         meter.tokens += tokens
         in_chunk["prompts"] += prompts
         if on_progress and time.monotonic() - in_chunk["reported"] >= PROGRESS_EVERY_S:
             running = int(in_chunk["prompts"] * in_chunk["items_per_prompt"])
-            on_progress(meter.report(in_flight=max(0, min(running, size - 1, meter.total - meter.done - 1))))
+            writer.report(meter.report(in_flight=max(0, min(running, size - 1, meter.total - meter.done - 1))))
             in_chunk["reported"] = time.monotonic()
 
-    def decide(engine: Backend, requests: list) -> list[Decision]:
+    def decide(engine: Backend, requests: list, chunk: list[Item]) -> list[Decision]:
+        in_chunk["items_per_prompt"] = len(chunk) / max(len(requests), 1)
         return run_protocol(engine, requests, task, count)
 
     circular = protocol == CIRCULAR  # every rotation of the options is asked, then combined per item
 
     def build(chunk: list[Item]) -> list:
         publics = [i.public for i in chunk]
-        requests = task.hooks.build_requests(task, circular_publics(publics) if circular else publics, setting, tools)
-        in_chunk["items_per_prompt"] = len(chunk) / max(len(requests), 1)
-        return requests
+        return task.hooks.build_requests(task, circular_publics(publics) if circular else publics, setting, tools)
 
     def finished(chunk: list[Item], decisions: list[Decision]) -> dict | None:
         if circular:
@@ -433,7 +443,8 @@ def run_model(
 
     size = batch_items or getattr(backend, "batch_items", BATCH_ITEMS)
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
-    feed_engine(backend, tools, chunks, build, decide, finished, CheckpointWriter(checkpoint, on_progress))
+    writer = CheckpointWriter(checkpoint, on_progress)  # count() reports through it too
+    feed_engine(backend, tools, chunks, build, decide, finished, writer)
     stats = {
         "protocol": protocol,
         "protocol_version": PROTOCOL_VERSION,

@@ -1,7 +1,7 @@
 """The transformers backend: the same protocol as vLLM, on CPU or CUDA.
 
 Speed comes from three things, all exact (no approximation of the model's outputs):
-- prompts are batched by length, so little compute goes to padding;
+- prompts are batched by length, and a batch's padding is capped (MAX_PADDING_SHARE, per device);
 - only the last position's hidden state goes through the LM head (a full-vocabulary projection of
   every prompt position would cost more than the model itself for a small model);
 - prompts that share a long token prefix (a persona profile, a few-shot block) compute that prefix's
@@ -30,6 +30,12 @@ MIN_SHARED_PREFIX = 48  # tokens; shorter shared prefixes are not worth a separa
 # saving is small (PrefEval's shared system prompt saves <1 % of tokens) and splitting the prompts
 # into prefix groups costs batch size.
 MIN_PREFIX_SHARE = 0.2
+# Most padding a length batch may carry, as a share of the tokens it computes (rows x longest). On
+# CPU a pad token costs as much as a real one and batching buys almost nothing (one prompt's own
+# matrices already fill the cores), so padding is near pure loss: a PrefEval batch under the token
+# budget alone carried 25-30 % of it (service 1.32x the unpadded floor). On CUDA a bigger batch is
+# what keeps the GPU busy, so more padding pays for itself there.
+MAX_PADDING_SHARE = {"cpu": 0.05, "cuda": 0.25}
 
 
 @dataclass
@@ -104,17 +110,23 @@ class SharedPrefixCache(DynamicCache):
         Cache.__init__(self, layers=[SharedPrefixLayer(k, v, batch_size) for k, v in prefix_layers])
 
 
-def length_batches(indices: list[int], lengths: Sequence[int], max_batch_tokens: int, max_batch_size: int) -> list[list[int]]:
-    """Split indices, sorted by length, into batches whose padded size stays under the token budget."""
+def length_batches(indices: list[int], lengths: Sequence[int], max_batch_tokens: int, max_batch_size: int,
+                   max_padding: float = 1.0) -> list[list[int]]:
+    """Split indices, sorted by length, into batches whose padded size stays under the token budget
+    and whose padding stays at most `max_padding` of the padded size."""
     ordered = sorted(indices, key=lambda i: lengths[i])
     batches: list[list[int]] = []
     batch: list[int] = []
+    real = 0  # tokens of the batch's own prompts
     for i in ordered:
         longest = lengths[i]  # ordered ascending: the newcomer is the longest
-        if batch and (longest * (len(batch) + 1) > max_batch_tokens or len(batch) >= max_batch_size):
+        padded = longest * (len(batch) + 1)
+        if batch and (padded > max_batch_tokens or len(batch) >= max_batch_size
+                      or padded - real - longest > max_padding * padded):
             batches.append(batch)
-            batch = []
+            batch, real = [], 0
         batch.append(i)
+        real += longest
     if batch:
         batches.append(batch)
     return batches
@@ -148,6 +160,7 @@ class TransformersBackend(Backend):
             self.model.config.pad_token_id = self.pad_id  # the classifier finds the last token through it
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 4096)
         self.max_batch_size = max_batch_size
+        self.max_padding = MAX_PADDING_SHARE.get(self.device.type, MAX_PADDING_SHARE["cuda"])
         self.reuse_prefix = reuse_prefix
         self.version = transformers.__version__
 
@@ -163,6 +176,7 @@ class TransformersBackend(Backend):
         self.device = next(model.parameters()).device
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 4096)
         self.max_batch_size, self.reuse_prefix, self.version = max_batch_size, reuse_prefix, transformers.__version__
+        self.max_padding = MAX_PADDING_SHARE.get(self.device.type, MAX_PADDING_SHARE["cuda"])
         return self
 
     def context_window(self) -> int | None:
@@ -193,7 +207,8 @@ class TransformersBackend(Backend):
                 suffix_lengths = [len(prompts[i]) - p for i in range(len(prompts))]
                 # Budget: every token a batch holds at once, the prefix each row attends to included.
                 held = [p + n for n in suffix_lengths]
-                for batch in length_batches(group.members, held, self.max_batch_tokens, self.max_batch_size):
+                for batch in length_batches(group.members, held, self.max_batch_tokens, self.max_batch_size,
+                                            self.max_padding):
                     longest = max(suffix_lengths[i] for i in batch)
                     ids = torch.full((len(batch), longest), self.pad_id, dtype=torch.long)
                     for row, i in enumerate(batch):
@@ -235,7 +250,8 @@ class TransformersBackend(Backend):
         lengths = [len(p) for p in prompts]
         budget = max(self.max_batch_tokens // 2, 1)
         with torch.inference_mode():
-            for batch in length_batches(list(range(len(prompts))), [n + max_new_tokens for n in lengths], budget, self.max_batch_size):
+            for batch in length_batches(list(range(len(prompts))), [n + max_new_tokens for n in lengths], budget,
+                                        self.max_batch_size, self.max_padding):
                 longest = max(lengths[i] for i in batch)
                 ids = torch.full((len(batch), longest), self.pad_id, dtype=torch.long)
                 mask = torch.zeros((len(batch), longest), dtype=torch.long)
@@ -258,7 +274,8 @@ class TransformersBackend(Backend):
         scores = np.zeros(len(prompts), dtype=np.float64)
         lengths = [len(p) for p in prompts]
         with torch.inference_mode():
-            for batch in length_batches(list(range(len(prompts))), lengths, self.max_batch_tokens, self.max_batch_size):
+            for batch in length_batches(list(range(len(prompts))), lengths, self.max_batch_tokens, self.max_batch_size,
+                                        self.max_padding):
                 longest = max(lengths[i] for i in batch)
                 ids = torch.full((len(batch), longest), self.pad_id, dtype=torch.long)
                 mask = torch.zeros((len(batch), longest), dtype=torch.long)

@@ -17,7 +17,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluator.backends import BackendError, ModelSpec, load_backend  # noqa: E402
-from evaluator.backends.hf_transformers import group_by_shared_prefix, length_batches  # noqa: E402
+from evaluator.backends.hf_transformers import MAX_PADDING_SHARE, group_by_shared_prefix, length_batches  # noqa: E402
 from evaluator.backends.vllm_backend import VLLMBackend  # noqa: E402
 from tiny_models import build_tiny_model  # noqa: E402
 
@@ -101,6 +101,40 @@ def test_length_batches_respects_budget_and_covers_each_index_once(budget, size)
         assert len(batch) <= size
         if len(batch) > 1:  # a single prompt longer than the budget still runs, alone
             assert max(lengths[i] for i in batch) * len(batch) <= budget
+
+
+@pytest.mark.parametrize("cap", [0.0, 0.05, 0.3])
+def test_length_batches_cap_their_padding(cap):
+    lengths = [282, 300, 310, 355, 420, 431, 560, 700, 702, 705, 900, 1248, 1250, 40, 41, 2000]
+    batches = length_batches(list(range(len(lengths))), lengths, 100_000, 64, max_padding=cap)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        padded = max(lengths[i] for i in batch) * len(batch)
+        assert padded - sum(lengths[i] for i in batch) <= cap * padded, (cap, [lengths[i] for i in batch])
+    # the cap splits only where it must: equal lengths still share a batch under a zero cap
+    assert length_batches([0, 1, 2], [7, 7, 7], 100, 64, max_padding=0.0) == [[0, 1, 2]]
+    # without a cap (the old rule) these lengths pad far beyond 5 % in one batch
+    loose = length_batches(list(range(len(lengths))), lengths, 100_000, 64)
+    assert len(loose) == 1
+
+
+def test_transformers_backend_runs_capped_batches_on_cpu(folders, prompts):
+    backend = load_backend(ModelSpec("tiny-gen", str(folders["generative"]), "generative"), device="cpu",
+                           reuse_prefix=False)
+    assert backend.max_padding == MAX_PADDING_SHARE["cpu"] <= 0.05
+    lengths = [len(p) for p in prompts]
+    ran = []  # (prompts, real tokens) per forward batch, as the backend reports them
+    backend.choice_logprobs(prompts, [backend.token_id(c) for c in CHOICES], progress=lambda n, t: ran.append((n, t)))
+    order = sorted(lengths)
+    start = 0
+    for n, real in ran:  # batches run in ascending length order: rebuild each from the sorted lengths
+        batch = order[start : start + n]
+        start += n
+        assert sum(batch) == real
+        assert max(batch) * n - real <= 0.05 * max(batch) * n, batch
+    assert start == len(prompts)
+    uncapped = length_batches(list(range(len(prompts))), lengths, backend.max_batch_tokens, backend.max_batch_size)
+    assert len(ran) > len(uncapped)  # the cap is what split them
 
 
 # -- choice log-probabilities ----------------------------------------------------------------------

@@ -156,3 +156,25 @@ def test_fed_run_equals_the_plain_path_on_transformers(tiny_folder, task, tmp_pa
     fed = {d.id: d for d in choose_by_logprobs(_FedBackend(backend, rendered, []), requests)}
     for item_id, decision in plain.items():
         np.testing.assert_allclose(list(fed[item_id].scores.values()), list(decision.scores.values()), atol=1e-4)
+
+
+def test_progress_reports_are_delivered_in_order_on_one_thread(tiny_folder, task, tmp_path, monkeypatch):
+    """Reports inside a chunk (between the backend's batches, made on the engine thread) and chunk
+    ends (after the checkpoint append) all reach on_progress through the writer's queue, in the
+    order they were made: progress never goes backwards."""
+    import threading
+
+    from evaluator import model_eval
+
+    monkeypatch.setattr(model_eval, "PROGRESS_EVERY_S", 0.0)  # report after every backend batch
+    # one prompt per forward batch: many reports inside each chunk
+    backend = load_backend(ModelSpec("tiny", str(tiny_folder), "generative"), device="cpu", max_batch_tokens=1)
+    seen = []
+    run_model(task, "zero_shot", backend, limit=12, batch_items=4, checkpoint=Checkpoint(tmp_path / "ck.jsonl"),
+              on_progress=lambda r: seen.append((threading.current_thread().name, r["done"], r["in_flight"])))
+    assert {name for name, _, _ in seen} == {"checkpoint-writer"}
+    assert any(in_flight for _, _, in_flight in seen)  # reports inside chunks were made
+    done = [d for _, d, _ in seen]
+    assert done == sorted(done), done  # monotone
+    assert [d for _, d, in_flight in seen if not in_flight] == [4, 8, 12]
+    assert all(d < 12 for _, d, in_flight in seen if in_flight)  # never ahead of what is written
