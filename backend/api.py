@@ -7,15 +7,15 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
-from redis.exceptions import RedisError
 from starlette.datastructures import UploadFile
 
 from backend.auth import require_admin, require_identity
-from backend.leaderboard_http import accepts_gzip, leaderboard_response
+from backend.health import health_report
+from backend.leaderboard_http import MAX_OFFSET, accepts_gzip, leaderboard_response, page_of
 from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from leaderboard.store import StoreError, StoreUnavailable
-from leaderboard.readpath import Filters
+from leaderboard.readpath import DEFAULT_PAGE_ROWS, MAX_PAGE_ROWS, Filters
 from submissions import moderation
 from submissions.identity import Identity
 from submissions.intake import AlreadyAccepted, ModelForm, SubmissionError, SubmissionForm
@@ -78,16 +78,8 @@ def not_found(message: str) -> HTTPException:
 
 @router.get("/health", summary="Liveness, and whether the queue answers")
 def health(request: Request):
-    svc = services(request)
-    try:
-        redis_ok = bool(svc.redis.ping())
-    except RedisError:
-        redis_ok = False
-    backlog = svc.outbox.backlog()
-    return {"status": "ok", "queue": "ok" if redis_ok else "unreachable", "results_revision": svc.results_head(),
-            "results_store": {"kind": svc.results.kind, "location": svc.results.location if svc.results.kind == "hub" else None},
-            "publish_backlog": backlog, "publish_rejected": svc.outbox.rejected(),
-            "publish_message": f"{backlog} result(s) waiting to publish" if backlog else None}
+    # GET is answered by backend.health.HealthFastPath before routing (local store); the same report
+    return health_report(services(request), request.app.state.queue_probe)
 
 
 @router.get("/suites", summary="Suites with their tasks, tiers and settings")
@@ -272,7 +264,10 @@ def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
 
 @router.get(
     "/leaderboard", summary="The leaderboard, filtered; JSON, CSV or parquet",
-    description="Responses carry an ETag (it changes with the results revision): send it back in "
+    description="JSON comes a page at a time (`limit` rows from `offset`; the first "
+                f"{DEFAULT_PAGE_ROWS} by default, at most {MAX_PAGE_ROWS}): X-Total-Count is the number of rows, "
+                "and the Link header names the next and previous pages. CSV and parquet are the complete "
+                "table. Responses carry an ETag (it changes with the results revision): send it back in "
                 "If-None-Match to get 304 Not Modified while nothing was published.",
     responses={200: {"content": {"application/json": {}, "text/csv": {}, "application/vnd.apache.parquet": {}}},
                304: {"description": "not modified since the ETag given in If-None-Match"}},
@@ -285,18 +280,24 @@ async def leaderboard(
     tier: str | None = None,
     revision: str | None = Query(None, description="a results-dataset revision (commit sha) or release name; default the newest"),
     format: Literal["json", "csv", "parquet"] = "json",
+    limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS, description=f"JSON rows per page (default {DEFAULT_PAGE_ROWS})"),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET, description="JSON: rows to skip"),
 ):
     svc = services(request)
+    if format != "json" and (limit is not None or offset):
+        raise HTTPException(422, {"message": f"limit and offset page the JSON; format={format} is the complete table"})
     filters = Filters(suite or None, task or None, setting or None, tier or None)
     try:
         body = await svc.leaderboard_body(filters, format, revision or None,
-                                          gzipped=accepts_gzip(request.headers.get("accept-encoding")))
+                                          gzipped=accepts_gzip(request.headers.get("accept-encoding")),
+                                          page=page_of(format, limit, offset))
     except StoreUnavailable as exc:
         raise HTTPException(503, {"message": "the results dataset cannot be reached right now; try again later"}) from exc
     except StoreError as exc:
         raise not_found(str(exc)) from None
     pinned = revision is not None and revision.lower() == body.revision
-    return leaderboard_response(body, format, pinned, request.headers.get("if-none-match"))
+    return leaderboard_response(body, format, pinned, request.headers.get("if-none-match"),
+                                request.query_params.multi_items())
 
 
 @router.get("/leaderboard/versions", summary="Every published version of the results dataset and its named releases, newest first")

@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
 
 from backend.api import router  # noqa: E402
+from backend.health import HealthFastPath, QueueProbe  # noqa: E402
 from backend.leaderboard_http import LeaderboardFastPath  # noqa: E402
 from backend.limits import BodySizeLimit  # noqa: E402
 from backend.metrics import metrics_router  # noqa: E402
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         services.start_reconciler()  # re-queue anything accepted but lost by the queue
         services.start_publisher()  # requests/ records and the outbox backlog, to the results store
+        services.start_board_watcher()  # the leaderboard of each new results head, built before it is asked for
         yield
         services.stop()
 
@@ -50,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.services = services
+    app.state.queue_probe = QueueProbe(services.redis)  # health's own Redis client (short timeouts)
     app.include_router(router)
     app.include_router(metrics_router(services))
 
@@ -70,7 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.include_router(build_pages(services))  # /model, /result, /plots, /examples: before the UI's catch-all mount
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes, paths=("/api/v1/submissions",))
-    app.add_middleware(LeaderboardFastPath, services=services)  # outermost: cached bodies skip the rest
+    app.add_middleware(LeaderboardFastPath, services=services)  # cached bodies skip the rest
+    app.add_middleware(HealthFastPath, services=services, probe=app.state.queue_probe)  # outermost: no queue behind routing
     # Uploads from the UI live in this service's own folder (space/uploads.py checks paths against it).
     os.environ.setdefault("GRADIO_TEMP_DIR", str(settings.data_dir / "gradio-uploads"))
     blocks = build_ui(services)

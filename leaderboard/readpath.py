@@ -8,31 +8,47 @@ Any results store serves it (the local git store, the Hub store) through `TableS
     resolve_revision(revision) the full id of a revision a client named (None: the newest);
                                raises StoreError for an unknown one
     scores(revision)           the long scores table at that revision (leaderboard.table)
+    score_parts(revision)      optional: the table's parts as (blob id, part); each part is pivoted
+                               once (by blob id), so a publish, which rewrites one part, costs
+                               one part's pivot and a cheap finish (leaderboard.table.finish_view)
 
 The cache is keyed on the store's head revision, never on an in-process flag: a publish from any
 process (a worker, another web process) changes the head, the next request sees a new key, and the
 table is rebuilt once for it; a request never gets the table of an older head. Filtered views and
 their encoded bodies (JSON, CSV, parquet) are memoised per revision, with a strong ETag that
-changes with the revision and the bytes.
+changes with the revision and the bytes. JSON is served a page at a time (`Page`); CSV and
+parquet are the complete downloads. `LeaderboardCache.watch` builds the new head's table and its
+default bodies as soon as the head moves, so readers after a publish rarely wait on a build.
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
+import logging
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Hashable, Protocol
 
 import pandas as pd
 
-from leaderboard.table import EXPORT_FORMATS, export, wide_view
+from leaderboard.table import EXPORT_FORMATS, WideRows, export, finish_view, wide_rows
+
+log = logging.getLogger(__name__)
 
 VIEWS_PER_REVISION = 64  # filtered views kept per revision (filters come from anyone: bounded)
 BODIES_PER_REVISION = 128
 BODY_BYTES_PER_REVISION = 256 * 1024 * 1024
 PINNED_REVISIONS = 4  # older revisions clients asked for by id, besides the head
 GZIP_MIN_BYTES = 1024  # smaller bodies go out as they are
+WIDE_PARTS = 256  # pivoted table parts kept (by blob id; SHARD_RECORDS results each), across revisions
+# JSON pages. 100 rows is a screenful of a ranked board and ~150 KB of JSON (~17 KB gzipped) at the
+# widest task (23 tiers): cheap to encode after a publish and to send to 50 clients at once. The
+# complete table (29 MB of JSON at 20,000 rows) is the CSV / parquet download.
+DEFAULT_PAGE_ROWS = 100
+MAX_PAGE_ROWS = 1000
+WATCH_EVERY_S = 0.2  # how often the watcher reads the head (a file read for the local store)
 
 
 class TableSource(Protocol):
@@ -41,6 +57,14 @@ class TableSource(Protocol):
     def resolve_revision(self, revision: str | None) -> str: ...
 
     def scores(self, revision: str | None = None) -> pd.DataFrame: ...
+
+
+@dataclass(frozen=True)
+class Page:
+    """Rows offset .. offset + limit of a view (JSON only)."""
+
+    offset: int = 0
+    limit: int = DEFAULT_PAGE_ROWS
 
 
 @dataclass(frozen=True)
@@ -60,6 +84,8 @@ class Body:
     media_type: str
     etag: str
     encoding: str | None = None  # "gzip": content is compressed (Content-Encoding)
+    page: Page | None = None  # the page it holds (None: the complete view)
+    total: int = 0  # rows in the complete view
 
     def matches(self, if_none_match: str | None) -> bool:
         """RFC 9110 If-None-Match: weak comparison against a list of entity tags, or `*`."""
@@ -93,55 +119,67 @@ class _Bounded(OrderedDict):
 
 
 class RevisionTable:
-    """Everything served for one revision: its scores, then views and bodies as they are asked for."""
+    """Everything served for one revision: its pivoted parts, then views and bodies as they are asked for."""
 
-    def __init__(self, revision: str, scores: pd.DataFrame, tier_order: list[str]):
+    def __init__(self, revision: str, parts: list[WideRows], tier_order: list[str]):
         self.revision = revision
-        self.scores = scores
+        self.parts = parts
         self.tier_order = tier_order
         self._lock = threading.Lock()
         self._views = _Bounded(VIEWS_PER_REVISION)
         self._bodies = _Bounded(BODIES_PER_REVISION, BODY_BYTES_PER_REVISION, size=lambda b: len(b.content))
 
-    def cached_body(self, filters: Filters, fmt: str, gzipped: bool = False) -> Body | None:
+    def cached_body(self, filters: Filters, fmt: str, gzipped: bool = False, page: Page | None = None) -> Body | None:
         """The body if it is built already (never builds: safe on the event loop)."""
+        key = (filters, fmt, page)
         if gzipped:
-            plain = self._bodies.get_fresh((filters, fmt))
+            plain = self._bodies.get_fresh(key)
             if plain is not None and len(plain.content) < GZIP_MIN_BYTES:
                 return plain
-            return self._bodies.get_fresh((filters, fmt, "gzip"))
-        return self._bodies.get_fresh((filters, fmt))
+            return self._bodies.get_fresh((*key, "gzip"))
+        return self._bodies.get_fresh(key)
 
     def view(self, filters: Filters) -> pd.DataFrame:
         with self._lock:
             frame = self._views.get_fresh(filters)
             if frame is None:
-                frame = wide_view(self.scores, filters.suite, filters.task, filters.setting, filters.tier,
-                                  tier_order=self.tier_order)
+                frame = finish_view(self.parts, filters.suite, filters.task, filters.setting, filters.tier,
+                                    tier_order=self.tier_order)
                 self._views.put(filters, frame)
             return frame
 
-    def body(self, filters: Filters, fmt: str, gzipped: bool = False) -> Body:
-        """The encoded view, built once; `gzipped`: the gzip variant for clients that accept it
-        (compressed once per revision, not per request), unless the body is too small to gain."""
-        found = self.cached_body(filters, fmt, gzipped)
+    def body(self, filters: Filters, fmt: str, gzipped: bool = False, page: Page | None = None) -> Body:
+        """The encoded view (rows `page` of it, if given), built once; `gzipped`: the gzip variant for
+        clients that accept it (compressed once per revision, not per request), unless the body is
+        too small to gain."""
+        found = self.cached_body(filters, fmt, gzipped, page)
         if found is not None:
             return found
-        plain = self.cached_body(filters, fmt)
+        key = (filters, fmt, page)
+        plain = self.cached_body(filters, fmt, page=page)
         if plain is None:
-            content = export(self.view(filters), fmt)
+            view = self.view(filters)
+            rows = view.iloc[page.offset:page.offset + page.limit] if page is not None else view
+            content = export(rows, fmt)
             digest = hashlib.blake2b(content, digest_size=8).hexdigest()
-            plain = Body(self.revision, content, EXPORT_FORMATS[fmt], f'"{self.revision[:16]}-{digest}"')
+            plain = Body(self.revision, content, EXPORT_FORMATS[fmt], f'"{self.revision[:16]}-{digest}"',
+                         page=page, total=len(view))
             with self._lock:
-                self._bodies.put((filters, fmt), plain)
+                self._bodies.put(key, plain)
         if not gzipped or len(plain.content) < GZIP_MIN_BYTES:
             return plain
         # mtime=0: the same bytes every time, so the variant's ETag can be derived from the plain one
         packed = Body(self.revision, gzip.compress(plain.content, compresslevel=6, mtime=0), plain.media_type,
-                      plain.etag[:-1] + '-gzip"', encoding="gzip")
+                      plain.etag[:-1] + '-gzip"', encoding="gzip", page=page, total=plain.total)
         with self._lock:
-            self._bodies.put((filters, fmt, "gzip"), packed)
+            self._bodies.put((*key, "gzip"), packed)
         return packed
+
+
+# Built with each new head's table, before it becomes the head (by the watcher, as a rule): the
+# API's first JSON page of the whole board, plain and gzip. Other views and downloads are built on
+# their first request.
+DEFAULT_BODIES = ((Filters(), "json", Page()),)
 
 
 class LeaderboardCache:
@@ -152,8 +190,10 @@ class LeaderboardCache:
         self.tier_order = tier_order
         self._head: RevisionTable | None = None
         self._pinned = _Bounded(PINNED_REVISIONS)
+        self._wide = _Bounded(WIDE_PARTS)  # blob id -> WideRows: shared by every revision holding the part
         self._build_lock = threading.Lock()  # one build at a time: a burst of requests builds once
         self.builds = 0  # tables built (tests, metrics)
+        self.parts_pivoted = 0  # table parts pivoted (tests: a publish pivots one)
 
     def cached_head(self) -> RevisionTable | None:
         """The head's table if it is built, without blocking; None when the head moved (or cold),
@@ -182,10 +222,43 @@ class LeaderboardCache:
             for table in (self._head, self._pinned.get_fresh(wanted)):  # built while we waited?
                 if table is not None and table.revision == wanted:
                     return table
-            table = RevisionTable(wanted, self.source.scores(wanted), self.tier_order())
+            table = RevisionTable(wanted, self._wide_parts(wanted), self.tier_order())
             self.builds += 1
             if revision is None:
+                for filters, fmt, page in DEFAULT_BODIES:  # before it is the head: the fast path finds them
+                    table.body(filters, fmt, gzipped=True, page=page)
                 self._head = table
             else:
                 self._pinned.put(wanted, table)
             return table
+
+    def _wide_parts(self, revision: str) -> list[WideRows]:
+        """The revision's table parts, pivoted; a part pivoted for an earlier revision is reused."""
+        score_parts = getattr(self.source, "score_parts", None)
+        if score_parts is None:  # a store that does not expose its parts: the table is one part
+            self.parts_pivoted += 1
+            return [wide_rows(self.source.scores(revision))]
+        parts = []
+        for blob, frame in score_parts(revision):
+            wide = self._wide.get_fresh(blob)
+            if wide is None:
+                wide = wide_rows(frame)
+                self.parts_pivoted += 1
+                self._wide.put(blob, wide)
+            parts.append(wide)
+        return parts
+
+    def watch(self, stop: threading.Event, every_s: float = WATCH_EVERY_S) -> None:
+        """Until `stop`: whenever the head moves (a publish by any process), build its table and
+        default bodies, so the first readers after a publish find them built."""
+        while not stop.is_set():
+            try:
+                head = self._head
+                if head is None or head.revision != self.source.head_revision():
+                    started = time.perf_counter()
+                    table = self.table()  # with its DEFAULT_BODIES
+                    log.debug("leaderboard %s built in %.3f s", table.revision[:12], time.perf_counter() - started)
+            except Exception:  # the store unreachable for a while (the Hub): try again later
+                log.warning("leaderboard prebuild failed; readers build on demand", exc_info=True)
+                stop.wait(10 * every_s)
+            stop.wait(every_s)

@@ -415,6 +415,14 @@ class LocalDatasetStore:
 
         Parts are immutable blobs: a part already parsed (by blob id) is reused, so reading each new
         revision after a publish parses one part, not the whole table."""
+        frames = [frame for _, frame in self.score_parts(revision) if len(frame)]
+        if not frames:
+            return records_to_scores([])
+        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+
+    def score_parts(self, revision: str | None = None) -> list[tuple[str, pd.DataFrame]]:
+        """The table's parts at a revision, in order, each with its blob id (the same id: the same
+        bytes, so the read path derives what it needs from a part once)."""
         rev = self.resolve_revision(revision)
         listing = self._git("ls-tree", "-r", rev, "--", "data").decode().splitlines()
         blobs = []
@@ -422,11 +430,7 @@ class LocalDatasetStore:
             meta, _, path = line.partition("\t")
             if path == LEGACY_SCORES_PATH or (path.startswith(SCORES_DIR + "/") and path.endswith(".parquet")):
                 blobs.append((path, meta.split()[2]))
-        frames = [self._part(blob) for _, blob in sorted(blobs)]
-        frames = [f for f in frames if len(f)]
-        if not frames:
-            return records_to_scores([])
-        return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+        return [(blob, self._part(blob)) for _, blob in sorted(blobs)]
 
     def _part(self, blob: str) -> pd.DataFrame:
         with self._parts_lock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import pandas as pd
@@ -77,6 +78,92 @@ def column_name(group: str, tier: str, metric: str | None = None, primary: bool 
     return f"{group}/{tier}" if primary else None
 
 
+EMPTY_VIEW_COLUMNS = [*ID_COLUMNS, TOTAL, "n_items", "submitted_at", "submission_id", "model_link"]
+SLICE_COLUMNS = ["suite", "task", "setting"]  # what a view filters rows by (one value per result)
+
+
+@dataclass(frozen=True)
+class WideRows:
+    """A long scores table (or one part of it) pivoted to one row per result, before any filter.
+
+    A result's rows never span table parts, so each part is pivoted once (the read path caches it
+    by the part's blob id) and a view of the whole table is a cheap `finish_view` over the parts.
+    `columns` says which value columns each (suite, task, setting) slice has: a view keeps exactly
+    the columns its rows have, as the pivot of the filtered table would."""
+
+    rows: pd.DataFrame
+    columns: pd.DataFrame  # distinct (suite, task, setting, column)
+
+
+def wide_rows(scores: pd.DataFrame) -> WideRows:
+    """One row per result: ids, every value column it has (`total`, other metrics, `group/tier`),
+    the total's interval, item count and trailing columns; unfiltered and unordered."""
+    if scores.empty:
+        return WideRows(pd.DataFrame(columns=[*EMPTY_VIEW_COLUMNS, "total_ci_low", "total_ci_high"]),
+                        pd.DataFrame(columns=[*SLICE_COLUMNS, "column"]))
+    primary = scores["primary"] if "primary" in scores else pd.Series(True, index=scores.index)  # older tables
+    frame = scores.assign(column=[column_name(g, t, m, p) for g, t, m, p in
+                                  zip(scores["tier_group"], scores["tier"], scores["metric"], primary)])
+    ids = frame.drop_duplicates("submission_id").set_index("submission_id")
+    totals = frame[frame["column"] == TOTAL].set_index("submission_id")
+    # the primary metric each row's `total` and tier columns are in
+    ids = ids.drop(columns=["metric"]).join(frame[primary].drop_duplicates("submission_id").set_index("submission_id")["metric"])
+    named = frame[frame["column"].notna()]
+    values = named.pivot_table(index="submission_id", columns="column", values="value", aggfunc="first", dropna=False)
+    wide = ids[ID_COLUMNS].join(values)
+    wide["total_ci_low"] = totals["ci_low"]
+    wide["total_ci_high"] = totals["ci_high"]
+    wide["n_items"] = totals["n"]
+    wide["submitted_at"] = ids["submitted_at"]
+    wide["model_link"] = ids["model_link"]
+    return WideRows(wide.reset_index(), named[[*SLICE_COLUMNS, "column"]].drop_duplicates().reset_index(drop=True))
+
+
+def finish_view(
+    parts: list[WideRows],
+    suite: str | None = None,
+    task: str | None = None,
+    setting: str | None = None,
+    tier: str | None = None,
+    tier_order: list[str] | None = None,
+) -> pd.DataFrame:
+    """The filtered, ordered wide view of the parts' results (see `wide_view`)."""
+    rows = [part.rows for part in parts if len(part.rows)]
+    slices = [part.columns for part in parts if len(part.columns)]
+    wide = pd.concat(rows, ignore_index=True) if len(rows) > 1 else rows[0] if rows else None
+    present = pd.concat(slices, ignore_index=True) if len(slices) > 1 else slices[0] if slices else None
+    for column, wanted in zip(SLICE_COLUMNS, (suite, task, setting)):
+        if wanted and wide is not None:
+            wide = wide[wide[column] == wanted]
+            present = present[present[column] == wanted]
+    if wide is None or wide.empty:
+        return pd.DataFrame(columns=EMPTY_VIEW_COLUMNS)
+    wide = wide.drop_duplicates("submission_id")  # a result published twice counts once (the first)
+    value_columns = set(present["column"])
+    metric_columns = [c for c in known_metrics() if c in value_columns]
+    tier_columns = [c for c in value_columns if c != TOTAL and c not in metric_columns]
+    if tier_order:
+        rank = {name: i for i, name in enumerate(tier_order)}
+        tier_columns.sort(key=lambda c: (rank.get(c, len(rank)), c))
+    else:
+        tier_columns.sort()
+    if tier:
+        tier_columns = [c for c in tier_columns if c == tier or c.split("/", 1)[-1] == tier]
+    sort_by = tier_columns[0] if tier and tier_columns else TOTAL
+    ordered = [*ID_COLUMNS, TOTAL, "total_ci_low", "total_ci_high", *metric_columns, *tier_columns, *TRAILING_COLUMNS]
+    wide = wide.reindex(columns=ordered)  # `total` is NaN where no row has one
+    if wide["n_items"].dtype.kind == "f" and wide["n_items"].notna().all():
+        wide["n_items"] = wide["n_items"].astype("int64")  # parts without a total made it float
+    # Only full computed runs are ranked; partial runs (smoke tests, n/a configurations) follow them,
+    # and the papers' reported rows come last: never ranked as if verified here. submission_id
+    # breaks the remaining ties, so the order does not depend on how the table is split in parts.
+    kind_rank = wide["row_kind"].map(ROW_KIND_RANK).fillna(len(ROW_KIND_RANK))
+    order = wide.assign(_kind_rank=kind_rank).sort_values(
+        ["_kind_rank", sort_by, "submitted_at", "submission_id"], ascending=[True, False, True, True],
+        na_position="last", kind="stable").index
+    return wide.loc[order].reset_index(drop=True)
+
+
 def wide_view(
     scores: pd.DataFrame,
     suite: str | None = None,
@@ -89,48 +176,10 @@ def wide_view(
 
     `tier` keeps only the matching tier columns (by `group/tier` or bare tier name) and ranks by
     the first of them; otherwise rows rank by `total`. `tier_order` orders the tier columns
-    (the manifests' order) instead of alphabetically.
+    (the manifests' order) instead of alphabetically. Ties: earlier `submitted_at`, then
+    `submission_id`.
     """
-    frame = scores
-    for column, wanted in (("suite", suite), ("task", task), ("setting", setting)):
-        if wanted:
-            frame = frame[frame[column] == wanted]
-    if frame.empty:
-        return pd.DataFrame(columns=[*ID_COLUMNS, TOTAL, "n_items", "submitted_at", "submission_id", "model_link"])
-    primary = frame["primary"] if "primary" in frame else pd.Series(True, index=frame.index)  # older tables
-    frame = frame.assign(column=[column_name(g, t, m, p) for g, t, m, p in
-                                 zip(frame["tier_group"], frame["tier"], frame["metric"], primary)])
-    ids = frame.drop_duplicates("submission_id").set_index("submission_id")
-    totals = frame[frame["column"] == TOTAL].set_index("submission_id")
-    # the primary metric each row's `total` and tier columns are in
-    ids = ids.drop(columns=["metric"]).join(frame[primary].drop_duplicates("submission_id").set_index("submission_id")["metric"])
-    frame = frame[frame["column"].notna()]
-    values = frame.pivot_table(index="submission_id", columns="column", values="value", aggfunc="first", dropna=False)
-    if TOTAL not in values.columns:
-        values[TOTAL] = float("nan")
-    metric_columns = [c for c in known_metrics() if c in values.columns]
-    tier_columns = [c for c in values.columns if c != TOTAL and c not in metric_columns]
-    if tier_order:
-        rank = {name: i for i, name in enumerate(tier_order)}
-        tier_columns.sort(key=lambda c: (rank.get(c, len(rank)), c))
-    else:
-        tier_columns.sort()
-    if tier:
-        tier_columns = [c for c in tier_columns if c == tier or c.split("/", 1)[-1] == tier]
-    wide = ids[ID_COLUMNS].join(values[[TOTAL, *metric_columns, *tier_columns]])
-    wide["total_ci_low"] = totals["ci_low"]
-    wide["total_ci_high"] = totals["ci_high"]
-    wide["n_items"] = totals["n"]
-    wide["submitted_at"] = ids["submitted_at"]
-    wide["model_link"] = ids["model_link"]
-    wide = wide.reset_index()
-    sort_by = tier_columns[0] if tier and tier_columns else TOTAL
-    # Only full computed runs are ranked; partial runs (smoke tests, n/a configurations) follow them,
-    # and the papers' reported rows come last: never ranked as if verified here.
-    wide["_kind_rank"] = wide["row_kind"].map(ROW_KIND_RANK).fillna(len(ROW_KIND_RANK))
-    wide = wide.sort_values(["_kind_rank", sort_by, "submitted_at"], ascending=[True, False, True], na_position="last")
-    ordered = [*ID_COLUMNS, TOTAL, "total_ci_low", "total_ci_high", *metric_columns, *tier_columns, *TRAILING_COLUMNS]
-    return wide[ordered].reset_index(drop=True)
+    return finish_view([wide_rows(scores)], suite, task, setting, tier, tier_order)
 
 
 EXPORT_FORMATS = {

@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from evaluator.models import ModelRegistry
 from leaderboard.board import manifest_tier_order
 from leaderboard.outbox import Outbox
-from leaderboard.readpath import Body, Filters, LeaderboardCache
+from leaderboard.readpath import Body, Filters, LeaderboardCache, Page
 from leaderboard.reference import publish_reference
 from leaderboard.reported import publish_reported
 from leaderboard.results import open_outbox, open_store
@@ -129,6 +129,10 @@ class Services:
             log.warning("queue unreachable, reconcile postponed: %s", exc)
             return []
 
+    def start_board_watcher(self) -> None:
+        """Build each new results head's leaderboard (and its default bodies) as soon as it moves."""
+        threading.Thread(target=self.board.watch, args=(self._stop,), name="leaderboard-watch", daemon=True).start()
+
     def start_reconciler(self) -> None:
         def loop() -> None:
             while not self._stop.wait(RECONCILE_EVERY_S):
@@ -194,15 +198,15 @@ class Services:
         return self.board.table(revision).view(Filters(suite, task, setting, tier))
 
     async def leaderboard_body(self, filters: Filters, fmt: str, revision: str | None = None,
-                               gzipped: bool = False) -> Body:
+                               gzipped: bool = False, page: Page | None = None) -> Body:
         """The encoded leaderboard: from memory when this head's body is built, otherwise built on
         the read threads, so the event loop never does the work and never waits for it."""
         if revision is None:
             table = self.board.cached_head()
-            found = table.cached_body(filters, fmt, gzipped) if table is not None else None
+            found = table.cached_body(filters, fmt, gzipped, page) if table is not None else None
             if found is not None:
                 return found
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._read_pool,
-                                          lambda: self.board.table(revision).body(filters, fmt, gzipped))
+                                          lambda: self.board.table(revision).body(filters, fmt, gzipped, page))
 

@@ -140,3 +140,40 @@ def test_cached_bodies_answer_like_the_route_plain_or_gzipped(service, store):
         assert "readpath-fast" in ids(http.get(LEADERBOARD, params={"suite": "prefeval", "unknown": "1"}))
         repeated = http.get(LEADERBOARD + "?suite=nothing&suite=prefeval")
         assert repeated.status_code == 200 and "readpath-fast" in ids(repeated)  # as FastAPI reads it: the last
+
+
+def test_json_comes_in_pages_csv_stays_complete(service, store):
+    import csv
+    import io
+
+    for i in range(5):
+        store.publish(make_record(f"readpath-page-{i}", 0.3 + i / 100))
+    with service.http() as http:
+        params = {"suite": "prefeval"}
+        download = http.get(LEADERBOARD, params={**params, "format": "csv"})
+        complete = [row["submission_id"] for row in csv.DictReader(io.StringIO(download.text))]
+        assert int(download.headers["x-total-count"]) == len(complete) >= 5 and "link" not in download.headers
+
+        # walk the pages by their Link headers: every row once, in the download's order
+        walked, etags, url = [], set(), http.get(LEADERBOARD, params={**params, "limit": 2}).url
+        while url is not None:
+            page = http.get(url)
+            again = http.get(url)  # answered from memory by the fast path: the same response
+            assert page.status_code == again.status_code == 200 and page.content == again.content
+            for name in ("etag", "link", "x-total-count", "x-results-revision"):
+                assert page.headers.get(name) == again.headers.get(name), name
+            assert int(page.headers["x-total-count"]) == len(complete) and len(page.json()) <= 2
+            walked += [row["submission_id"] for row in page.json()]
+            etags.add(page.headers["etag"])
+            url = page.links.get("next", {}).get("url")
+        assert walked == complete and len(etags) == -(-len(complete) // 2)
+        last = http.get(LEADERBOARD, params={**params, "limit": 2, "offset": len(complete) - 1})
+        assert set(last.links) == {"prev"} and "offset=" in last.links["prev"]["url"]
+
+        whole = http.get(LEADERBOARD)  # no limit: the first DEFAULT_PAGE_ROWS rows
+        assert len(whole.json()) == min(100, int(whole.headers["x-total-count"]))
+        for bad in ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"limit": "x"}, {"format": "csv", "limit": 2},
+                    {"format": "parquet", "offset": 5}):
+            refused = http.get(LEADERBOARD, params=bad)
+            assert refused.status_code == 422, bad
+            assert "limit" in refused.text or "offset" in refused.text

@@ -1,9 +1,12 @@
 """The leaderboard cache: one table per head revision, rebuilt once when any process publishes."""
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
+import time
 
+import pandas as pd
 import pytest
 
 from leaderboard.readpath import Filters, LeaderboardCache
@@ -96,3 +99,90 @@ def test_gzip_variant_is_built_once_and_small_bodies_stay_plain(tmp_path):
     assert packed.etag != plain.etag and table.body(Filters(), "json", gzipped=True) is packed
     tiny = table.body(Filters(suite="none"), "json", gzipped=True)  # "[]": not worth compressing
     assert tiny.encoding is None and tiny is table.body(Filters(suite="none"), "json")
+
+
+def _varied_record(i: int) -> dict:
+    """Results of two settings and three kinds; scores tie in pairs and submission times tie too,
+    so only the final submission_id key decides the order of tied rows."""
+    record = make_record(f"r{(i * 7) % 10:02d}", round(0.1 * (i // 2), 2))
+    record["setting"] = ("zero_shot", "reminder")[i % 2]
+    record["row_kind"] = ("computed", "computed", "partial", "reported")[i % 4]
+    if i % 3 == 0:  # a tier the others lack: the view of a slice keeps only its own columns
+        record["metrics"]["tiers"]["form"]["implicit"] = record["metrics"]["total"]
+    return record
+
+
+def test_views_from_pivoted_parts_equal_the_pivot_of_the_whole_table(tmp_path, monkeypatch):
+    from leaderboard import store as store_module
+    from leaderboard.table import wide_view
+
+    monkeypatch.setattr(store_module, "SHARD_RECORDS", 3)  # 10 results in 4 parts
+    store = LocalDatasetStore(tmp_path / "results")
+    for i in range(9):
+        store.publish(_varied_record(i))
+    cache = LeaderboardCache(store, lambda: ["form/implicit", "form/explicit"])
+    table = cache.table()
+    assert len(table.parts) == 3 and cache.parts_pivoted == 3
+
+    store.publish(_varied_record(9))  # a new part
+    assert len(cache.table().parts) == 4 and cache.parts_pivoted == 4  # each publish pivots its own part only
+    store.publish({**make_record("r99", 0.4), "setting": "reminder"})  # appended to it
+    table = cache.table()
+    assert len(table.parts) == 4 and cache.parts_pivoted == 5
+    scores = store.scores()
+    for filters in (Filters(), Filters(setting="zero_shot"), Filters(setting="reminder", tier="implicit"),
+                    Filters(suite="prefeval", task="mcq", tier="form/explicit"), Filters(suite="nope")):
+        expected = wide_view(scores, filters.suite, filters.task, filters.setting, filters.tier,
+                             tier_order=["form/implicit", "form/explicit"])
+        pd.testing.assert_frame_equal(table.view(filters), expected)
+    ordered = table.view(Filters(setting="zero_shot"))
+    assert "form/implicit" in ordered.columns and list(ordered["n_items"]) == [4] * len(ordered)
+    # ties (same kind, value and submitted_at) come in submission_id order
+    for _, tied in ordered.groupby(["row_kind", "total"], dropna=False):
+        assert list(tied["submission_id"]) == sorted(tied["submission_id"])
+    assert table.view(Filters(suite="nope")).empty
+
+
+def test_json_pages_carry_the_total_and_their_own_etag(tmp_path):
+    from leaderboard.readpath import Page
+
+    store = LocalDatasetStore(tmp_path / "results")
+    for i in range(7):
+        store.publish(make_record(f"s{i}", i / 7))
+    table = LeaderboardCache(store, lambda: []).table()
+    full = [row["submission_id"] for row in json.loads(table.body(Filters(), "json").content)]
+    pages = [table.body(Filters(), "json", page=Page(offset, 3)) for offset in (0, 3, 6, 9)]
+    assert [b.total for b in pages] == [7] * 4 and len({b.etag for b in pages}) == 4
+    assert [row["submission_id"] for b in pages for row in json.loads(b.content)] == full
+    assert json.loads(pages[-1].content) == [] and full == [f"s{i}" for i in reversed(range(7))]
+    assert table.body(Filters(), "json", page=Page(0, 3)) is pages[0]
+
+
+def test_the_watcher_builds_a_new_heads_default_bodies_before_anyone_asks(tmp_path):
+    from leaderboard.readpath import DEFAULT_BODIES
+
+    store = LocalDatasetStore(tmp_path / "results")
+    store.publish(make_record("s1", 0.5))
+    cache = LeaderboardCache(store, lambda: [])
+    stop = threading.Event()
+    watcher = threading.Thread(target=cache.watch, args=(stop, 0.02), daemon=True)
+    watcher.start()
+    try:
+        proc = multiprocessing.get_context("fork").Process(target=_publish_elsewhere, args=(store.root, "s2"))
+        proc.start()
+        proc.join(60)
+        assert proc.exitcode == 0
+        head = store.head_revision()
+        deadline = time.monotonic() + 30
+        while (cache.cached_head() is None or cache.cached_head().revision != head) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        table = cache.cached_head()
+        assert table is not None and table.revision == head
+        for filters, fmt, page in DEFAULT_BODIES:
+            body = table.cached_body(filters, fmt, page=page)
+            assert body is not None and {r["submission_id"] for r in json.loads(body.content)} == {"s1", "s2"}
+            assert table.cached_body(filters, fmt, gzipped=True, page=page) is not None
+    finally:
+        stop.set()
+        watcher.join(10)
+    assert not watcher.is_alive()
