@@ -47,8 +47,12 @@ class ModelTools:
         self.generation_requests += 1
         prompts = [self.backend.render(m) for m in conversations]
         if self.route_generation is not None:
-            return self.route_generation(prompts, max_new_tokens)
-        return self.backend.generate(prompts, max_new_tokens)
+            texts = self.route_generation(prompts, max_new_tokens)
+        else:
+            texts = self.backend.generate(prompts, max_new_tokens)
+        # None: the backend could not run that prompt (over an endpoint's window). The request built on
+        # it contains this conversation and more, so it is refused too and the item becomes n/a there.
+        return ["" if text is None else text for text in texts]
 
     def retrieve(self, query: str, passages: list[str], k: int) -> list[str]:
         if self._embedder is None:
@@ -431,9 +435,15 @@ def run_model(
         publics = [i.public for i in chunk]
         return task.hooks.build_requests(task, circular_publics(publics) if circular else publics, setting, tools)
 
+    refused: set[str] = set()  # items whose prompts the backend could not run (over its window): n/a
+
     def finished(chunk: list[Item], decisions: list[Decision]) -> dict | None:
+        over = {d.id.partition("::")[0] for d in decisions if d.not_applicable}
         if circular:
             decisions[:] = combine_rotations([i.public for i in chunk], decisions)
+        if over:  # left out of the answers and the checkpoint (a resumed run asks them again)
+            refused.update(over)
+            decisions[:] = [d for d in decisions if d.id.partition("::")[0] not in over]
         for d in decisions:
             d.answer = to_answer(d)
         answers.update(_by_item({"id": d.id, "answer": d.answer} for d in decisions))
@@ -445,6 +455,13 @@ def run_model(
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
     writer = CheckpointWriter(checkpoint, on_progress)  # count() reports through it too
     feed_engine(backend, tools, chunks, build, decide, finished, writer)
+    if refused:
+        split = Split(f"{split.name}[within the window]", [i for i in split.items if i.id not in refused])
+        if not split.items:
+            raise BackendError(f"{backend.spec.name} refused every prompt as longer than its context window: nothing to score")
+        not_applicable = {**not_applicable, "over_the_context_window": (
+            f"n/a: {len(refused)} items whose prompts {backend.spec.name} refused as longer than its context window "
+            "(never truncated)")}
     stats = {
         "protocol": protocol,
         "protocol_version": PROTOCOL_VERSION,

@@ -40,6 +40,9 @@ class Decision:
     scores: dict[str, float] = field(default_factory=dict)  # label -> renormalised log-prob or reward
     raw: str | None = None  # generated text, for generate-and-parse
     prompt_tokens: int = 0
+    # the backend could not run the prompt (an endpoint refused it as over its window): the item is
+    # n/a for this model (run_model leaves it out of the scored split), not wrong
+    not_applicable: bool = False
 
 
 def choose_by_logprobs(backend: Backend, requests: list[ChoiceRequest], progress: Progress | None = None) -> list[Decision]:
@@ -59,7 +62,10 @@ def choose_by_logprobs(backend: Backend, requests: list[ChoiceRequest], progress
     with np.errstate(invalid="ignore"):  # a row of -inf (no readable label) becomes NaN: no answer, below
         normalised = logprobs - np.logaddexp.reduce(logprobs, axis=1, keepdims=True)
     decisions = []
-    for request, prompt, row in zip(requests, prompts, normalised):
+    for request, prompt, row, raw in zip(requests, prompts, normalised, logprobs):
+        if np.isnan(raw).all():  # the backend's n/a marker (over an endpoint's window)
+            decisions.append(Decision(request.id, None, {}, prompt_tokens=len(prompt), not_applicable=True))
+            continue
         if not np.isfinite(row).any():
             # no label among what the model's output showed (an endpoint's top log-probs): no answer
             decisions.append(Decision(request.id, None, {}, prompt_tokens=len(prompt)))
@@ -113,7 +119,8 @@ def choose_by_generation(
     """Greedy generation, then the suite's parser; an unparsable answer is None (wrong)."""
     prompts = [backend.render(r.messages) for r in requests]
     texts = backend.generate(prompts, max_new_tokens, progress)
-    return [Decision(r.id, parse(text), raw=text, prompt_tokens=len(p)) for r, text, p in zip(requests, texts, prompts)]
+    return [Decision(r.id, None, prompt_tokens=len(p), not_applicable=True) if text is None  # n/a (over the window)
+            else Decision(r.id, parse(text), raw=text, prompt_tokens=len(p)) for r, text, p in zip(requests, texts, prompts)]
 
 
 def choose_by_reward(backend: Backend, requests: list[ChoiceRequest], progress: Progress | None = None) -> list[Decision]:

@@ -123,6 +123,25 @@ def test_prefeval_mcq_model_run_through_the_endpoint(llama_server):
     assert set(parsed.answers.values()) <= {"A", "B", "C", "D", None}
 
 
+def test_prompts_over_the_servers_window_are_not_applicable_not_a_failed_run(llama_server):
+    """Registered without --context-window: the server (n_ctx 2048) refuses the 10-turn mcq_turns prompt
+    (~3.5k tokens) with its context-length error; that item is n/a, the 0-turn one is answered."""
+    from evaluator.model_eval import run_model
+    from evaluator.registry import get_task
+    from evaluator.scoring import score_answers
+
+    task = get_task("prefeval", "mcq_turns")
+    for registered in (config(llama_server), config(llama_server, logprobs=False)):  # choice_logprobs, generate_parse
+        backend = EndpointBackend(registered)
+        assert backend.context_window() is None
+        run = run_model(task, "zero_shot", backend, limit=2)  # one item at 0 turns, one at 10 (turns come first)
+        assert sorted(i.tiers["turns"] for i in run.split.items) == ["0"], run.split.name
+        assert list(run.answers) == [run.split.items[0].id] and run.partial
+        assert "1 items" in run.stats["not_applicable"]["over_the_context_window"]
+        assert run.stats["prompts_refused_too_long"] >= 1 and "context" in run.stats["refusal"]
+        assert score_answers(task, run.split, run.answers)["total"]["accuracy"]["n"] == 1
+
+
 def test_an_endpoint_judge_rates_with_logprobs(llama_server, tmp_path):
     from evaluator.judge import _load_judge
     from evaluator.protocols import ChoiceRequest, choose_by_logprobs, expected_rating

@@ -10,11 +10,16 @@ Requests go out in parallel up to the endpoint's max_concurrency, no faster than
 requests_per_minute; the client library (openai) retries 429/5xx/connection errors with
 exponential backoff, honouring Retry-After. Token counts come from the endpoint's `usage` and,
 with the registered prices, give the cost recorded on the row.
+
+A prompt the server refuses as longer than its context window (a context-length error) is not a
+failed run: that prompt's result is a marker (a row of NaN log-probs, a None text) and run_model
+makes its item n/a, as fit_model does for a window known in advance. Never truncated.
 """
 from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +33,23 @@ from evaluator.endpoints import EndpointConfig
 log = logging.getLogger(__name__)
 
 TOP_LOGPROBS = 20  # the most the OpenAI API returns
+# How servers say a prompt is over the window: OpenAI and llama-cpp-python's server answer 400 with
+# code context_length_exceeded, llama.cpp's own server exceed_context_size_error, vLLM 400 "This
+# model's maximum context length is N tokens", Anthropic's compatible API "prompt is too long".
+CONTEXT_LENGTH_CODES = {"context_length_exceeded", "exceed_context_size_error"}
+CONTEXT_LENGTH_WORDS = re.compile(r"context[ _](length|window|size)|maximum context|prompt is too long|too many tokens", re.I)
+
+
+class PromptTooLong(BackendError):
+    """The endpoint refused a prompt as longer than its context window."""
+
+
+def is_context_length_error(exc: Exception) -> bool:
+    if getattr(exc, "status_code", None) not in (400, 413, 422):
+        return False
+    body = getattr(exc, "body", None)
+    code = getattr(exc, "code", None) or (body.get("code") if isinstance(body, dict) else None)
+    return code in CONTEXT_LENGTH_CODES or bool(CONTEXT_LENGTH_WORDS.search(str(exc)))
 
 
 class RequestPacer:
@@ -65,6 +87,8 @@ class EndpointBackend(Backend):
         self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self.served_models: set[str] = set()
         self.fingerprints: set[str] = set()
+        self.refused_too_long = 0  # prompts the server refused as over its window (their items are n/a)
+        self.refusal_message = ""  # the server's own words, once (for the row's provenance)
 
     # -- prompts: the endpoint renders its own chat template ---------------------------------
     def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[dict[str, str]]:
@@ -95,6 +119,12 @@ class EndpointBackend(Backend):
                                                            temperature=0, **options)
         except APIError as exc:
             # the library's message names the status and the server's words; never the key
+            if is_context_length_error(exc):
+                with self._usage_lock:
+                    self.refused_too_long += 1
+                    self.refusal_message = self.refusal_message or str(exc)[:300]
+                raise PromptTooLong(f"endpoint {self.config.name!r} refused a prompt as longer than its context window: "
+                                    f"{str(exc)[:300]}") from None
             raise BackendError(f"endpoint {self.config.name!r} failed after {self.config.max_retries} retries: "
                                f"{type(exc).__name__}: {str(exc)[:300]}") from None
         usage = getattr(response, "usage", None)
@@ -128,7 +158,10 @@ class EndpointBackend(Backend):
         labels = [str(label) for label in choice_ids]
 
         def one(messages) -> list[float]:
-            response = self._complete(messages, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
+            try:
+                response = self._complete(messages, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
+            except PromptTooLong:
+                return [math.nan] * len(labels)  # n/a (not -inf: that is "no label among the top tokens")
             content = getattr(response.choices[0].logprobs, "content", None) if response.choices[0].logprobs else None
             if not content:
                 raise BackendError(f"endpoint {self.config.name!r} returned no log-probabilities although "
@@ -137,9 +170,12 @@ class EndpointBackend(Backend):
 
         return np.array(self._map(one, prompts, progress), dtype=float).reshape(len(prompts), len(labels))
 
-    def generate(self, prompts: list, max_new_tokens: int, progress: Progress | None = None) -> list[str]:
-        def one(messages) -> str:
-            response = self._complete(messages, max_tokens=max_new_tokens)
+    def generate(self, prompts: list, max_new_tokens: int, progress: Progress | None = None) -> list[str | None]:
+        def one(messages) -> str | None:
+            try:
+                response = self._complete(messages, max_tokens=max_new_tokens)
+            except PromptTooLong:
+                return None  # n/a: over the window
             return response.choices[0].message.content or ""
 
         return self._map(one, prompts, progress)
@@ -157,6 +193,8 @@ class EndpointBackend(Backend):
             **self.config.public(),
             "served_model_ids": sorted(self.served_models),
             "system_fingerprints": sorted(self.fingerprints),
+            **({"prompts_refused_too_long": self.refused_too_long, "refusal": self.refusal_message}
+               if self.refused_too_long else {}),
             "endpoint_usage": {**self.usage, "cost_usd": round(self.cost_usd(), 6),
                                "prices_per_million": [self.config.price_input_per_million,
                                                       self.config.price_output_per_million]},

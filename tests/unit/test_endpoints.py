@@ -94,3 +94,57 @@ def test_a_request_with_no_readable_label_gets_no_answer():
                 ChoiceRequest("b", [{"role": "user", "content": "y"}], ("A", "B"))]
     first, second = choose_by_logprobs(Fake(), requests)
     assert first.answer == "A" and second.answer is None
+
+
+def _api_error(status: int, body: dict):
+    """The exception the openai client raises for an error reply (built from a real httpx response)."""
+    import httpx
+    import openai
+
+    request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
+    response = httpx.Response(status, json=body, request=request)
+    return openai.OpenAI(api_key="x", base_url="http://127.0.0.1:1/v1")._make_status_error_from_response(response)
+
+
+def test_context_length_refusals_are_told_apart_from_other_errors():
+    from evaluator.backends.openai_endpoint import is_context_length_error
+
+    over = [
+        (400, {"error": {"message": "This model's maximum context length is 2048 tokens. However, you requested 3519 tokens",
+                         "type": "invalid_request_error", "code": "context_length_exceeded"}}),  # OpenAI, llama-cpp-python
+        (400, {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                         "type": "exceed_context_size_error"}}),  # llama.cpp's own server
+        (400, {"object": "error", "message": "This model's maximum context length is 8192 tokens. However, you "
+               "requested 9000 tokens (8990 in the messages, 10 in the completion).", "code": 400}),  # vLLM
+    ]
+    for status, body in over:
+        assert is_context_length_error(_api_error(status, body)), body
+    for status, body in [(400, {"error": {"message": "model 'x' not found", "code": "model_not_found"}}),
+                         (500, {"error": {"message": "maximum context length is 2048 tokens"}}),  # a crash: retried, fails
+                         (401, {"error": {"message": "invalid api key"}})]:
+        assert not is_context_length_error(_api_error(status, body)), body
+
+
+def test_an_over_the_window_prompt_is_not_applicable_not_a_wrong_answer():
+    from evaluator.protocols import ChoiceRequest, choose_by_generation, choose_by_logprobs
+
+    class Fake:
+        def token_id(self, label):
+            return label
+
+        def render(self, messages):
+            return messages
+
+        def choice_logprobs(self, prompts, ids, progress=None):
+            return np.array([[math.nan, math.nan], [-math.inf, -math.inf]])  # refused; no label readable
+
+        def generate(self, prompts, max_new_tokens, progress=None):
+            return [None, "B"]
+
+    requests = [ChoiceRequest("a", [{"role": "user", "content": "x"}], ("A", "B")),
+                ChoiceRequest("b", [{"role": "user", "content": "y"}], ("A", "B"))]
+    refused, unreadable = choose_by_logprobs(Fake(), requests)
+    assert refused.not_applicable and refused.answer is None
+    assert not unreadable.not_applicable and unreadable.answer is None  # wrong, not n/a
+    refused, answered = choose_by_generation(Fake(), requests, 4, lambda text: text.strip() or None)
+    assert refused.not_applicable and not answered.not_applicable and answered.answer == "B"

@@ -64,10 +64,14 @@ def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, d
         if not members:
             continue
         try:
-            longest = max(len(backend.render(mcq.item_messages(pub, setting, reply="x " * 5)))
-                          for pub in _longest(members))
+            rendered = [backend.render(mcq.item_messages(pub, setting, reply="x " * 5)) for pub in _longest(members)]
         except BackendError:  # render itself refuses a prompt over the window
-            longest = None
+            rendered = None
+        if rendered and rendered[0] and isinstance(rendered[0][0], dict):
+            # an endpoint renders messages, not tokens: it cannot be measured here; the server's own
+            # context-length refusals make those items n/a during the run (model_eval)
+            return split, {}
+        longest = max(len(r) for r in rendered) if rendered else None
         if longest is None or longest + ANSWER_MARGIN_TOKENS > window:
             size = f"up to {longest} tokens" if longest else "more tokens than that"
             skipped[turns] = (f"n/a: {turns} distractor turns make prompts of {size}, longer than "
