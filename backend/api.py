@@ -82,6 +82,14 @@ def health(request: Request):
     return health_report(services(request), request.app.state.queue_probe)
 
 
+@router.get("/workers", summary="Workers: their hardware queues, last heartbeat and the submission each runs")
+def workers(request: Request):
+    try:
+        return {"workers": services(request).workers()}
+    except RedisError:
+        raise HTTPException(503, {"message": "the queue cannot be reached right now"}) from None
+
+
 @router.get("/suites", summary="Suites with their tasks, tiers and settings")
 def suites():
     return {"suites": [suite.describe() for suite in all_suites().values()]}

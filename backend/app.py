@@ -42,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services.start_reconciler()  # re-queue anything accepted but lost by the queue
         services.start_publisher()  # requests/ records and the outbox backlog, to the results store
         services.start_board_watcher()  # the leaderboard of each new results head, built before it is asked for
+        services.start_event_folder()  # remote workers' state, progress and revisions, into the records
         yield
         services.stop()
 

@@ -142,7 +142,67 @@ def _splits_install(args: argparse.Namespace) -> int:
     from evaluator.split_install import install
 
     info = install(get_suite(args.suite), args.source, args.revision)
+    if info.get("kind") == "hub":
+        _pin_for_workers()
     print(json.dumps(info, indent=2))
+    return 0
+
+
+def _pin_for_workers() -> None:
+    """Tell workers on other machines which commit to install (best effort: the web node pins again at start)."""
+    from redis.exceptions import RedisError
+
+    from backend.settings import load_settings
+    from submissions.queue import connect
+    from submissions.remote import publish_installed_pins
+
+    try:
+        publish_installed_pins(connect(load_settings().redis_url))
+    except RedisError as exc:
+        print(f"note: the split is installed, but not pinned for remote workers yet ({exc}); "
+              "the web app pins it when it starts", file=sys.stderr)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    """Run a worker on this machine for the queues its hardware serves; it shares only Redis and the Hub."""
+    import os
+
+    from backend.processes import worker_argv
+    from backend.settings import load_settings
+    from leaderboard.settings import load_leaderboard_settings
+    from submissions.hardware import worker_queues
+    from submissions.settings import WORKER_REMOTE_ENV
+
+    results = load_leaderboard_settings()
+    if not (results.results_repo and results.hub_token):
+        print("error: a worker on another machine publishes to the Hub: set PERSONABOARD_RESULTS_REPO and a token "
+              "(HF_TOKEN or PERSONABOARD_HUB_TOKEN), and PERSONABOARD_REDIS_URL", file=sys.stderr)
+        return 2
+    queues = worker_queues(args.hardware, args.gpu_memory_gb)
+    env = {**os.environ, WORKER_REMOTE_ENV: "1", "RQ_REDIS_URL": load_settings().redis_url}
+    argv = worker_argv(args.name, queues)
+    print(f"worker on {', '.join(queues)}", file=sys.stderr, flush=True)
+    os.execve(argv[0], argv, env)  # the RQ worker replaces this process (signals reach it directly)
+
+
+def _workers_list(args: argparse.Namespace) -> int:
+    from backend.settings import load_settings
+    from submissions.queue import connect
+    from submissions.remote import list_workers
+
+    print(json.dumps(list_workers(connect(load_settings().redis_url)), indent=2))
+    return 0
+
+
+def _workers_drain(args: argparse.Namespace) -> int:
+    from backend.settings import load_settings
+    from submissions.queue import connect
+    from submissions.remote import drain_worker
+
+    if not drain_worker(connect(load_settings().redis_url), args.name):
+        print(f"error: no worker named {args.name!r} is registered", file=sys.stderr)
+        return 2
+    print(json.dumps({"drained": args.name}))
     return 0
 
 
@@ -378,6 +438,18 @@ def build_parser() -> argparse.ArgumentParser:
     release.set_defaults(run=_release)
     _add_user_commands(commands)
     _add_moderation_commands(commands)
+    worker = commands.add_parser("worker", help="run a worker on this machine (another machine: needs only Redis and the Hub)")
+    worker.add_argument("--hardware", choices=["cpu", "gpu"], required=True)
+    worker.add_argument("--gpu-memory-gb", type=int, help="the GPU's memory: which GPU queues this worker takes")
+    worker.add_argument("--name", help="the worker's name (default: RQ's)")
+    worker.set_defaults(run=_worker)
+    workers = commands.add_parser("workers", help="the workers registered in Redis")
+    workers_commands = workers.add_subparsers(dest="workers_command", required=True)
+    workers_list = workers_commands.add_parser("list", help="name, queues, state, last heartbeat, current submission")
+    workers_list.set_defaults(run=_workers_list)
+    drain = workers_commands.add_parser("drain", help="let a worker finish its current job, then stop it")
+    drain.add_argument("name")
+    drain.set_defaults(run=_workers_drain)
     return parser
 
 

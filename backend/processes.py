@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from backend.redis_server import RedisServer, log_tail, start_redis_server
-from backend.settings import QUEUE_NAME, web_app
+from backend.settings import web_app
+from submissions.hardware import worker_queues
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HEALTH_PATH = "/api/v1/health"
@@ -102,13 +103,14 @@ def start_redis(port: int, redis_dir: Path | str, host: str = "127.0.0.1", timeo
     )
 
 
-def worker_argv(name: str | None = None) -> list[str]:
-    """The worker's command line; the Redis URL (it may hold a password) travels in RQ_REDIS_URL."""
+def worker_argv(name: str | None = None, queues: list[str] | None = None) -> list[str]:
+    """The worker's command line; the Redis URL (it may hold a password) travels in RQ_REDIS_URL.
+    Default queues: the web node's own and the CPU queue (submissions/hardware.py)."""
     argv = [sys.executable, "-m", "rq.cli", "worker", *WORKER_ARGS, "--with-scheduler",
             "--worker-class", WORKER_CLASS]
     if name:
         argv += ["--name", name]
-    return argv + [QUEUE_NAME]
+    return argv + (queues or worker_queues("cpu", web_node=True))
 
 
 def start_worker(

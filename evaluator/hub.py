@@ -210,8 +210,12 @@ class DatasetRepo:
     def files(self, revision: str, prefix: str | None = None) -> dict[str, str]:
         """Every file under `prefix` at `revision`, path -> blob id (one listing call)."""
         try:
-            entries = self._call("list_repo_tree", self.repo_id, path_in_repo=prefix, recursive=True, revision=revision)
-            return {e.path: e.blob_id for e in entries if getattr(e, "blob_id", None) is not None}
+            try:  # the listing is a lazy iterator: its errors arrive while iterating
+                entries = _api(self.endpoint, self.token).list_repo_tree(
+                    self.repo_id, path_in_repo=prefix, recursive=True, revision=revision, repo_type="dataset")
+                return {e.path: e.blob_id for e in entries if getattr(e, "blob_id", None) is not None}
+            except Exception as exc:  # noqa: BLE001
+                raise _translated(exc) from None
         except HubNotFound:
             if prefix:  # the folder does not exist yet
                 return {}

@@ -37,8 +37,11 @@ def _fetch(source: str, revision: str | None, into: Path) -> dict:
     return {"source": source, "kind": "hub", "revision": sha}
 
 
-def install(suite: Suite, source: str, revision: str | None = None) -> dict:
-    """Fetch, validate (every task's items must build: a missing field is named), hash, then swap in."""
+def install(suite: Suite, source: str, revision: str | None = None, secret: str | None = None) -> dict:
+    """Fetch, validate (every task's items must build: a missing field is named), hash, then swap in.
+
+    `secret`: the salt of another installation of the same split (a remote worker installing the web
+    node's pinned split), so both build identical items; by default this installation's own."""
     root = installed_dir(suite)
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{suite.name}-", dir=root.parent))
@@ -46,7 +49,8 @@ def install(suite: Suite, source: str, revision: str | None = None) -> dict:
         origin = _fetch(source, revision, staging / "files")
         # keep the salt across reinstalls, so the same data gives the same split (and hash)
         previous = root / SECRET_FILE
-        secret = previous.read_text(encoding="utf-8") if previous.exists() else secrets.token_hex(16)
+        if secret is None:
+            secret = previous.read_text(encoding="utf-8") if previous.exists() else secrets.token_hex(16)
         (staging / SECRET_FILE).write_text(secret, encoding="utf-8")
         os.chmod(staging / SECRET_FILE, 0o600)
         tasks = {}

@@ -12,6 +12,7 @@ from space.identity import build_identity_row
 from space.tabs.about import build_about_tab
 from space.tabs.leaderboard import build_leaderboard_tab
 from space.tabs.queue import QUEUE_TAB, build_queue_tab
+from space.tabs.service_status import build_service_status
 from space.tabs.status import build_status_tab
 from space.tabs.submit_model import build_submit_model_tab
 from space.status_text import format_error, format_status, inert  # noqa: F401  (space.ui's public helpers)
@@ -34,6 +35,7 @@ def build_ui(services: Services) -> gr.Blocks:
     with gr.Blocks(title="PersonaBoard") as ui:
         gr.Markdown(INTRO)
         token = build_identity_row()  # browsing is anonymous; submitting needs an identity
+        build_service_status(ui, services)  # results revision, "n results waiting to publish", workers
         # The id of a submission made on this page, set when it finishes: the board redraws with its row outlined.
         finished = gr.Textbox(visible=False, elem_id="finished-submission")
         with gr.Tabs() as tabs:

@@ -248,7 +248,7 @@ def record_then_enqueue(submission: Submission, records: SubmissionStore, redis:
         raise quota_error(submission.kind, submission.suite, used.used, used.limit) from None
     if redis is not None:
         try:
-            queue.enqueue(redis, submission.id)
+            queue.enqueue(redis, submission)
         except RedisError as exc:
             log.warning("submission %s recorded but not queued yet (%s)", submission.id, exc)
     return submission

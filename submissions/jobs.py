@@ -21,7 +21,9 @@ from leaderboard.outbox import Outbox
 from leaderboard.result_record import make_record
 from leaderboard.results import open_outbox
 from submissions.metrics import record_job
+from submissions import queue
 from submissions.records import Submission, SubmissionStore, utc_now
+from submissions.remote import RemoteLedger, ensure_pinned_split, note_released, send_event
 from submissions.settings import load_submission_settings
 
 log = logging.getLogger(__name__)
@@ -31,17 +33,43 @@ log = logging.getLogger(__name__)
 PUBLISH_WAIT_S = 30.0
 
 
-def _stores() -> tuple[SubmissionStore, Outbox]:
+def _stores(snapshot: dict[str, Any] | None = None, connection=None) -> tuple[SubmissionStore | RemoteLedger, Outbox]:
+    """Where this job reads and reports its submission: the web node's records (a worker on the web
+    node), or the job's snapshot and Redis events (a worker elsewhere: submissions/remote.py)."""
     settings = load_submission_settings()
-    submissions = SubmissionStore(settings.submissions_db)
-    return submissions, open_outbox(on_published=record_published(submissions))
+    if settings.worker_remote:
+        if snapshot is None:
+            raise RuntimeError("a remote worker needs the submission in the job (queued by an older version?)")
+        submissions = RemoteLedger(_redis(connection), snapshot)
+    else:
+        submissions = SubmissionStore(settings.submissions_db)
+    return submissions, publishing_outbox(connection)
 
 
-def record_published(submissions: SubmissionStore):
+def _redis(connection=None):
+    job = get_current_job()
+    return connection or (job.connection if job is not None else queue.connect(load_submission_settings().redis_url))
+
+
+def publishing_outbox(connection=None) -> Outbox:
+    """This machine's outbox, reporting each published result's revision where the records are:
+    the web node's database, or (from a remote worker) an event the web node folds in."""
+    settings = load_submission_settings()
+    if settings.worker_remote:
+        redis = _redis(connection)
+
+        def report(submission_id: str, revision: str) -> None:
+            send_event(redis, submission_id, {"revision": revision})
+    else:
+        report = SubmissionStore(settings.submissions_db).update_revision
+    return open_outbox(on_published=record_published(report))
+
+
+def record_published(report):
     """The outbox's report: a result that went out gets its revision on the submission record."""
     def on_published(entry: dict[str, Any], revision: str | None) -> None:
         if entry.get("kind") == "result" and revision:
-            submissions.update(entry["record"]["submission_id"], revision=revision)
+            report(entry["record"]["submission_id"], revision)
     return on_published
 
 
@@ -102,7 +130,7 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
     })
 
 
-def _evaluate_model(submission: Submission, task, submissions: SubmissionStore) -> tuple[dict, dict]:
+def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, dict]:
     """Run the model on the hidden split (resuming from the checkpoint) and score its answers."""
     from evaluator.backends import ModelSpec
     from evaluator.backends.pool import shared_pool
@@ -158,8 +186,8 @@ def _wait_for_gate(gate, limit_s: float = 600) -> None:
         time.sleep(0.05)
 
 
-def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
-    submissions, results = _stores()
+def evaluate_submission(submission_id: str, snapshot: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    submissions, results = _stores(snapshot)
     submission = submissions.start_attempt(submission_id)
     if submission is None:
         log.info("submission %s already finished or unknown; nothing to do", submission_id)
@@ -169,6 +197,8 @@ def evaluate_submission(submission_id: str) -> dict[str, Any] | None:
         _wait_for_gate(gate)
     run_stats = None
     try:
+        if isinstance(submissions, RemoteLedger):  # the web node's pinned split, from the Hub, on first use
+            ensure_pinned_split(submissions.redis, submission.suite)
         task = get_task(submission.suite, submission.task)
         _report_progress(0, submission.progress_total)
         if submission.kind == "model":
@@ -231,6 +261,9 @@ def _through_the_ladder(submissions: SubmissionStore, submission: Submission, me
         lambda best: (release.beats(value, best, step), release.round_to(value, step)),
     )
     if released:
+        if isinstance(submissions, SubmissionStore) and best is not None and (redis := _connection()) is not None:
+            note_released(redis, submitter_of(submission), f"{submission.suite}/{submission.task}/{submission.setting}",
+                          best)  # remote workers' Ladder sees this node's best too
         return release.released_metrics(metrics)
     withheld = release.Withheld(best=best, step=step, metric=metrics["metric"])
     n = metrics["n_items"]
@@ -243,7 +276,7 @@ def on_job_failure(job, connection, exc_type, exc_value, traceback) -> None:
     """RQ calls this when the job raised or its worker died; RQ retries afterwards if it can."""
     record_job(connection, "error")
     submission_id = job.args[0]
-    submissions, _ = _stores()
+    submissions, _ = _stores(job.kwargs.get("snapshot"), connection)
     current = submissions.get(submission_id)
     if current is None or current.state in ("finished", "cancelled"):
         return

@@ -14,8 +14,8 @@ from rq import Callback, Queue, Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
-from submissions.records import ACTIVE_STATES, SubmissionStore
-from submissions.settings import QUEUE_NAME
+from submissions.hardware import ALL_QUEUES, route
+from submissions.records import ACTIVE_STATES, Submission, SubmissionStore
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +32,19 @@ def connect(redis_url: str) -> Redis:
     return Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=30)
 
 
-def enqueue(redis: Redis, submission_id: str) -> Job:
-    queue = Queue(QUEUE_NAME, connection=redis)
+def queue_for(submission: Submission) -> str:
+    return route(submission.kind, (submission.details or {}).get("model"))
+
+
+def enqueue(redis: Redis, submission: Submission) -> Job:
+    """Queue the submission on the queue its hardware needs. The job carries the submission itself,
+    so a worker on another machine needs nothing from the web node's disk (submissions/remote.py)."""
+    submission_id = submission.id
+    queue = Queue(queue_for(submission), connection=redis)
     return queue.enqueue(
         JOB_FUNCTION,
         submission_id,
+        snapshot=submission.job_snapshot(),
         job_id=job_id_for(submission_id),
         job_timeout=JOB_TIMEOUT_S,
         retry=Retry(max=RETRIES),
@@ -55,8 +63,9 @@ def live_status(redis: Redis, submission_id: str) -> dict[str, Any]:
         return {"job_status": None}
     position = None
     if job.get_status() == JobStatus.QUEUED:
-        position = Queue(QUEUE_NAME, connection=redis).get_job_position(job.id)
-    return {"job_status": job.get_status().value, "queue_position": position, "progress": job.meta.get("progress")}
+        position = Queue(job.origin, connection=redis).get_job_position(job.id)
+    return {"job_status": job.get_status().value, "queue_position": position, "progress": job.meta.get("progress"),
+            "queue": job.origin if job.origin in ALL_QUEUES else None}
 
 
 def reconcile(redis: Redis, store: SubmissionStore) -> list[str]:
@@ -72,7 +81,7 @@ def reconcile(redis: Redis, store: SubmissionStore) -> list[str]:
             continue
         except NoSuchJobError:
             pass
-        enqueue(redis, submission.id)
+        enqueue(redis, submission)
         store.update(submission.id, state="queued")
         requeued.append(submission.id)
         log.warning("re-enqueued submission %s: its job was missing from Redis", submission.id)

@@ -170,6 +170,10 @@ class Submission:
             "predictions_sha256": self.file_sha256 or None,
         }
 
+    def job_snapshot(self) -> dict[str, Any]:
+        """What the job needs to run without this database (a worker on another machine)."""
+        return asdict(self)
+
     def public(self) -> dict[str, Any]:
         """What the API and the UI show: no server-side paths."""
         data = asdict(self)
@@ -340,6 +344,9 @@ class SubmissionStore:
         with closing(self._connect()) as db, db:
             db.execute(f"UPDATE submissions SET {assignments} WHERE id = :_id", {**changes, "_id": submission_id})
 
+    def update_revision(self, submission_id: str, revision: str) -> None:
+        self.update(submission_id, revision=revision)
+
     def requests_to_publish(self, limit: int = 100) -> list[Submission]:
         """Submissions whose requests/ record does not show their current status yet."""
         cases = " ".join(f"WHEN '{state}' THEN '{shown}'" for state, shown in REQUEST_STATUS.items())
@@ -407,6 +414,12 @@ class SubmissionStore:
                 db.rollback()
                 raise
         return released, (value if released else best)
+
+    def record_release(self, submission_id: str, submitter: str, scope: str, released: bool, value: float | None) -> None:
+        """A Ladder decision made elsewhere (a remote worker, submissions/remote.py), counted here too."""
+        with closing(self._connect()) as db, db:
+            db.execute("INSERT OR IGNORE INTO releases VALUES (?, ?, ?, ?, ?, ?)",
+                       (submission_id, submitter, scope, int(released), value, utc_now()))
 
     @staticmethod
     def _from_row(row: sqlite3.Row) -> Submission:

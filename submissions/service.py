@@ -28,6 +28,7 @@ from submissions import moderation, queue
 from submissions.identity import Identity, IdentityStore
 from submissions.intake import ModelForm, SubmissionForm, Submitter, accept_model, accept_predictions
 from submissions.jobs import record_published
+from submissions.remote import EventFolder, list_workers, publish_installed_pins
 from submissions.records import REQUEST_STATUS, Submission, SubmissionStore
 from submissions.settings import SubmissionSettings
 
@@ -62,7 +63,7 @@ class Services:
         records = SubmissionStore(settings.submissions_db)
         results = open_store()
         services = cls(settings, records, results, queue.connect(settings.redis_url), ModelRegistry(settings.data_dir),
-                       open_outbox(results, on_published=record_published(records)))
+                       open_outbox(results, on_published=record_published(records.update_revision)))
         services.prepare_store()
         return services
 
@@ -100,6 +101,32 @@ class Services:
                     log.exception("publisher pass failed")
 
         threading.Thread(target=loop, name="publisher", daemon=True).start()
+
+    def start_event_folder(self) -> None:
+        """Fold remote workers' events (state, progress, revision) into the records, as they come;
+        and pin this node's Hub-installed splits for them (submissions/remote.py)."""
+        folder = EventFolder(queue.connect(self.settings.redis_url), self.records)
+
+        def loop() -> None:
+            pinned = False
+            while not self._stop.is_set():
+                try:
+                    if not pinned:
+                        publish_installed_pins(folder.redis)
+                        pinned = True
+                    folder.fold(block_ms=1000)
+                except RedisError as exc:
+                    log.warning("queue unreachable, worker events postponed: %s", exc)
+                    self._stop.wait(2.0)
+                except Exception:  # noqa: BLE001 - the loop must outlive any one bad event
+                    log.exception("folding worker events failed")
+                    self._stop.wait(2.0)
+
+        threading.Thread(target=loop, name="events", daemon=True).start()
+
+    def workers(self) -> list[dict[str, Any]]:
+        """Every worker registered in Redis: hardware queues, heartbeat, what it runs (no host details)."""
+        return list_workers(self.redis)
 
     def results_head(self) -> str | None:
         """The newest results revision, or None while the store cannot be reached."""
@@ -181,6 +208,7 @@ class Services:
             except RedisError:
                 live = {"job_status": "unknown (queue unreachable)"}
         status["queue_position"] = live.get("queue_position")
+        status["queue"] = live.get("queue")
         status["job_status"] = live.get("job_status")
         progress = live.get("progress") or {"done": submission.progress_done, "total": submission.progress_total}
         status["progress"] = progress

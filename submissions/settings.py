@@ -19,6 +19,7 @@ DEFAULT_REDIS_PORT = 6389
 # Fault injection for the worker-kill tests: a job, once marked running, waits until this file exists
 # (the test opens the gate after killing the worker), so the kill lands mid-job by construction.
 FAULT_GATE_ENV = "PERSONABOARD_TEST_JOB_GATE"
+WORKER_REMOTE_ENV = "PERSONABOARD_WORKER_REMOTE"  # set by `personaboard worker`
 
 
 def redis_url(host: str, port: int, password: str | None = None) -> str:
@@ -38,6 +39,8 @@ class SubmissionSettings(LeaderboardSettings):
     max_upload_bytes: int = 64 * 1024 * 1024
     job_gate: Path | None = None
     quotas: QuotaLimits = QuotaLimits()  # per identity, suite and UTC day; `personaboard users quota` overrides
+    # a worker on another machine: no access to the web node's disk; state through Redis (submissions/remote.py)
+    worker_remote: bool = False
 
     @property
     def submissions_db(self) -> Path:
@@ -66,4 +69,5 @@ def load_submission_settings() -> SubmissionSettings:
             model=int(env.get("PERSONABOARD_QUOTA_MODEL_RUNS", QuotaLimits.model)),
             failed_validations=int(env.get("PERSONABOARD_QUOTA_FAILED_VALIDATIONS", QuotaLimits.failed_validations)),
         ),
+        worker_remote=env.get(WORKER_REMOTE_ENV, "").lower() in ("1", "true", "yes"),
     )

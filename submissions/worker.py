@@ -61,6 +61,20 @@ def set_compute_threads() -> int:
     return threads
 
 
+def drain_outbox() -> None:
+    """Push this machine's waiting publishes (a result whose publish met a Hub outage goes out when
+    the Hub is back, even if no job runs here meanwhile). Non-blocking: if another process of this
+    machine is publishing, it carries on."""
+    try:
+        from submissions.jobs import publishing_outbox
+
+        outbox = publishing_outbox()
+        if outbox.backlog():
+            outbox.drain()
+    except Exception:  # noqa: BLE001 - maintenance must never stop the worker
+        log.exception("draining the outbox failed; the next maintenance pass tries again")
+
+
 WARM_ENV = "PERSONABOARD_WARM_ENGINES"
 
 
@@ -89,7 +103,8 @@ def _die_with_worker(worker_pid: int) -> None:
 class PreloadWorker(Worker):
     """Forks a work-horse per job, or (keeps_engines_warm) runs jobs in its own process, as RQ's
     SimpleWorker does, with the engine pool (evaluator/backends/pool.py) living as long as it. A
-    worker killed mid-job is then restarted by the supervisor and its job resumes from its checkpoint."""
+    worker killed mid-job is then restarted by the supervisor and its job resumes from its checkpoint.
+    Also this machine's outbox publisher between jobs: RQ runs maintenance every few seconds while idle."""
 
     def execute_job(self, job, queue):
         if keeps_engines_warm():
@@ -109,3 +124,7 @@ class PreloadWorker(Worker):
             worker_pid = os.getpid()
             os.register_at_fork(after_in_child=lambda: _die_with_worker(worker_pid))
         return super().work(*args, **kwargs)
+
+    def run_maintenance_tasks(self):
+        super().run_maintenance_tasks()
+        drain_outbox()

@@ -9,7 +9,8 @@ atomically after every change, so the server can be killed and restarted without
 
 Covered (route -> the huggingface_hub call that uses it):
     POST /api/repos/create                               create_repo (private too; 409 if it exists)
-    GET  /api/{type}s/{repo}[/revision/{rev}]            repo_info / dataset_info / model_info
+    GET  /api/{type}s/{repo}[/revision/{rev}]            repo_info / dataset_info / model_info (with
+                                                         config and safetensors parameter counts)
     POST /api/{type}s/{repo}/preupload/{rev}             create_commit (upload mode: always "regular")
     POST /api/{type}s/{repo}/commit/{rev}                create_commit (ndjson; parentCommit -> 412 if
                                                          the branch moved, 409 while another commit runs)
@@ -386,8 +387,33 @@ class Handler(BaseHTTPRequestHandler):
             "siblings": [{"rfilename": path} for path in sorted(tree)],
         }
         if repo_type == "model":
-            info["modelId"] = repo_id
+            info.update({"modelId": repo_id, **self._model_facts(tree)})
         self._json(info)
+
+    def _model_facts(self, tree: dict) -> dict:
+        """What the Hub derives from a model's files: `config` (config.json, with tokenizer_config's
+        chat template) and `safetensors` (parameter counts from the files' headers)."""
+        facts: dict = {}
+        if "config.json" in tree:
+            config = json.loads(self.state.blob(tree["config.json"]))
+            facts["config"] = {k: config[k] for k in ("architectures", "model_type", "auto_map") if k in config}
+            if "tokenizer_config.json" in tree:
+                tokenizer = json.loads(self.state.blob(tree["tokenizer_config.json"]))
+                facts["config"]["tokenizer_config"] = {k: v for k, v in tokenizer.items() if k == "chat_template"}
+        counts: dict[str, int] = {}
+        for path, oid in tree.items():
+            if path.endswith(".safetensors"):
+                data = self.state.blob(oid)
+                header = json.loads(data[8:8 + int.from_bytes(data[:8], "little")])
+                for name, meta in header.items():
+                    if name != "__metadata__":
+                        size = 1
+                        for dim in meta["shape"]:
+                            size *= dim
+                        counts[meta["dtype"]] = counts.get(meta["dtype"], 0) + size
+        if counts:
+            facts["safetensors"] = {"parameters": counts, "total": sum(counts.values())}
+        return facts
 
     def _resolve(self, method: str, repo_type: str, repo_id: str, revision: str, path: str) -> None:
         if method not in ("GET", "HEAD"):

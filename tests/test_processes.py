@@ -154,7 +154,7 @@ def test_worker_registers_runs_a_job_and_stops(redis_server, service_env, tmp_pa
         wait_until(lambda: worker.pid in _worker_pids(redis_server), 60, f"worker registration; log:\n{log.read_text()}")
         conn = redis.Redis.from_url(redis_server)
         (registered,) = [w for w in Worker.all(connection=conn) if w.pid == worker.pid]
-        assert registered.queue_names() == [QUEUE_NAME]
+        assert registered.queue_names() == [QUEUE_NAME, f"{QUEUE_NAME}:cpu"]  # the web node's queue, then CPU jobs
 
         job = Queue(QUEUE_NAME, connection=conn).enqueue("math.sqrt", 16.0)
         wait_until(lambda: job.get_status(refresh=True).value == "finished", 60, "job to finish")

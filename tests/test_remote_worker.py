@@ -1,0 +1,150 @@
+"""A worker on "another machine": its own process and its own empty data folder, sharing only Redis
+and the Hub (tests/hub_server.py) with the web node.
+
+The web node installs a hidden split from a private Hub dataset (pinned to its commit); a tiny model
+is a Hub model; the submission is routed to the CPU queue, which only the remote worker serves. The
+worker installs the pinned split from the Hub on first use, runs the model, publishes the result to
+the Hub results repo through its own outbox, and reports state through Redis; the web node folds it
+into its records. Then the worker is drained: it stops, and the worker list no longer shows it.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from live_helpers import run_cli, wait_finished, wait_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from conftest import start_live_service  # noqa: E402
+from hub_server import TEST_TOKEN  # noqa: E402
+from tiny_models import build_tiny_model  # noqa: E402
+
+from backend import processes  # noqa: E402
+from evaluator.hub import DatasetRepo  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+SPLIT_FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "recentering"
+RESULTS_REPO = "personaboard/results"
+SPLIT_REPO = "personaboard/recentering-hidden"
+MODEL_REPO = "someone/tiny-relevance"
+WORKER = "remote-cpu-1"
+
+
+def upload(hub_url: str, repo_id: str, folder: Path, repo_type: str, private: bool) -> str:
+    import huggingface_hub.constants
+    from huggingface_hub import HfApi
+
+    offline, huggingface_hub.constants.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE, False
+    try:
+        api = HfApi(endpoint=hub_url, token=TEST_TOKEN)
+        api.create_repo(repo_id, repo_type=repo_type, private=private)
+        return api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type=repo_type,
+                                 commit_message="upload").oid
+    finally:
+        huggingface_hub.constants.HF_HUB_OFFLINE = offline
+
+
+@pytest.fixture
+def hub_env(hub_server, tmp_path, monkeypatch):
+    """What every node gets: the Hub (online), a token, the results repo."""
+    env = {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub_server.url, "HF_TOKEN": TEST_TOKEN,
+           "PERSONABOARD_RESULTS_REPO": RESULTS_REPO, "PERSONABOARD_RESULTS_PRIVATE": "1"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "web-hf-home"))
+    return env
+
+
+def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, tmp_path):
+    upload(hub_server.url, MODEL_REPO, build_tiny_model(tmp_path / "tiny", "generative", seed=5), "model", private=False)
+    split_sha = upload(hub_server.url, SPLIT_REPO, SPLIT_FIXTURE, "dataset", private=True)
+
+    svc = start_live_service(tmp_path / "web", n_workers=0)  # the web node runs no worker of its own
+    remote_dir = tmp_path / "remote" / "data"
+    remote_dir.mkdir(parents=True)
+    worker = None
+    try:
+        installed = run_cli("splits", "install", "recentering", "--source", SPLIT_REPO, env=svc.env)
+        assert installed.returncode == 0, installed.stderr
+        assert json.loads(installed.stdout)["revision"] == split_sha  # pinned to the commit
+
+        # the other machine: its own data folder and HF cache; Redis URL, token and repo only
+        remote_env = processes.child_env(remote_dir, svc.redis_url, extra={
+            **hub_env, "HF_HOME": str(tmp_path / "remote" / "hf-home")})
+        log = tmp_path / "remote" / "worker.log"
+        with open(log, "ab") as out:
+            worker = subprocess.Popen([sys.executable, "-m", "backend.cli", "worker", "--hardware", "cpu", "--name", WORKER],
+                                      cwd=ROOT, env=remote_env, stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+
+        with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+            def registered():
+                listed = {w["name"]: w for w in http.get("/api/v1/workers").json()["workers"]}
+                return listed.get(WORKER)
+
+            shown = wait_until(registered, 120, "the remote worker to register")
+            assert shown["queues"] == ["personaboard:cpu"] and shown["last_heartbeat"]
+
+            answer = http.post("/api/v1/submissions", json={
+                "model": MODEL_REPO, "suite": "recentering", "task": "relevance", "setting": "zero_shot",
+                "protocol": "choice_logprobs"})
+            assert answer.status_code == 201, answer.text
+            sid = answer.json()["id"]
+            assert answer.json()["details"]["model"]["source"] == "hub"
+            assert http.get(f"/api/v1/submissions/{sid}").json()["queue"] in ("personaboard:cpu", None)
+
+            final = wait_finished(http, sid, timeout=300, logs=lambda: log.read_text()[-4000:] + svc.logs())
+            assert final["attempts"] == 1 and final["progress"]["done"] == final["progress"]["total"] == 10
+            wait_until(lambda: http.get(f"/api/v1/submissions/{sid}").json()["revision"], 60,
+                       "the published revision to be folded in")
+            revision = http.get(f"/api/v1/submissions/{sid}").json()["revision"]
+
+            # published on the Hub, in the web node's leaderboard too
+            results = DatasetRepo(RESULTS_REPO, TEST_TOKEN, hub_server.url, tmp_path / "reader")
+            files = _online(lambda: results.files(revision))
+            assert f"results/recentering/relevance/{sid}.json" in files
+            record = json.loads(_online(lambda: results.read(f"results/recentering/relevance/{sid}.json", revision)))
+            assert record["provenance"]["model"]["revision"] == answer.json()["details"]["model"]["revision"]
+            # the gold never enters the results repo
+            assert all(p.split("/")[0] in ("README.md", ".gitattributes", "data", "results", "requests") for p in files), files
+            rows = http.get("/api/v1/leaderboard", params={"suite": "recentering", "task": "relevance"}).json()
+            assert sid in {row["submission_id"] for row in rows}
+
+        # the remote machine: the split installed from the Hub at the pinned commit, with the web
+        # node's split hash; none of the web node's state (no records database, no uploads)
+        info = json.loads((remote_dir / "splits" / "recentering" / "INSTALLED.json").read_text())
+        assert info["kind"] == "hub" and info["revision"] == split_sha
+        web_info = json.loads((svc.data_dir / "splits" / "recentering" / "INSTALLED.json").read_text())
+        assert info["tasks"] == web_info["tasks"]
+        assert record["provenance"]["split"]["sha256"] == web_info["tasks"]["relevance"]["sha256"]
+        assert not (remote_dir / "submissions.sqlite3").exists() and not (remote_dir / "uploads").exists()
+
+        # drained: finishes (nothing running now) and stops; the list no longer shows it
+        drained = run_cli("workers", "drain", WORKER, env=svc.env)
+        assert drained.returncode == 0, drained.stderr
+        assert worker.wait(timeout=60) == 0
+        with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+            names = {w["name"] for w in http.get("/api/v1/workers").json()["workers"]}
+        assert WORKER not in names
+    finally:
+        if worker is not None and worker.poll() is None:
+            processes.kill_group(worker)
+        svc.stop()
+
+
+def _online(call):
+    import huggingface_hub.constants
+
+    offline, huggingface_hub.constants.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE, False
+    try:
+        return call()
+    finally:
+        huggingface_hub.constants.HF_HUB_OFFLINE = offline
