@@ -254,6 +254,22 @@ def module_live_service(tmp_path_factory):
 
 
 @pytest.fixture
+def start_service():
+    """start(root, n_workers) -> LiveService, stopped at teardown (e.g. a web node with no worker of its own)."""
+    started: list[LiveService] = []
+
+    def start(root: Path, n_workers: int = 2) -> LiveService:
+        started.append(start_live_service(root, n_workers))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for svc in started:
+            svc.stop()
+
+
+@pytest.fixture
 def hub_server(tmp_path_factory):
     """tests/hub_server.py on a free port, accepting hub_server.TEST_TOKEN; stopped by PID at teardown."""
     from hub_server import TEST_TOKEN as HUB_TEST_TOKEN, HubServerProcess

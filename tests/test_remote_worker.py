@@ -21,7 +21,6 @@ from live_helpers import run_cli, wait_finished, wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conftest import start_live_service  # noqa: E402
 from hub_server import TEST_TOKEN  # noqa: E402
 from tiny_models import build_tiny_model  # noqa: E402
 
@@ -63,11 +62,11 @@ def hub_env(hub_server, tmp_path, monkeypatch):
     return env
 
 
-def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, tmp_path):
+def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, tmp_path, start_service):
     upload(hub_server.url, MODEL_REPO, build_tiny_model(tmp_path / "tiny", "generative", seed=5), "model", private=False)
     split_sha = upload(hub_server.url, SPLIT_REPO, SPLIT_FIXTURE, "dataset", private=True)
 
-    svc = start_live_service(tmp_path / "web", n_workers=0)  # the web node runs no worker of its own
+    svc = start_service(tmp_path / "web", n_workers=0)  # the web node runs no worker of its own
     remote_dir = tmp_path / "remote" / "data"
     remote_dir.mkdir(parents=True)
     worker = None
@@ -137,7 +136,6 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
     finally:
         if worker is not None and worker.poll() is None:
             processes.kill_group(worker)
-        svc.stop()
 
 
 def _online(call):
