@@ -105,7 +105,7 @@ def apply(action: str, submission_id: str, *, actor: str, reason: str, records: 
     entry["revision"] = _withdraw(outbox, submission_id, "rerun")
     if redis is not None:
         try:
-            queue.enqueue(redis, submission_id)
+            queue.enqueue(redis, records.get(submission_id))  # routed by its hardware, carrying its snapshot
         except RedisError as exc:  # recorded as queued: the reconciler enqueues it when Redis answers
             log.warning("rerun of %s recorded, not queued yet: %s", submission_id, exc)
     return entry
