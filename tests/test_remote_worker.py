@@ -15,7 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 from live_helpers import run_cli, wait_finished, wait_until
 
@@ -84,7 +83,7 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
                                       cwd=ROOT, env=remote_env, stdout=out, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, start_new_session=True)
 
-        with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+        with svc.http(timeout=60) as http:  # submits as the fixture user "tester"
             def registered():
                 listed = {w["name"]: w for w in http.get("/api/v1/workers").json()["workers"]}
                 return listed.get(WORKER)
@@ -130,7 +129,7 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
         drained = run_cli("workers", "drain", WORKER, env=svc.env)
         assert drained.returncode == 0, drained.stderr
         assert worker.wait(timeout=60) == 0
-        with httpx.Client(base_url=svc.base_url, trust_env=False, timeout=60) as http:
+        with svc.http(timeout=60) as http:  # submits as the fixture user "tester"
             names = {w["name"] for w in http.get("/api/v1/workers").json()["workers"]}
         assert WORKER not in names
     finally:
