@@ -49,6 +49,7 @@ WIDE_PARTS = 256  # pivoted table parts kept (by blob id; SHARD_RECORDS results 
 DEFAULT_PAGE_ROWS = 100
 MAX_PAGE_ROWS = 1000
 WATCH_EVERY_S = 0.2  # how often the watcher reads the head (a file read for the local store)
+WARM_BODIES = 8  # after a new head: the bodies last asked for on the old one are built for it too
 
 
 class TableSource(Protocol):
@@ -128,6 +129,13 @@ class RevisionTable:
         self._lock = threading.Lock()
         self._views = _Bounded(VIEWS_PER_REVISION)
         self._bodies = _Bounded(BODIES_PER_REVISION, BODY_BYTES_PER_REVISION, size=lambda b: len(b.content))
+        self._building: dict[tuple, threading.Lock] = {}  # body key -> its build: concurrent askers build once
+
+    def recent_bodies(self, count: int) -> list[tuple[Filters, str, bool, Page | None]]:
+        """The `count` bodies asked for most recently, newest first, as (filters, fmt, gzipped, page)."""
+        with self._lock:
+            keys = list(self._bodies.keys())[-count:]
+        return [(key[0], key[1], len(key) == 4, key[2]) for key in reversed(keys)]
 
     def cached_body(self, filters: Filters, fmt: str, gzipped: bool = False, page: Page | None = None) -> Body | None:
         """The body if it is built already (never builds: safe on the event loop)."""
@@ -156,6 +164,20 @@ class RevisionTable:
         if found is not None:
             return found
         key = (filters, fmt, page)
+        with self._lock:
+            gate = self._building.setdefault(key, threading.Lock())
+        try:
+            with gate:
+                return self._build_body(key, gzipped)
+        finally:
+            with self._lock:
+                self._building.pop(key, None)
+
+    def _build_body(self, key: tuple, gzipped: bool) -> Body:
+        filters, fmt, page = key
+        found = self.cached_body(filters, fmt, gzipped, page)  # built while we waited at the gate
+        if found is not None:
+            return found
         plain = self.cached_body(filters, fmt, page=page)
         if plain is None:
             view = self.view(filters)
@@ -248,15 +270,26 @@ class LeaderboardCache:
             parts.append(wide)
         return parts
 
+    def _warm(self, table: RevisionTable, wanted: list[tuple[Filters, str, bool, Page | None]]) -> None:
+        """Build `wanted` (what readers asked for on the previous head: the CSV download, a popular
+        filter) for the new head, after it is the head, so its readers wait for none of them."""
+        for filters, fmt, gzipped, page in wanted:
+            if self._head is not table:
+                return  # the head moved again: the next round warms the newer one
+            table.body(filters, fmt, gzipped, page)
+
     def watch(self, stop: threading.Event, every_s: float = WATCH_EVERY_S) -> None:
         """Until `stop`: whenever the head moves (a publish by any process), build its table and
-        default bodies, so the first readers after a publish find them built."""
+        default bodies, then the bodies readers asked for last on the previous head, so the first
+        readers after a publish find them built."""
         while not stop.is_set():
             try:
                 head = self._head
                 if head is None or head.revision != self.source.head_revision():
                     started = time.perf_counter()
                     table = self.table()  # with its DEFAULT_BODIES
+                    if head is not None and table is not head:
+                        self._warm(table, head.recent_bodies(WARM_BODIES))
                     log.debug("leaderboard %s built in %.3f s", table.revision[:12], time.perf_counter() - started)
             except Exception:  # the store unreachable for a while (the Hub): try again later
                 log.warning("leaderboard prebuild failed; readers build on demand", exc_info=True)

@@ -157,13 +157,24 @@ def test_json_pages_carry_the_total_and_their_own_etag(tmp_path):
     assert json.loads(pages[-1].content) == [] and full == [f"s{i}" for i in reversed(range(7))]
     assert table.body(Filters(), "json", page=Page(0, 3)) is pages[0]
 
+    # concurrent askers of one body build it once
+    fresh = LeaderboardCache(store, lambda: []).table()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(fresh.body(Filters(), "csv", gzipped=True))) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(got) == 6 and all(body is got[0] for body in got)
 
-def test_the_watcher_builds_a_new_heads_default_bodies_before_anyone_asks(tmp_path):
+
+def test_the_watcher_builds_a_new_heads_default_and_recent_bodies_before_anyone_asks(tmp_path):
     from leaderboard.readpath import DEFAULT_BODIES
 
     store = LocalDatasetStore(tmp_path / "results")
     store.publish(make_record("s1", 0.5))
     cache = LeaderboardCache(store, lambda: [])
+    cache.table().body(Filters(suite="prefeval"), "csv")  # a reader's download on the first head
     stop = threading.Event()
     watcher = threading.Thread(target=cache.watch, args=(stop, 0.02), daemon=True)
     watcher.start()
@@ -182,6 +193,11 @@ def test_the_watcher_builds_a_new_heads_default_bodies_before_anyone_asks(tmp_pa
             body = table.cached_body(filters, fmt, page=page)
             assert body is not None and {r["submission_id"] for r in json.loads(body.content)} == {"s1", "s2"}
             assert table.cached_body(filters, fmt, gzipped=True, page=page) is not None
+        # then what readers asked for on the previous head is built for the new one
+        while table.cached_body(Filters(suite="prefeval"), "csv") is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert b"s2" in table.cached_body(Filters(suite="prefeval"), "csv").content
+        assert table.cached_body(Filters(suite="prefeval"), "parquet") is None  # nobody asked for it
     finally:
         stop.set()
         watcher.join(10)
