@@ -35,7 +35,8 @@ def accuracy_by_turns(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]
     return series
 
 
-def plot_accuracy_by_turns(series: list[dict[str, Any]], path: str | Path, title: str = "PrefEval mcq_turns") -> Path:
+def plot_accuracy_by_turns(series: list[dict[str, Any]], path, title: str = "PrefEval mcq_turns"):
+    """Draw to `path` (PNG), or to a binary stream (SVG: the model page's image)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -45,7 +46,7 @@ def plot_accuracy_by_turns(series: list[dict[str, Any]], path: str | Path, title
     for line in series:
         x = [p["turns"] for p in line["points"]]
         y = [100 * p["value"] for p in line["points"]]
-        label = f"{line['model_name']} ({line['setting']})"
+        label = f"{line['model_name']} ({line['setting']})".replace("$", r"\$")  # a name is text, not mathtext
         drawn = axes.plot(x, y, marker="o", label=label)[0]
         bounded = [p for p in line["points"] if None not in p["ci95"]]
         if bounded:
@@ -59,8 +60,11 @@ def plot_accuracy_by_turns(series: list[dict[str, Any]], path: str | Path, title
     axes.set_title(title)
     if series:
         axes.legend(fontsize=8)
-    path = Path(path)
     figure.tight_layout()
-    figure.savefig(path)
+    if hasattr(path, "write"):
+        figure.savefig(path, format="svg")
+    else:
+        path = Path(path)
+        figure.savefig(path)
     plt.close(figure)
     return path

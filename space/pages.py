@@ -1,10 +1,15 @@
 """Shareable pages beside the Gradio app: one per model (`/model/{name}`), one per result
 (`/result/{id}`), the plots as SVG images (`/plots/...`) and example prediction files
 (`/examples/{suite}/{task}.jsonl`). Server-rendered HTML: every value from a record is escaped.
+
+The model page also holds the paired comparison (a plain GET form: pick another result of the same
+suite/task/setting; the numbers come from `services.compare`, the code GET /api/v1/compare runs) and,
+for PrefEval mcq_turns results, accuracy against distractor turns (leaderboard/turns_plot.py).
 """
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 from typing import Any
@@ -13,8 +18,10 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
+from evaluator.metrics import get_metric
 from evaluator.registry import all_suites
 from leaderboard.board import ranked_board
+from leaderboard.turns_plot import TURNS_TASK, accuracy_by_turns, plot_accuracy_by_turns
 from space import plots
 from space.data import board_inputs, manifest_tier_order, records
 from space.display import (
@@ -26,6 +33,7 @@ MAX_IDS = plots.MAX_SERIES
 EXAMPLE_LINES = 3
 PUBLISHED = re.compile(r"Add result (\S+) ")
 HUB_URL = "https://huggingface.co/"
+COMPARABLE_KINDS = ("computed", "partial")  # rows with answers kept by the service (not papers', not reference lines)
 
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>{title} · PersonaBoard</title>
@@ -35,6 +43,7 @@ table{{border-collapse:collapse;margin:8px 0 16px;font-size:14px}} th,td{{border
 td.num{{text-align:right;white-space:nowrap}} .scroll{{overflow-x:auto}} code,pre{{background:#f3f4f6;padding:2px 4px;border-radius:4px}}
 pre{{padding:8px;white-space:pre-wrap;word-break:break-all}} img.plot{{max-width:100%;height:auto;border:1px solid #eee}}
 .kind-partial{{background:#fffbeb}} .kind-reported{{color:#6b7280;font-style:italic}} nav a{{margin-right:12px}}
+form.pb-compare{{margin:4px 0 10px}} form.pb-compare select{{max-width:36em}} .pb-error{{color:#b91c1c}}
 </style></head><body><nav><a href="/">← Leaderboard</a></nav>{body}</body></html>"""
 
 
@@ -141,6 +150,125 @@ def _links(record: dict) -> str:
     return " · ".join(links)
 
 
+def format_p_value(p) -> str:
+    if p is None:
+        return "n/a"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def format_difference(value, metric: str | None) -> str:
+    """A signed difference in the metric's own format (percentage points for shares)."""
+    text = format_value(value, metric)
+    return f"+{text}" if text and float(value) > 0 else text
+
+
+def _comparable(suite: str, task: str) -> str | None:
+    """Why results of suite/task have no paired comparison here (the API's rule), or None."""
+    found = all_suites().get(suite)
+    spec = found.tasks.get(task) if found else None
+    if spec is None:
+        return "unknown task"
+    if spec.judge:
+        return "scored by a judge model: compared by their intervals only"
+    if get_metric(spec.metric).kind == "statistic":
+        return f"its metric ({metric_label(spec.metric)}) is not a mean over items"
+    return None
+
+
+def _result_label(record: dict) -> str:
+    total = record["metrics"]["total"].get(record["metrics"].get("metric")) or {}
+    kind = " · partial" if record.get("row_kind") == "partial" else ""
+    return (f"{record['model_name']} · {format_value(total.get('value'), record['metrics'].get('metric'))}{kind}"
+            f" · {(record.get('submitted_at') or '')[:16].replace('T', ' ')} · {record['submission_id']}")
+
+
+def _comparison_forms(name: str, mine: list[dict], every: list[dict], chosen: tuple[str, str] | None) -> str:
+    """One form per result of this model: compare it with another result of the same suite/task/setting."""
+    parts = []
+    for record in mine:
+        if record.get("row_kind") not in COMPARABLE_KINDS:
+            continue
+        where = f"{suite_title(record['suite'])} / {record['task']} · {record['setting']}"
+        why_not = _comparable(record["suite"], record["task"])
+        if why_not:
+            parts.append(f"<p>{_e(where)}: no paired comparison ({_e(why_not)}).</p>")
+            continue
+        others = [r for r in every if (r["suite"], r["task"], r["setting"]) == (record["suite"], record["task"], record["setting"])
+                  and r["submission_id"] != record["submission_id"] and r.get("row_kind") in COMPARABLE_KINDS]
+        if not others:
+            parts.append(f"<p>{_e(where)} ({_e(record['submission_id'])}): no other result of this suite, task and "
+                         "setting to compare with yet.</p>")
+            continue
+        options = "".join(
+            f'<option value="{_e(r["submission_id"])}"{" selected" if chosen == (record["submission_id"], r["submission_id"]) else ""}>'
+            f"{_e(_result_label(r))}</option>" for r in others)
+        parts.append(
+            f'<form class="pb-compare" method="get" action="/model/{_e(quote(name, safe=""))}#comparison" '
+            f'data-a="{_e(record["submission_id"])}"><input type="hidden" name="a" value="{_e(record["submission_id"])}">'
+            f'<label>{_e(where)} · this result ({_e(record["submission_id"])}) against '
+            f'<select name="b" aria-label="result to compare with">{options}</select></label> '
+            '<button type="submit">Compare</button></form>')
+    return "".join(parts) or "<p>No result of this model has answers kept here to compare (papers' rows, reference lines).</p>"
+
+
+def _comparison_result(services, a: str, b: str) -> str:
+    """The paired comparison of results a and b, from services.compare (GET /api/v1/compare's code)."""
+    from submissions.intake import SubmissionError
+
+    try:
+        result = services.compare(a, b)
+    except SubmissionError as exc:
+        return f'<div id="comparison"><p class="pb-error">No comparison: {_e(exc.detail["message"])}</p></div>'
+    metric = result.get("metric")
+    if result.get("difference") is None:
+        return '<div id="comparison"><p class="pb-error">No comparison: the two results share no scored item.</p></div>'
+    unit = str(result.get("unit") or "item").replace("_", " ")
+    rows = [("A", f'{_e(result["a"]["model_name"])} ({_e(result["a"]["setting"])}) · {_e(result["a"]["submission_id"])}'),
+            ("B", f'{_e(result["b"]["model_name"])} ({_e(result["b"]["setting"])}) · {_e(result["b"]["submission_id"])}'),
+            (f"{metric_label(metric)}: A, B", f"{format_value(result.get('a_mean'), metric)}, {format_value(result.get('b_mean'), metric)}"),
+            ("Difference (A − B)", format_difference(result["difference"], metric)),
+            ("95% CI of the difference", _e(format_interval(*result["ci95"], metric))),
+            ("p-value", format_p_value(result.get("p_value"))),
+            ("Items both answered", _e(result["n"])),
+            (f"Units ({unit}s, resampled together)", _e(result["n_units"])),
+            ("Test", _e(result.get("test", "")))]
+    note = (result.get("release") or {}).get("note")
+    return ('<div id="comparison"><h3>Paired comparison</h3><table class="comparison">'
+            + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
+            + (f"<p>{_e(note)}</p>" if note else "")
+            + "<p>On the items both results answered: the difference of the means, its 95% interval from a bootstrap "
+              "over the suite's independent units, and a two-sided sign-flip permutation p-value over those units "
+              f'(the same numbers as <code>GET /api/v1/compare?a={_e(a)}&amp;b={_e(b)}</code>).</p></div>')
+
+
+def _turns_section(name: str, mine: list[dict]) -> str:
+    """PrefEval mcq_turns: accuracy against distractor turns, as an image and as a table (n/a counts
+    are absent from the series: never drawn as zero)."""
+    series = accuracy_by_turns(mine)
+    if not series:
+        return ""
+    task = all_suites()[TURNS_TASK[0]].tasks[TURNS_TASK[1]]
+    counts = list(task.tier_group("turns").tiers)
+    head = "".join(f"<th>{_e(c)} turns</th>" for c in counts)
+    by_id = {r["submission_id"]: r for r in mine}
+    body = ""
+    for line in series:
+        points = {str(p["turns"]): p for p in line["points"]}
+        skipped = (by_id[line["submission_id"]].get("provenance") or {}).get("not_applicable") or {}
+        cells = "".join(
+            f'<td class=num title="95% CI {_e(format_interval(*points[c]["ci95"], line["metric"]))}; {_e(points[c]["n"])} items">'
+            f"{format_value(points[c]['value'], line['metric'])}</td>" if c in points
+            else f'<td class=num title="{_e(skipped.get(c, "not run"))}">n/a</td>' for c in counts)
+        body += f"<tr><td>{_e(line['setting'])} · {_e(line['submission_id'])}</td>{cells}</tr>"
+    ids = ",".join(line["submission_id"] for line in series[:MAX_IDS])
+    return ("<h2>Accuracy against distractor turns</h2><p>PrefEval mcq_turns: the preference stated, then this many "
+            "unrelated conversation turns, then the question. n/a: the model's context window is too short for those "
+            "prompts (never truncated).</p>"
+            f'<img class="plot" id="turns-plot" alt="accuracy of {_e(name)} against distractor turns" '
+            f'src="/plots/turns.svg?{_e(urlencode({"ids": ids}))}">'
+            f"<div class=scroll><table class=turns><thead><tr><th>Result</th>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+
+
 def build_pages(services) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
@@ -175,7 +303,7 @@ def build_pages(services) -> APIRouter:
         return _page(f"Result {submission_id}", body)
 
     @router.get("/model/{name:path}", response_class=HTMLResponse)
-    def model_page(name: str):
+    def model_page(name: str, a: str | None = Query(None, max_length=64), b: str | None = Query(None, max_length=64)):
         mine = sorted((r for r in records(services) if r["model_name"] == name),
                       key=lambda r: (r.get("submitted_at") or "", r["submission_id"]))
         if not mine:
@@ -204,7 +332,13 @@ def build_pages(services) -> APIRouter:
                 "it ran at and the results revision that published it.</p><div class=scroll><table class=history>"
                 "<thead><tr><th>Submitted</th><th>Suite / task</th><th>Setting</th><th>Kind</th><th>Score</th><th>95% CI</th>"
                 "<th>Items</th><th>Model revision</th><th>Results revision</th><th></th></tr></thead>"
-                f"<tbody>{history}</tbody></table></div><h2>Per-tier scores</h2>{plots_html}")
+                f"<tbody>{history}</tbody></table></div>"
+                + _turns_section(name, mine) +
+                "<h2>Compare with another result</h2><p>A paired comparison on the items both results answered: is "
+                "the difference real? Pick a result of the same suite, task and setting.</p>"
+                + _comparison_forms(name, mine, records(services), (a, b) if a and b else None)
+                + (_comparison_result(services, a, b) if a and b else "") +
+                f"<h2>Per-tier scores</h2>{plots_html}")
         return _page(name, body)
 
     def board_of(suite: str, task: str):
@@ -220,6 +354,16 @@ def build_pages(services) -> APIRouter:
         chosen = [i for i in ids.split(",") if i][:MAX_IDS]
         title = f"{suite_title(suite)} / {task}: per tier, 95% intervals"
         return Response(plots.tier_bars(board, cells, chosen, title), media_type=SVG)
+
+    @router.get("/plots/turns.svg")
+    def turns_plot(ids: str = Query("", max_length=2000)):
+        chosen = set([i for i in ids.split(",") if i][:MAX_IDS])
+        series = accuracy_by_turns(r for r in records(services) if r["submission_id"] in chosen)
+        if not series:
+            return Response(plots._empty("No PrefEval mcq_turns result chosen."), media_type=SVG)
+        buffer = io.BytesIO()
+        plot_accuracy_by_turns(series, buffer, title="PrefEval mcq_turns: accuracy (95% intervals) against turns")
+        return Response(buffer.getvalue(), media_type=SVG)
 
     @router.get("/plots/settings.svg")
     def settings_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100)):
