@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, Response
 from evaluator.metrics import get_metric
 from evaluator.registry import all_suites
 from leaderboard.board import ranked_board
+from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.turns_plot import TURNS_TASK, accuracy_by_turns, plot_accuracy_by_turns
 from space import plots
 from space.data import board_inputs, manifest_tier_order, records
@@ -341,16 +342,21 @@ def build_pages(services) -> APIRouter:
                 f"<h2>Per-tier scores</h2>{plots_html}")
         return _page(name, body)
 
-    def board_of(suite: str, task: str):
+    def board_of(suite: str, task: str, revision: str | None = None):
         if suite not in all_suites() or task not in all_suites()[suite].tasks:
             raise HTTPException(404, f"unknown suite/task {suite!r}/{task!r}")
-        scores, facts = board_inputs(services)
+        try:
+            scores, facts = board_inputs(services, revision)  # the newest, or the version the board shows
+        except StoreUnavailable:
+            raise HTTPException(503, "the results store cannot be reached right now") from None
+        except StoreError:
+            raise HTTPException(404, "unknown results revision") from None
         return ranked_board(scores, facts, suite, task, tier_order=manifest_tier_order())
 
     @router.get("/plots/tiers.svg")
     def tiers_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100),
-                   ids: str = Query("", max_length=2000)):
-        board, cells = board_of(suite, task)
+                   ids: str = Query("", max_length=2000), revision: str | None = Query(None, max_length=100)):
+        board, cells = board_of(suite, task, revision)
         chosen = [i for i in ids.split(",") if i][:MAX_IDS]
         title = f"{suite_title(suite)} / {task}: per tier, 95% intervals"
         return Response(plots.tier_bars(board, cells, chosen, title), media_type=SVG)
@@ -362,18 +368,21 @@ def build_pages(services) -> APIRouter:
         if not series:
             return Response(plots._empty("No PrefEval mcq_turns result chosen."), media_type=SVG)
         buffer = io.BytesIO()
-        plot_accuracy_by_turns(series, buffer, title="PrefEval mcq_turns: accuracy (95% intervals) against turns")
+        plots.one_at_a_time(plot_accuracy_by_turns)(  # pyplot: one drawing at a time (space/plots.py)
+            series, buffer, title="PrefEval mcq_turns: accuracy (95% intervals) against turns")
         return Response(buffer.getvalue(), media_type=SVG)
 
     @router.get("/plots/settings.svg")
-    def settings_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100)):
-        board, _ = board_of(suite, task)
+    def settings_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100),
+                      revision: str | None = Query(None, max_length=100)):
+        board, _ = board_of(suite, task, revision)
         board = board[board["row_kind"] != "partial"]
         return Response(plots.setting_comparison(board, f"{suite_title(suite)} / {task}: by setting"), media_type=SVG)
 
     @router.get("/plots/size.svg")
-    def size_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100)):
-        board, _ = board_of(suite, task)
+    def size_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100),
+                  revision: str | None = Query(None, max_length=100)):
+        board, _ = board_of(suite, task, revision)
         board = board[board["row_kind"] == "computed"]
         return Response(plots.score_vs_size(board, f"{suite_title(suite)} / {task}: score vs size"), media_type=SVG)
 

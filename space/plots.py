@@ -4,8 +4,10 @@ and score against model size. Numbers use the display schema's format per metric
 """
 from __future__ import annotations
 
+import functools
 import io
 import math
+import threading
 
 import matplotlib
 
@@ -17,6 +19,17 @@ from space.display import column_labels, metric_format, metric_label  # noqa: E4
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
 MAX_SERIES = 8  # bars per group beyond this stop being readable
+# pyplot's figure registry and mathtext's parser are not thread-safe: plots requested together (the
+# board's three images load at once, in the server's thread pool) broke each other's tick labels
+_DRAWING = threading.RLock()
+
+
+def one_at_a_time(draw):
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs):
+        with _DRAWING:
+            return draw(*args, **kwargs)
+    return drawn
 
 
 def _svg(figure) -> bytes:
@@ -41,6 +54,7 @@ def _errors(values, lows, highs, scale):
     return [below, above]
 
 
+@one_at_a_time
 def grouped_bars(groups: list[str], series: dict[str, list[tuple[float, float, float]]], metric: str,
                  title: str, xlabel: str = "") -> bytes:
     """Bars per group for each series (value, low, high), with 95% interval whiskers."""
@@ -65,6 +79,7 @@ def grouped_bars(groups: list[str], series: dict[str, list[tuple[float, float, f
     return _svg(figure)
 
 
+@one_at_a_time
 def tier_bars(board: pd.DataFrame, cells: pd.DataFrame, submission_ids: list[str], title: str) -> bytes:
     """Per-tier bars (with the total) for the chosen results of one task's board."""
     chosen = board[board["submission_id"].isin(submission_ids)].head(MAX_SERIES)
@@ -89,6 +104,7 @@ def _series_name(row) -> str:
     return f"{row['model_name']} ({row['setting']})"
 
 
+@one_at_a_time
 def setting_comparison(board: pd.DataFrame, title: str) -> bytes:
     """One group per model, one bar per setting (the totals with their intervals): what a persona,
     retrieval or nothing does for each model (PersonaFeedback's Figure 3 kind)."""
@@ -111,6 +127,7 @@ def setting_comparison(board: pd.DataFrame, title: str) -> bytes:
     return grouped_bars(models, series, rows["metric"].iloc[0], title, xlabel="model")
 
 
+@one_at_a_time
 def score_vs_size(board: pd.DataFrame, title: str) -> bytes:
     """Total against parameter count (log scale), one point per result with its interval; results
     whose size is unknown (uploaded predictions, papers) are left out and counted in the caption."""

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 
 from board_fixture import EXPECTED_RANKS, SUITE, TASK, board_records  # noqa: E402
+from space.data import LATEST_LABEL  # noqa: E402
 from browser_helpers import (  # noqa: E402
     CHROMIUM, choose, expect, launch_chromium, open_page, read_table, screenshot, wait_table,
 )
@@ -24,6 +25,7 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
 ]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
+EARLY_RELEASE = "fx-early"
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +34,10 @@ def service(module_live_service):
     from leaderboard.store import LocalDatasetStore
 
     store = LocalDatasetStore(module_live_service.data_dir / "results-dataset")
-    for record in board_records():
+    for i, record in enumerate(board_records()):
         store.publish(record)
+        if i == 1:  # a release naming the board with alpha and beta only (the Version selector's test)
+            store.release(EARLY_RELEASE, notes="the first two")
     return module_live_service
 
 
@@ -149,6 +153,41 @@ def test_deep_link_highlights_a_row(page, tmp_path):
     wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
     expect(page.locator("#leaderboard-table tr[data-id='fx-gamma']")).to_have_attribute("aria-current", "true")
     assert json.loads(json.dumps(page.url)).endswith("highlight=fx-gamma")
+
+
+def test_version_selector_opens_a_release_and_an_older_revision(page, service, tmp_path):
+    from leaderboard.store import LocalDatasetStore
+
+    store = LocalDatasetStore(service.data_dir / "results-dataset")
+    release = next(r for r in store.releases() if r.name == EARLY_RELEASE)
+    first = next(v for v in reversed(store.versions()) if "fx-alpha" in v.message)  # the publish of alpha alone
+    wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
+    expect(page.locator("#version-note")).to_have_count(0)
+
+    choose(page, "filter-version", f"Release {EARLY_RELEASE} ({release.created_at[:10]}, {release.revision[:8]})")
+    wait_table(page, lambda h, r: [x["Model"] for x in fixture_rows(h, r)] == ["alpha", "beta"], "the release's two rows")
+    expect(page.locator("#version-note")).to_contain_text(EARLY_RELEASE)
+    # the downloads and the plots are of the version shown
+    csv_link = page.locator("#leaderboard-downloads a", has_text="CSV").get_attribute("href")
+    assert f"revision={EARLY_RELEASE}" in csv_link, csv_link
+    downloaded = page.request.get(csv_link).text()
+    assert "fx-beta" in downloaded and "fx-gamma" not in downloaded
+    size_plot = page.request.get(page.locator("#plot-size").get_attribute("src")).text()
+    assert ">alpha<" in size_plot and ">gamma<" not in size_plot
+
+    # a deep link to an older revision (by its short sha) opens it, with the selector showing it
+    page.goto(f"/?suite={SUITE}&task={TASK}&revision={first.revision[:12]}")
+    wait_table(page, lambda h, r: [x["Model"] for x in fixture_rows(h, r)] == ["alpha"], "alpha alone")
+    expect(page.locator("#filter-version input[role='combobox']")).to_have_value(first.revision[:12])
+    shot(page, tmp_path, "board-older-revision")
+    # and back to the newest: every row, no note
+    choose(page, "filter-version", LATEST_LABEL)
+    wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the newest version's rows")
+    expect(page.locator("#version-note")).to_have_count(0)
+
+    # a revision that does not exist says so (no traceback, no 500)
+    page.goto(f"/?suite={SUITE}&task={TASK}&revision=0000000000")
+    expect(page.locator("#version-missing")).to_contain_text("0000000000")
 
 
 def test_plots_render_with_the_right_series(page, tmp_path):

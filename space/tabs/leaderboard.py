@@ -2,7 +2,8 @@
 column chooser, header sorting (in the browser), downloads, plots of the shown rows.
 
 Deep links: `/?suite=S&task=T&setting=X&highlight=<submission id>` opens that view (the status of a
-finished submission links here with its row highlighted).
+finished submission links here with its row highlighted); `&revision=<sha or release>` opens an older
+version of the leaderboard (the Version selector: "latest", every release, recent revisions).
 """
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ import pandas as pd
 
 from evaluator.registry import all_suites
 from leaderboard.board import UNKNOWN, ranked_board
+from leaderboard.store import StoreError, StoreUnavailable
 from space.board_view import DEFAULT_COLUMNS, OPTIONAL_COLUMNS, SORT_JS, render_board
 from space.choices import ALL, setting_choices, suite_choices, task_choices, tier_choices
 from space.plots import MAX_SERIES
-from space.data import board_inputs, default_view, manifest_tier_order
+from space.data import LATEST, LATEST_LABEL, board_inputs, default_view, manifest_tier_order, version_choices
 
 RANKING_HELP = (
     "**Rank**: verified rows only (full runs scored here on the hidden split). A row's rank is 1 + the number of "
@@ -38,9 +40,9 @@ class LeaderboardTab:
     follow: Callable  # follow(component holding a submission id): on change, show its task, its row outlined
 
 
-def download_links(suite, task, setting, tier) -> str:
-    params = {k: v for k, v in {"suite": suite, "task": task, "setting": setting, "tier": tier}.items()
-              if v and v not in (ALL, NO_TIER)}
+def download_links(suite, task, setting, tier, revision=None) -> str:
+    params = {k: v for k, v in {"suite": suite, "task": task, "setting": setting, "tier": tier,
+                                "revision": revision}.items() if v and v not in (ALL, NO_TIER)}
     links = []
     for fmt in ("csv", "json", "parquet"):
         url = "/api/v1/leaderboard?" + urlencode({**params, "format": fmt})
@@ -67,10 +69,17 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
     def fact_choices(board: pd.DataFrame, column: str) -> list[str]:
         return [ALL, *sorted({str(v) for v in board[column].dropna()} - {UNKNOWN}), UNKNOWN] if len(board) else [ALL]
 
-    def show(suite, task, setting, tier, model_type, size, license_, search, columns, highlight=None):
+    def show(suite, task, setting, tier, model_type, size, license_, search, columns, highlight=None, version=None):
         if not suite or not task:
             return '<p class="pb-empty"><em>Choose a suite and a task.</em></p>', "", None
-        scores, facts = board_inputs(services)
+        version = None if version in (None, "", LATEST) else version
+        try:
+            scores, facts = board_inputs(services, version)
+        except StoreUnavailable:
+            return '<p class="pb-empty"><em>The results store cannot be reached right now; try again shortly.</em></p>', "", None
+        except StoreError:
+            return (f'<p class="pb-empty" id="version-missing"><em>There is no leaderboard version '
+                    f'{html.escape(version)}; choose another.</em></p>', "", None)
         board, cells = ranked_board(scores, facts, suite, task, None if setting in (None, "", ALL) else setting,
                                     None if tier in (None, "", NO_TIER) else tier, tier_order=manifest_tier_order())
         shown = filter_board(board, model_type, size, license_, search)
@@ -78,7 +87,21 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         if highlight and (shown["submission_id"] == highlight).any():
             table = table.replace(f'data-id="{html.escape(highlight)}"', f'data-id="{html.escape(highlight)}" '
                                   'style="outline:3px solid #f59e0b" aria-current="true"', 1)
-        return table, download_links(suite, task, setting, tier), board
+        if version:  # an older version: say so above it, so no one takes it for the current board
+            table = (f'<p class="pb-version-note" id="version-note">Showing the leaderboard as of '
+                     f'<code>{html.escape(str(version))}</code>, not the newest.</p>') + table
+        return table, download_links(suite, task, setting, tier, version), board
+
+    def versions_update(current=None):
+        """The Version selector's choices (releases and recent revisions), keeping the reader's choice."""
+        try:
+            choices = version_choices(services)
+        except StoreError:
+            return gr.skip()  # the store unreachable for now: keep what is offered
+        values = {value for _, value in choices}
+        if current and current not in values:  # a deep link's revision, or one that left the recent list
+            choices.append((current, current))
+        return gr.update(choices=choices, value=current or LATEST)
 
     def refresh_choices(board):
         if board is None:
@@ -87,10 +110,10 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         return (*(gr.update(choices=fact_choices(board, c)) for c in ("model_type", "size", "license")),
                 gr.update(choices=compared, value=[i for _, i in compared[:DEFAULT_COMPARED]]))
 
-    def show_plots(suite, task, setting, chosen):
+    def show_plots(suite, task, setting, chosen, version=None):
         if not suite or not task:
             return ""
-        where = {"suite": suite, "task": task}
+        where = {"suite": suite, "task": task, **({"revision": version} if version not in (None, "", LATEST) else {})}
         tiers = urlencode({**where, "ids": ",".join((chosen or [])[:MAX_SERIES])})
         return (f'<div class="pb-plots"><img id="plot-tiers" alt="per-tier scores with 95% intervals of the chosen results" '
                 f'src="/plots/tiers.svg?{html.escape(tiers)}">'
@@ -112,10 +135,11 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         """A submission of this page finished: show its suite and task with its row outlined."""
         found = services.submission(submission_id)
         if found is None or found.suite not in all_suites():
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         return (gr.update(value=found.suite), gr.update(choices=task_choices(found.suite), value=found.task),
                 gr.update(choices=[ALL, *setting_choices(found.suite)], value=ALL),
-                gr.update(choices=[NO_TIER, *tier_choices(found.suite, found.task)], value=NO_TIER), found.id)
+                gr.update(choices=[NO_TIER, *tier_choices(found.suite, found.task)], value=NO_TIER), found.id,
+                versions_update())  # its result is in the newest version
 
     def on_load(request: gr.Request):
         """The default view (the first suite with verified results), or the one a deep link names."""
@@ -127,7 +151,8 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         setting = params.get("setting") if suite and params.get("setting") in setting_choices(suite) else ALL
         return (gr.update(choices=suite_choices(), value=suite), gr.update(choices=task_choices(suite), value=task),
                 gr.update(choices=[ALL, *setting_choices(suite)], value=setting),
-                gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=NO_TIER), params.get("highlight") or "")
+                gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=NO_TIER), params.get("highlight") or "",
+                versions_update((params.get("revision") or "")[:100] or None))
 
     with gr.Tab("Leaderboard", id="leaderboard"):
         with gr.Row():
@@ -143,6 +168,8 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         with gr.Row(equal_height=True):
             f_columns = gr.CheckboxGroup([(label, key) for key, label in OPTIONAL_COLUMNS.items()], value=DEFAULT_COLUMNS,
                                          label="Columns", elem_id="column-chooser", scale=4)
+            f_version = gr.Dropdown([(LATEST_LABEL, LATEST)], value=LATEST, label="Version", elem_id="filter-version", scale=2,
+                                    info="the newest, a release, or an earlier revision")
             refresh = gr.Button("Refresh", size="sm", scale=0, min_width=110, elem_id="refresh-leaderboard")
         board_html = gr.HTML(elem_id="leaderboard-table", js_on_load=SORT_JS)
         gr.Markdown(RANKING_HELP, elem_id="leaderboard-help")
@@ -154,12 +181,12 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         highlight = gr.Textbox(visible=False, elem_id="leaderboard-highlight")
         board_state = gr.State(None)
 
-    view = [f_suite, f_task, f_setting, f_tier, f_type, f_size, f_license, f_search, f_columns, highlight]
+    view = [f_suite, f_task, f_setting, f_tier, f_type, f_size, f_license, f_search, f_columns, highlight, f_version]
     outputs = [board_html, downloads, board_state]
 
     def redraw(trigger):
         return (trigger(show, view, outputs).then(refresh_choices, board_state, [f_type, f_size, f_license, compare])
-                .then(show_plots, [f_suite, f_task, f_setting, compare], plots_html))
+                .then(show_plots, [f_suite, f_task, f_setting, compare, f_version], plots_html))
 
     # .input (the reader's own choices), not .change: the page's own updates must not cascade.
     redraw(f_suite.input(on_suite, f_suite, [f_task, f_setting, f_tier]).then)
@@ -168,10 +195,11 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
     for control in (f_setting, f_tier, f_type, f_size, f_license, f_columns):
         control.input(show, view, outputs, trigger_mode="always_last")
     f_search.change(show, view, outputs, show_progress="hidden", trigger_mode="always_last")
-    compare.input(show_plots, [f_suite, f_task, f_setting, compare], plots_html, trigger_mode="always_last")
-    redraw(refresh.click)
-    redraw(ui.load(on_load, None, [f_suite, f_task, f_setting, f_tier, highlight]).then)
+    compare.input(show_plots, [f_suite, f_task, f_setting, compare, f_version], plots_html, trigger_mode="always_last")
+    redraw(f_version.input)
+    redraw(refresh.click(versions_update, f_version, f_version).then)
+    redraw(ui.load(on_load, None, [f_suite, f_task, f_setting, f_tier, highlight, f_version]).then)
     def follow(source: gr.Textbox):
-        redraw(source.change(on_finished, source, [f_suite, f_task, f_setting, f_tier, highlight]).then)
+        redraw(source.change(on_finished, source, [f_suite, f_task, f_setting, f_tier, highlight, f_version]).then)
 
     return LeaderboardTab(follow=follow)
