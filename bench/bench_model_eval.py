@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from evaluator.backends.base import ModelSpec  # noqa: E402
-from evaluator.backends.hf_transformers import TransformersBackend  # noqa: E402
+from evaluator.backends.hf_transformers import TransformersBackend, length_batches  # noqa: E402
 from evaluator.model_eval import ModelTools, run_model, select_items  # noqa: E402
 from evaluator.protocols import choose_by_logprobs, parse_choice_tag  # noqa: E402
 from evaluator.registry import get_task  # noqa: E402
@@ -172,7 +172,9 @@ def main() -> int:
             walls[key].append(wall)
             cpus[key].append(cpu)
             print(f"  repeat {rep + 1}: ({key}) {wall:6.2f} s wall, {cpu:6.2f} s CPU", flush=True)
-        print(f"  repeat {rep + 1}: a/c {walls['a'][-1] / walls['c'][-1]:.2f}, b/a {walls['b'][-1] / walls['a'][-1]:.2f}", flush=True)
+        print(f"  repeat {rep + 1}: a/c {walls['a'][-1] / walls['c'][-1]:.2f}, b/a {walls['b'][-1] / walls['a'][-1]:.2f}, "
+              f"b/c {walls['b'][-1] / walls['c'][-1]:.2f} (wall); a/c {cpus['a'][-1] / cpus['c'][-1]:.2f}, "
+              f"b/a {cpus['b'][-1] / cpus['a'][-1]:.2f}, b/c {cpus['b'][-1] / cpus['c'][-1]:.2f} (CPU)", flush=True)
     med = {k: statistics.median(v) for k, v in walls.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpus.items()}
 
@@ -195,10 +197,21 @@ def main() -> int:
     print(f"(c) true floor, each prompt alone: {med['c']:7.2f} s  {n / med['c']:6.2f} items/s  "
           f"{tokens / med['c']:7.0f} tok/s  (CPU {med_cpu['c']:.2f} s)")
     speedups = [b / a for a, b in zip(walls["a"], walls["b"])]
+    cpu_speedups = [b / a for a, b in zip(cpus["a"], cpus["b"])]
     overheads = [a / c for a, c in zip(walls["a"], walls["c"])]
     cpu_overheads = [a / c for a, c in zip(cpus["a"], cpus["c"])]
-    print(f"b/a (speed-up over the official loop), per repeat: {spread(speedups)} "
-          f"(goal >= 1.5x on every repeat: {'met' if min(speedups) >= 1.5 else 'MISSED'})")
+    ceilings = [b / c for b, c in zip(cpus["b"], cpus["c"])]
+    lengths = [len(p) for p in prompts]
+    batches = length_batches(list(range(n)), lengths, backend.max_batch_tokens, backend.max_batch_size, backend.max_padding)
+    padded = sum(max(lengths[i] for i in b) * len(b) for b in batches)
+    print(f"(a)'s length batches: {len(batches)} for {n} prompts, padding {100 * (1 - tokens / padded):.1f} % of the "
+          f"tokens computed (cap {100 * backend.max_padding:.0f} %)")
+    print(f"b/a (speed-up over the official loop), per repeat: {spread(speedups)} wall, {spread(cpu_speedups)} CPU "
+          f"(goal >= 1.5x on every repeat: {'met' if min(min(speedups), min(cpu_speedups)) >= 1.5 else 'MISSED'})")
+    # An exact service runs every prompt token through the model at least once, as (c) does: with no
+    # shared prefix to reuse, b/a can be at most b/c. Where b/c < 1.5 the 1.5x goal cannot be met here.
+    print(f"b/c (the official loop over the true floor: the most b/a can reach without a shared prefix), per repeat: "
+          f"{spread(ceilings)} CPU")
     print(f"a/c (service over the true floor), per repeat: {spread(overheads)} wall, {spread(cpu_overheads)} CPU "
           f"(goal <= 1.2x in both: {'met' if max(statistics.median(overheads), statistics.median(cpu_overheads)) <= 1.2 else 'MISSED'})")
     c_answers = [requests[0].labels[j] for j in c_norm.argmax(1)]
