@@ -25,6 +25,7 @@ from leaderboard.table import EXPORT_FORMATS
 PATH = "/api/v1/leaderboard"
 FAST_PARAMS = {"suite", "task", "setting", "tier", "format", "limit", "offset"}
 MAX_OFFSET = 10_000_000
+PARSED_QUERIES = 1024
 CHUNK_BYTES = 256 * 1024
 
 
@@ -93,6 +94,7 @@ class LeaderboardFastPath:
     def __init__(self, app: ASGIApp, services) -> None:
         self.app = app
         self.services = services
+        self._parsed: dict[bytes, tuple | None] = {}  # query string -> what it asks for (None: the route's)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == PATH:
@@ -104,24 +106,42 @@ class LeaderboardFastPath:
         await self.app(scope, receive, send)
 
     def _cached(self, scope: Scope) -> tuple[Body, str, str | None, list[tuple[str, str]]] | None:
-        pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        params = dict(pairs)
-        if len(params) != len(pairs) or not params.keys() <= FAST_PARAMS:
-            return None  # repeated or other parameters (revision=...): the route decides
-        fmt = params.get("format", "json")
-        if fmt not in EXPORT_FORMATS:
+        query = scope.get("query_string", b"")
+        request = self._parsed.get(query, _UNPARSED)
+        if request is _UNPARSED:
+            request = _fast_request(query)
+            if len(self._parsed) >= PARSED_QUERIES:
+                self._parsed.clear()  # query strings come from anyone: bounded
+            self._parsed[query] = request
+        if request is None:
             return None
-        limit, offset = _count(params.get("limit"), 1, MAX_PAGE_ROWS), _count(params.get("offset"), 0, MAX_OFFSET)
-        if limit is False or offset is False or (fmt != "json" and ("limit" in params or "offset" in params)):
-            return None  # the route explains what is wrong
-        headers = {k: v for k, v in scope["headers"] if k in (b"accept-encoding", b"if-none-match")}
-        decode = lambda name: headers[name].decode("latin-1") if name in headers else None  # noqa: E731
+        filters, fmt, page, pairs = request
         table = self.services.board.cached_head()
         if table is None:
             return None
-        filters = Filters(*(params.get(name) or None for name in ("suite", "task", "setting", "tier")))
-        body = table.cached_body(filters, fmt, accepts_gzip(decode(b"accept-encoding")), page_of(fmt, limit, offset or 0))
+        headers = {k: v for k, v in scope["headers"] if k in (b"accept-encoding", b"if-none-match")}
+        decode = lambda name: headers[name].decode("latin-1") if name in headers else None  # noqa: E731
+        body = table.cached_body(filters, fmt, accepts_gzip(decode(b"accept-encoding")), page)
         return (body, fmt, decode(b"if-none-match"), pairs) if body is not None else None
+
+
+_UNPARSED = object()
+
+
+def _fast_request(query: bytes) -> tuple[Filters, str, Page | None, list[tuple[str, str]]] | None:
+    """What a query string asks for, or None when the route must answer it."""
+    pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+    params = dict(pairs)
+    if len(params) != len(pairs) or not params.keys() <= FAST_PARAMS:
+        return None  # repeated or other parameters (revision=...): the route decides
+    fmt = params.get("format", "json")
+    if fmt not in EXPORT_FORMATS:
+        return None
+    limit, offset = _count(params.get("limit"), 1, MAX_PAGE_ROWS), _count(params.get("offset"), 0, MAX_OFFSET)
+    if limit is False or offset is False or (fmt != "json" and ("limit" in params or "offset" in params)):
+        return None  # the route explains what is wrong
+    filters = Filters(*(params.get(name) or None for name in ("suite", "task", "setting", "tier")))
+    return filters, fmt, page_of(fmt, limit, offset or 0), pairs
 
 
 def _count(text: str | None, low: int, high: int) -> int | None | bool:

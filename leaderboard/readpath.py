@@ -29,7 +29,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Hashable, Protocol
+from typing import Callable, Hashable, NamedTuple, Protocol
 
 import pandas as pd
 
@@ -60,16 +60,14 @@ class TableSource(Protocol):
     def scores(self, revision: str | None = None) -> pd.DataFrame: ...
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(NamedTuple):  # NamedTuple, not a dataclass: hashed on every request (C tuple hash)
     """Rows offset .. offset + limit of a view (JSON only)."""
 
     offset: int = 0
     limit: int = DEFAULT_PAGE_ROWS
 
 
-@dataclass(frozen=True)
-class Filters:
+class Filters(NamedTuple):
     suite: str | None = None
     task: str | None = None
     setting: str | None = None

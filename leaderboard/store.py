@@ -140,6 +140,7 @@ class LocalDatasetStore:
         self.root = Path(root)
         self._parts: OrderedDict[str, pd.DataFrame] = OrderedDict()  # blob id -> parsed table part
         self._parts_lock = threading.Lock()
+        self._head_seen: tuple[str, tuple, str] | None = None  # (ref file, its stat, the sha it held)
 
     @property
     def location(self) -> str:
@@ -379,7 +380,17 @@ class LocalDatasetStore:
 
     def head_revision(self) -> str:
         """The newest revision, read from git's ref files: no process, cheap enough for every request
-        (the read path keys its cached table on it, so publishes from other processes are seen)."""
+        (the read path keys its cached table on it, so publishes from other processes are seen).
+
+        Usually one stat: git moves a ref by renaming a new file over it, so while the ref file's
+        inode, size and times are those seen last, it holds the sha read then."""
+        seen = self._head_seen
+        if seen is not None:
+            try:
+                if _stat_key(seen[0]) == seen[1]:
+                    return seen[2]
+            except OSError:
+                pass
         git = self.root / ".git"
         try:
             head = (git / "HEAD").read_text(encoding="ascii").strip()
@@ -387,7 +398,12 @@ class LocalDatasetStore:
                 return head
             ref = head[5:]
             try:
-                return (git / ref).read_text(encoding="ascii").strip()
+                ref_path = str(git / ref)
+                key = _stat_key(ref_path)
+                sha = (git / ref).read_text(encoding="ascii").strip()
+                if _stat_key(ref_path) == key:  # not replaced while we read it
+                    self._head_seen = (ref_path, key, sha)
+                return sha
             except FileNotFoundError:  # packed by `git gc`
                 for line in (git / "packed-refs").read_text(encoding="ascii").splitlines():
                     if line.endswith(" " + ref):
@@ -466,6 +482,11 @@ class LocalDatasetStore:
 
     def _show(self, revision: str, path: str) -> bytes:
         return self._git("show", f"{self._verify(revision)}:{path}")
+
+
+def _stat_key(path: str) -> tuple:
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:

@@ -270,3 +270,16 @@ def test_head_revision_reads_refs_even_when_packed(store):
     assert store.resolve_revision(revision[:12]) == revision
     second = store.publish(make_record("s2", 0.5))
     assert store.head_revision() == second != revision
+
+
+def test_head_revision_follows_every_publish_by_another_store_object(store):
+    """A reader's head is remembered by the ref file's stat: each publish (a new file renamed over
+    the ref) must still be seen, however quickly they follow one another."""
+    reader = LocalDatasetStore(store.root)  # as a web process beside a worker
+    seen = []
+    for i in range(6):
+        revision = store.publish(make_record(f"h{i}", 0.5))
+        seen.append(reader.head_revision() == revision == reader.head_revision())
+    assert seen == [True] * 6
+    assert reader.head_revision() == subprocess.run(["git", "rev-parse", "HEAD"], cwd=store.root, check=True,
+                                                    capture_output=True, text=True).stdout.strip()
