@@ -31,10 +31,11 @@ MIN_SHARED_PREFIX = 48  # tokens; shorter shared prefixes are not worth a separa
 # into prefix groups costs batch size.
 MIN_PREFIX_SHARE = 0.2
 # Most padding a length batch may carry, as a share of the tokens it computes (rows x longest). On
-# CPU a pad token costs as much as a real one and batching buys almost nothing (one prompt's own
-# matrices already fill the cores), so padding is near pure loss: a PrefEval batch under the token
-# budget alone carried 25-30 % of it (service 1.32x the unpadded floor). On CUDA a bigger batch is
-# what keeps the GPU busy, so more padding pays for itself there.
+# CPU a pad token costs as much as a real one and batching a prefill buys almost nothing (one
+# prompt's own matrices already fill the cores), so padding is near pure loss: PrefEval batches
+# under the token budget alone carried 25-30 % of it (service 1.32x the unpadded floor). On CUDA a
+# bigger batch is what keeps the GPU busy, so more padding pays for itself there. Scoring passes
+# only (log-probs, reward scores): generation batches by the token budget alone (see generate).
 MAX_PADDING_SHARE = {"cpu": 0.05, "cuda": 0.25}
 
 
@@ -250,8 +251,11 @@ class TransformersBackend(Backend):
         lengths = [len(p) for p in prompts]
         budget = max(self.max_batch_tokens // 2, 1)
         with torch.inference_mode():
+            # No padding cap here: each decode step reads all the weights whatever the batch size, so
+            # one more batch costs max_new_tokens more passes over them, far more than its padding
+            # (16 PrefEval first replies, 5 tokens, CPU: 1 batch 2.7-3.0 s, capped to 5 batches 4.5-4.7 s).
             for batch in length_batches(list(range(len(prompts))), [n + max_new_tokens for n in lengths], budget,
-                                        self.max_batch_size, self.max_padding):
+                                        self.max_batch_size):
                 longest = max(lengths[i] for i in batch)
                 ids = torch.full((len(batch), longest), self.pad_id, dtype=torch.long)
                 mask = torch.zeros((len(batch), longest), dtype=torch.long)

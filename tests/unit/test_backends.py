@@ -137,6 +137,17 @@ def test_transformers_backend_runs_capped_batches_on_cpu(folders, prompts):
     assert len(ran) > len(uncapped)  # the cap is what split them
 
 
+def test_generation_batches_are_not_split_by_the_padding_cap(gen):
+    """Decode steps read all the weights whatever the batch: splitting a generation batch to save
+    padding costs more than the padding (see TransformersBackend.generate)."""
+    vocab = gen.model.config.vocab_size
+    rng = np.random.default_rng(3)
+    prompts = [random_ids(rng, n, vocab) for n in (5, 9, 14, 30)]  # far more than 5 % padding together
+    batches = []
+    gen.generate(prompts, 3, progress=lambda n, t: batches.append(n))
+    assert batches == [4]
+
+
 # -- choice log-probabilities ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("reuse_prefix", [True, False])
