@@ -103,6 +103,31 @@ def start_redis(port: int, redis_dir: Path | str, host: str = "127.0.0.1", timeo
     )
 
 
+def cuda_memory_gib() -> int | None:
+    """The first CUDA device's memory in GiB, or None without torch or a GPU."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return int(torch.cuda.get_device_properties(0).total_memory // 2**30)
+
+
+def queues_for(env: Mapping[str, str], remote: bool) -> list[str]:
+    """A worker's queues from PERSONABOARD_WORKER_HARDWARE (web | cpu, the default | gpu) and, for a
+    GPU, PERSONABOARD_GPU_MEMORY_GB (else the device's); ValueError with the reason when unclear."""
+    hardware = env.get("PERSONABOARD_WORKER_HARDWARE") or "cpu"
+    if hardware == "web" and remote:
+        raise ValueError("a worker on another machine cannot serve the web node's own queue (its files live there)")
+    gib = int(env["PERSONABOARD_GPU_MEMORY_GB"]) if env.get("PERSONABOARD_GPU_MEMORY_GB") else None
+    if hardware == "gpu" and gib is None:
+        gib = cuda_memory_gib()
+        if gib is None:
+            raise ValueError("a GPU worker found no CUDA device: run it with --gpus all, or set PERSONABOARD_GPU_MEMORY_GB")
+    return worker_queues(hardware, gib, web_node=not remote)
+
+
 def worker_argv(name: str | None = None, queues: list[str] | None = None) -> list[str]:
     """The worker's command line; the Redis URL (it may hold a password) travels in RQ_REDIS_URL.
     Default queues: the web node's own and the CPU queue (submissions/hardware.py)."""
@@ -119,7 +144,7 @@ def start_worker(
 ) -> subprocess.Popen:
     """A forking RQ worker on the service's queue, leader of its own process group."""
     env = {**(os.environ if env is None else env), "RQ_REDIS_URL": redis_url}
-    return _popen(worker_argv(name), env, log_path)
+    return _popen(worker_argv(name, queues_for(env, remote=False)), env, log_path)
 
 
 def web_argv(host: str, port: int, app: str | None = None) -> list[str]:

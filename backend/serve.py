@@ -29,6 +29,7 @@ from backend.processes import (
     base_url, child_env, start_redis, start_web, start_worker, stop_process, stop_processes, wait_http,
 )
 from backend.settings import load_settings
+from leaderboard.results import configuration_problem
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
 BACKOFF_FIRST_S = 1.0
@@ -104,6 +105,9 @@ def write_pids(path, children: list[Child]) -> None:
 
 def main() -> int:
     settings = load_settings()
+    if problem := configuration_problem():  # e.g. a Hub results repo in offline mode: say so, do not loop restarting
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
     received: list[str] = []

@@ -6,14 +6,30 @@ from leaderboard.settings import LeaderboardSettings, load_leaderboard_settings
 from leaderboard.store import LocalDatasetStore, StoreError
 
 
+def configuration_problem(settings: LeaderboardSettings | None = None) -> str | None:
+    """Why the configured results store cannot work, or None. Offline mode (HF_HUB_OFFLINE) is for
+    a local results folder only: with a Hub results repo every publish would fail."""
+    settings = settings or load_leaderboard_settings()
+    if not settings.results_repo:
+        return None
+    if not settings.hub_token:
+        return ("PERSONABOARD_RESULTS_REPO is set but no token is: set PERSONABOARD_HUB_TOKEN (or HF_TOKEN) "
+                "to a token that can write to it")
+    import huggingface_hub.constants
+
+    if huggingface_hub.constants.HF_HUB_OFFLINE:
+        return (f"PERSONABOARD_RESULTS_REPO={settings.results_repo} publishes to the Hub, but HF_HUB_OFFLINE is on: "
+                "unset HF_HUB_OFFLINE (offline mode is only for a local results folder)")
+    return None
+
+
 def open_store(settings: LeaderboardSettings | None = None):
     """The Hub store when PERSONABOARD_RESULTS_REPO is set (a token is required), else the local folder."""
     settings = settings or load_leaderboard_settings()
     if not settings.results_repo:
         return LocalDatasetStore(settings.store_dir)
-    if not settings.hub_token:
-        raise StoreError("PERSONABOARD_RESULTS_REPO is set but no token is: set PERSONABOARD_HUB_TOKEN (or HF_TOKEN) "
-                         "to a token that can write to it")
+    if problem := configuration_problem(settings):
+        raise StoreError(problem)
     from evaluator.hub import DatasetRepo
     from leaderboard.hub_store import HubDatasetStore
 

@@ -56,7 +56,10 @@ def route(kind: str, model: dict | None) -> str:
 
 
 def worker_queues(hardware: str, gpu_memory_gib: int | None = None, web_node: bool = False) -> list[str]:
-    """The queues a worker on this hardware listens to, in priority order."""
+    """The queues a worker on this hardware listens to, in priority order ("web": the web node's
+    own queue only, e.g. a worker in the web image, which has no torch)."""
+    if hardware == "web":
+        return [QUEUE_NAME]
     if hardware == "cpu":
         queues = [CPU_QUEUE]
     elif hardware == "gpu":
@@ -67,7 +70,7 @@ def worker_queues(hardware: str, gpu_memory_gib: int | None = None, web_node: bo
             raise ValueError(f"no GPU queue fits {gpu_memory_gib} GiB (the smallest class is {GPU_CLASSES_GIB[0]} GiB)")
         queues = [gpu_queue(gib) for gib in reversed(fitting)]
     else:
-        raise ValueError(f"hardware must be cpu or gpu, not {hardware!r}")
+        raise ValueError(f"hardware must be web, cpu or gpu, not {hardware!r}")
     return ([QUEUE_NAME] if web_node else []) + queues
 
 

@@ -98,10 +98,14 @@ def external_redis(tmp_path):
 
 
 def test_web_image_command_serves(tmp_path, external_redis):
+    from redis import Redis
+    from rq import Worker
+
     port = processes.free_port()
+    assert STAGES["web"]["env"]["PERSONABOARD_WORKERS"] == "0"  # compose runs the workers as their own services
+    # a Space sets one worker of its own, for uploaded files: the web image has no torch, so only that queue
     argv, env = image_command("web", tmp_path / "data", external_redis,
-                              {"PERSONABOARD_HOST": "127.0.0.1", "PERSONABOARD_PORT": str(port)})
-    assert env["PERSONABOARD_WORKERS"] == "0"  # compose runs the workers as their own services
+                              {"PERSONABOARD_HOST": "127.0.0.1", "PERSONABOARD_PORT": str(port), "PERSONABOARD_WORKERS": "1"})
     log = tmp_path / "web.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -112,18 +116,25 @@ def test_web_image_command_serves(tmp_path, external_redis):
             assert http.get("/api/v1/health").json()["queue"] == "ok"
             assert http.get("/api/v1/leaderboard").status_code == 200
             assert http.get("/metrics").status_code == 200
+        connection = Redis.from_url(external_redis)
+        wait_until(lambda: Worker.all(connection=connection), timeout=120, what="the web image's worker registered")
+        assert [w.queue_names() for w in Worker.all(connection=connection)] == [["personaboard"]]
     finally:
         code = stop(proc)
     assert code == 0, log.read_text()[-3000:]
     assert "using external Redis at 127.0.0.2" in log.read_text() and "pw-for-test" not in log.read_text()
 
 
-@pytest.mark.parametrize("target", ["worker-cpu", "worker-gpu"])
-def test_worker_image_command_joins_the_queue(tmp_path, redis_server, target):
+@pytest.mark.parametrize("target, extra, queues", [
+    # beside the web node (compose's shared volume): its own queue, then the hardware's
+    ("worker-cpu", {}, ["personaboard", "personaboard:cpu"]),
+    ("worker-gpu", {"PERSONABOARD_GPU_MEMORY_GB": "48"}, ["personaboard", "personaboard:gpu-48g", "personaboard:gpu-24g"]),
+])
+def test_worker_image_command_joins_the_queue(tmp_path, redis_server, target, extra, queues):
     from redis import Redis
     from rq import Worker
 
-    argv, env = image_command(target, tmp_path / "data", redis_server)
+    argv, env = image_command(target, tmp_path / "data", redis_server, extra)
     log = tmp_path / f"{target}.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -136,7 +147,7 @@ def test_worker_image_command_joins_the_queue(tmp_path, redis_server, target):
 
         wait_until(listening, timeout=120, what=f"{target} registered with the queue and idle", interval=0.2)
         worker = next(w for w in Worker.all(connection=connection) if w.pid == proc.pid)
-        assert worker.queue_names() == ["personaboard"]
+        assert worker.queue_names() == queues
     finally:
         code = stop(proc)
     assert code == 0, log.read_text()[-3000:]
@@ -144,3 +155,19 @@ def test_worker_image_command_joins_the_queue(tmp_path, redis_server, target):
     while any(w.pid == proc.pid for w in Worker.all(connection=connection)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(w.pid == proc.pid for w in Worker.all(connection=connection))  # it left the queue cleanly
+
+
+@pytest.mark.parametrize("target, extra, message", [
+    # a GPU image on a machine without a GPU, and no memory given: refused, not guessed
+    ("worker-gpu", {"PERSONABOARD_GPU_MEMORY_GB": ""}, "found no CUDA device"),
+    # on another machine (shares only Redis and the Hub) a worker needs the Hub results repo
+    ("worker-cpu", {"PERSONABOARD_WORKER_REMOTE": "1", "PERSONABOARD_RESULTS_REPO": ""}, "publishes to the Hub"),
+    # offline mode is for a local results folder only
+    ("worker-cpu", {"PERSONABOARD_RESULTS_REPO": "org/results", "HF_TOKEN": "hf_x", "HF_HUB_OFFLINE": "1"},
+     "HF_HUB_OFFLINE is on"),
+    ("web", {"PERSONABOARD_RESULTS_REPO": "org/results", "HF_TOKEN": "hf_x", "HF_HUB_OFFLINE": "1"}, "HF_HUB_OFFLINE is on"),
+])
+def test_image_refuses_a_configuration_that_cannot_work(tmp_path, target, extra, message):
+    argv, env = image_command(target, tmp_path / "data", "redis://127.0.0.1:1/0", extra)
+    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and message in done.stderr, (done.returncode, done.stderr[-2000:])

@@ -39,3 +39,17 @@ def test_a_cpu_worker_never_takes_a_gpu_job():
         worker_queues("gpu")
     with pytest.raises(ValueError):
         worker_queues("gpu", 16)
+
+
+def test_a_workers_queues_follow_its_image():
+    from backend.processes import queues_for
+
+    assert queues_for({}, remote=False) == [QUEUE_NAME, f"{QUEUE_NAME}:cpu"]  # make serve's workers
+    assert queues_for({"PERSONABOARD_WORKER_HARDWARE": "web"}, remote=False) == [QUEUE_NAME]  # the web image's
+    gpu = {"PERSONABOARD_WORKER_HARDWARE": "gpu", "PERSONABOARD_GPU_MEMORY_GB": "80"}
+    assert queues_for(gpu, remote=True) == [f"{QUEUE_NAME}:gpu-{g}g" for g in (80, 48, 24)]
+    assert queues_for({**gpu, "PERSONABOARD_GPU_MEMORY_GB": "30"}, remote=False) == [QUEUE_NAME, f"{QUEUE_NAME}:gpu-24g"]
+    with pytest.raises(ValueError, match="web node's own queue"):
+        queues_for({"PERSONABOARD_WORKER_HARDWARE": "web"}, remote=True)
+    with pytest.raises(ValueError, match="smallest class"):
+        queues_for({**gpu, "PERSONABOARD_GPU_MEMORY_GB": "16"}, remote=True)
