@@ -50,6 +50,7 @@ DEFAULT_PAGE_ROWS = 100
 MAX_PAGE_ROWS = 1000
 WATCH_EVERY_S = 0.2  # how often the watcher reads the head (a file read for the local store)
 WARM_BODIES = 8  # after a new head: the bodies last asked for on the old one are built for it too
+WARM_AFTER_S = 1.0  # ... once no publish came for this long (a 20,000-row CSV costs seconds of CPU)
 
 
 class TableSource(Protocol):
@@ -278,8 +279,11 @@ class LeaderboardCache:
 
     def watch(self, stop: threading.Event, every_s: float = WATCH_EVERY_S) -> None:
         """Until `stop`: whenever the head moves (a publish by any process), build its table and
-        default bodies, then the bodies readers asked for last on the previous head, so the first
-        readers after a publish find them built."""
+        default bodies; once the head has stood still for WARM_AFTER_S, the bodies readers asked
+        for last on the heads before it. So the first readers after a publish find them built, and
+        a burst of publishes is not slowed by re-encoding a large download after each one."""
+        wanted: list[tuple[Filters, str, bool, Page | None]] = []  # to warm once the head stands still
+        moved_at = 0.0
         while not stop.is_set():
             try:
                 head = self._head
@@ -287,8 +291,12 @@ class LeaderboardCache:
                     started = time.perf_counter()
                     table = self.table()  # with its DEFAULT_BODIES
                     if head is not None and table is not head:
-                        self._warm(table, head.recent_bodies(WARM_BODIES))
+                        wanted = list(dict.fromkeys([*head.recent_bodies(WARM_BODIES), *wanted]))[:WARM_BODIES]
+                        moved_at = time.monotonic()
                     log.debug("leaderboard %s built in %.3f s", table.revision[:12], time.perf_counter() - started)
+                elif wanted and time.monotonic() - moved_at >= WARM_AFTER_S:
+                    self._warm(head, wanted)
+                    wanted = []
             except Exception:  # the store unreachable for a while (the Hub): try again later
                 log.warning("leaderboard prebuild failed; readers build on demand", exc_info=True)
                 stop.wait(10 * every_s)
