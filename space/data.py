@@ -59,14 +59,18 @@ def board_inputs(services, revision: str | None = None) -> tuple[pd.DataFrame, p
 
 def version_choices(services, limit: int = VERSIONS_LISTED) -> list[tuple[str, str]]:
     """The leaderboard's versions a reader can open: the newest (LATEST), every release, then the most
-    recent revisions (each publish is one), as (label, value) for a dropdown."""
-    choices = [(LATEST_LABEL, LATEST)]
-    for release in services.results.releases():
-        choices.append((f"Release {release.name} ({release.created_at[:10]}, {release.revision[:8]})", release.name))
-    for version in services.results.versions()[1:limit + 1]:  # [0] is the newest: "latest" already
-        choices.append((f"{version.revision[:8]} · {version.created_at[:16].replace('T', ' ')} · "
-                        f"{version.message[:60]}", version.revision))
-    return choices
+    recent revisions (each publish is one), as (label, value) for a dropdown. Built once per head
+    (a release is a commit too): a page load costs no Hub calls beyond the head's."""
+    def build() -> list[tuple[str, str]]:
+        choices = [(LATEST_LABEL, LATEST)]
+        for release in services.results.releases():
+            choices.append((f"Release {release.name} ({release.created_at[:10]}, {release.revision[:8]})", release.name))
+        for version in services.results.versions()[1:limit + 1]:  # [0] is the newest: "latest" already
+            choices.append((f"{version.revision[:8]} · {version.created_at[:16].replace('T', ' ')} · "
+                            f"{version.message[:60]}", version.revision))
+        return choices
+
+    return list(_cached(services, f"versions:{limit}", build))  # a copy: the tab appends a deep link's revision
 
 
 def default_view(services, suite: str | None = None) -> tuple[str | None, str | None]:
