@@ -62,8 +62,11 @@ def choose_by_logprobs(backend: Backend, requests: list[ChoiceRequest], progress
     with np.errstate(invalid="ignore"):  # a row of -inf (no readable label) becomes NaN: no answer, below
         normalised = logprobs - np.logaddexp.reduce(logprobs, axis=1, keepdims=True)
     decisions = []
+    # a backend that can refuse a prompt (an endpoint, over its window) marks it with a row of NaN: n/a.
+    # Elsewhere NaN is a broken model, and stays a wrong answer rather than vanishing from the split.
+    marks_refusals = getattr(backend, "marks_refused_prompts", False)
     for request, prompt, row, raw in zip(requests, prompts, normalised, logprobs):
-        if np.isnan(raw).all():  # the backend's n/a marker (over an endpoint's window)
+        if marks_refusals and np.isnan(raw).all():
             decisions.append(Decision(request.id, None, {}, prompt_tokens=len(prompt), not_applicable=True))
             continue
         if not np.isfinite(row).any():

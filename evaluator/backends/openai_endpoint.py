@@ -73,6 +73,7 @@ class RequestPacer:
 
 class EndpointBackend(Backend):
     name = "openai-endpoint"
+    marks_refused_prompts = True  # NaN log-prob rows / None texts: prompts the server refused as over its window
 
     def __init__(self, config: EndpointConfig, client=None):
         from openai import OpenAI

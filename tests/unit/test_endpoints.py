@@ -129,6 +129,8 @@ def test_an_over_the_window_prompt_is_not_applicable_not_a_wrong_answer():
     from evaluator.protocols import ChoiceRequest, choose_by_generation, choose_by_logprobs
 
     class Fake:
+        marks_refused_prompts = True  # as EndpointBackend
+
         def token_id(self, label):
             return label
 
@@ -148,3 +150,9 @@ def test_an_over_the_window_prompt_is_not_applicable_not_a_wrong_answer():
     assert not unreadable.not_applicable and unreadable.answer is None  # wrong, not n/a
     refused, answered = choose_by_generation(Fake(), requests, 4, lambda text: text.strip() or None)
     assert refused.not_applicable and not answered.not_applicable and answered.answer == "B"
+
+    class Broken(Fake):  # a local model whose log-probs are NaN is broken: wrong, not silently n/a
+        marks_refused_prompts = False
+
+    broken, _ = choose_by_logprobs(Broken(), requests)
+    assert not broken.not_applicable and broken.answer is None
