@@ -250,12 +250,15 @@ class HubDatasetStore:
 
     def scores(self, revision: str | None = None) -> pd.DataFrame:
         """The leaderboard table at a revision (default: the newest): its parts, each parsed once."""
-        sha = self.resolve_revision(revision)
-        frames = [self._part(path, blob, sha) for path, blob in sorted(self._part_blobs(sha).items())]
-        frames = [f for f in frames if len(f)]
+        frames = [frame for _, frame in self.score_parts(revision) if len(frame)]
         if not frames:
             return records_to_scores([])
         return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].copy()
+
+    def score_parts(self, revision: str | None = None) -> list[tuple[str, pd.DataFrame]]:
+        """The table's parts at a revision, in order, with their blob ids (the read path pivots each once)."""
+        sha = self.resolve_revision(revision)
+        return [(blob, self._part(path, blob, sha)) for path, blob in sorted(self._part_blobs(sha).items())]
 
     def _part_blobs(self, sha: str) -> dict[str, str]:
         return {p: b for p, b in self._hub(self.repo.files, sha, SCORES_DIR).items() if p.endswith(".parquet")}

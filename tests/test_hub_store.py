@@ -208,3 +208,20 @@ def test_load_dataset_reads_the_table_from_the_folder_and_the_hub(hub_server, tm
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "['h1', 'h2'] ['judge-x']" in out.stdout and "'model_revision'" in out.stdout
+
+
+def test_read_path_pivots_one_hub_part_per_publish(hub_server, tmp_path, online, monkeypatch):
+    from leaderboard import hub_store as hub_store_module
+    from leaderboard.readpath import Filters, LeaderboardCache
+    from leaderboard.table import wide_view
+
+    monkeypatch.setattr(hub_store_module, "SHARD_RECORDS", 2)
+    store = hub_store(hub_server, tmp_path)
+    for i in range(3):
+        store.publish(make_record(f"part-{i}", 0.5 + i / 10))
+    cache = LeaderboardCache(store, lambda: [])
+    assert len(cache.table().parts) == 2 and cache.parts_pivoted == 2
+    store.publish(make_record("part-3", 0.25))  # fills the second part: only it is pivoted again
+    table = cache.table(store.head_revision(fresh=True))
+    assert len(table.parts) == 2 and cache.parts_pivoted == 3
+    pd.testing.assert_frame_equal(table.view(Filters()), wide_view(store.scores(table.revision)))
