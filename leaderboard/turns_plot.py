@@ -42,11 +42,16 @@ def plot_accuracy_by_turns(series: list[dict[str, Any]], path, title: str = "Pre
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    with plt.rc_context({"text.parse_math": False}):  # names are users' text, never TeX
+        return _draw(plt, series, path, title)
+
+
+def _draw(plt, series, path, title):
     figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     for line in series:
         x = [p["turns"] for p in line["points"]]
         y = [100 * p["value"] for p in line["points"]]
-        label = f"{line['model_name']} ({line['setting']})".replace("$", r"\$")  # a name is text, not mathtext
+        label = f"{line['model_name']} ({line['setting']})"
         drawn = axes.plot(x, y, marker="o", label=label)[0]
         bounded = [p for p in line["points"] if None not in p["ci95"]]
         if bounded:

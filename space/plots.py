@@ -25,9 +25,11 @@ _DRAWING = threading.RLock()
 
 
 def one_at_a_time(draw):
+    """Draws under the lock, with mathtext off: model names and settings are users' text, and a name
+    like `m$\\frac$` would otherwise be parsed as TeX (and fail the whole image)."""
     @functools.wraps(draw)
     def drawn(*args, **kwargs):
-        with _DRAWING:
+        with _DRAWING, plt.rc_context({"text.parse_math": False}):
             return draw(*args, **kwargs)
     return drawn
 
