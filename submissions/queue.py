@@ -69,23 +69,44 @@ def live_status(redis: Redis, submission_id: str) -> dict[str, Any]:
 
 
 def reconcile(redis: Redis, store: SubmissionStore) -> list[str]:
-    """Re-enqueue accepted submissions whose job Redis no longer has (or never got).
+    """Re-enqueue accepted submissions whose job Redis no longer has (or never got), or whose job
+    says "queued" while no queue holds it.
 
     Runs at app start and periodically. A job that is queued, started or scheduled for retry is
-    left alone; only a missing job is recreated. Returns the re-enqueued submission ids.
+    left alone; a missing job is recreated, and so is a stranded one: Redis killed between writing
+    the job and pushing its id (append-only file synced each second) keeps a "queued" job that no
+    worker will ever take. Returns the re-enqueued submission ids.
     """
     requeued = []
+    queued_ids: dict[str, set[str]] = {}  # queue name -> job ids in it, read once per pass
     for submission in store.list(states=ACTIVE_STATES, limit=100_000):
+        job_id = job_id_for(submission.id)
         try:
-            Job.fetch(job_id_for(submission.id), connection=redis)
-            continue
+            job = Job.fetch(job_id, connection=redis)
         except NoSuchJobError:
-            pass
+            why = "its job was missing from Redis"
+        else:
+            if not _stranded(redis, job, queued_ids):
+                continue
+            why = "its job was queued in no queue"
         enqueue(redis, submission)
         store.update(submission.id, state="queued")
         requeued.append(submission.id)
-        log.warning("re-enqueued submission %s: its job was missing from Redis", submission.id)
+        log.warning("re-enqueued submission %s: %s", submission.id, why)
     return requeued
+
+
+def _stranded(redis: Redis, job: Job, queued_ids: dict[str, set[str]]) -> bool:
+    """A job whose status is queued but whose id is in no queue's list. Checked again with fresh
+    reads before saying so: a worker pops the id a moment before it marks the job started."""
+    if job.get_status() != JobStatus.QUEUED:
+        return False
+    if job.origin not in queued_ids:
+        queued_ids[job.origin] = set(Queue(job.origin, connection=redis).get_job_ids())
+    if job.id in queued_ids[job.origin]:
+        return False
+    still_queued = job.get_status(refresh=True) == JobStatus.QUEUED
+    return still_queued and job.id not in Queue(job.origin, connection=redis).get_job_ids()
 
 
 def queue_is_reachable(redis: Redis) -> bool:
