@@ -15,7 +15,7 @@ import pandas as pd
 from evaluator.metrics import known_metrics
 from leaderboard.table import TOTAL
 from space.display import (
-    MIN_CELL_ITEMS, ROW_KINDS, SECTION_TITLES, column_labels, format_interval, format_value,
+    MIN_CELL_ITEMS, ROW_KINDS, SECTION_TITLES, UNRANKED_COMPUTED_TITLE, column_labels, format_interval, format_value,
 )
 
 # Columns a reader can switch on and off (the column chooser); Rank, Model and the ranking score stay.
@@ -191,8 +191,9 @@ def render_board(board: pd.DataFrame, cells: pd.DataFrame, chosen: list[str] | N
         for c in columns)
     bodies = []
     for kind, section in board.groupby(board["row_kind"].where(board["row_kind"].isin(SECTION_TITLES), "reported"), sort=False):
-        rows = [f'<tr class="pb-section-head"><th colspan="{len(columns)}">{html.escape(SECTION_TITLES[kind])}</th></tr>']
         groups = {rank: i for i, rank in enumerate(sorted({r for r in section["rank"] if not _missing(r)}))}
+        title = UNRANKED_COMPUTED_TITLE if kind == "computed" and not groups else SECTION_TITLES[kind]
+        rows = [f'<tr class="pb-section-head"><th colspan="{len(columns)}">{html.escape(title)}</th></tr>']
         for _, row in section.iterrows():
             group = "" if _missing(row.get("rank")) else f" pb-group-{'odd' if groups[row['rank']] % 2 == 0 else 'even'}"
             tds = []

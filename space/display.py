@@ -19,6 +19,8 @@ ROW_KINDS = {"computed": "verified", "reported": "reported (paper)", "partial": 
 SECTION_TITLES = {"computed": "Verified here (ranked)", "reference": "Reference lines: chance and majority (not ranked)",
                   "partial": "Partial runs (not ranked)",
                   "reported": "Papers' own numbers (not verified here, not ranked)"}
+# The verified section when none of its rows has a rank (each fails to clear the reference line).
+UNRANKED_COMPUTED_TITLE = "Verified here (none ranked yet: none clears the reference line)"
 # A tier cell of a partial run with fewer items than this is hidden: its 95% interval is wider than
 # +-30 points for a share, too wide to mean anything.
 MIN_CELL_ITEMS = 10

@@ -10,7 +10,9 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import secrets
 import signal
+import socket
 import sys
 
 from rq import SimpleWorker, Worker
@@ -100,11 +102,24 @@ def _die_with_worker(worker_pid: int) -> None:
         os._exit(1)
 
 
+def readable_worker_name() -> str:
+    """`host-pid-xxxx` instead of RQ's 32-hex uuid, so the status line and /api/v1/workers say which
+    machine and process a worker is. The random suffix keeps a restarted container (same hostname,
+    same pid) from clashing with its dead predecessor's key while that key has not expired."""
+    host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40] or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
 class PreloadWorker(Worker):
     """Forks a work-horse per job, or (keeps_engines_warm) runs jobs in its own process, as RQ's
     SimpleWorker does, with the engine pool (evaluator/backends/pool.py) living as long as it. A
     worker killed mid-job is then restarted by the supervisor and its job resumes from its checkpoint.
     Also this machine's outbox publisher between jobs: RQ runs maintenance every few seconds while idle."""
+
+    def __init__(self, queues, name: str | None = None, *args, **kwargs):
+        # RQ builds Worker objects for workers it only reads back (Worker.all, find_by_key) with their
+        # name; only a worker starting up without --name gets a new one.
+        super().__init__(queues, name or readable_worker_name(), *args, **kwargs)
 
     def execute_job(self, job, queue):
         if keeps_engines_warm():

@@ -95,6 +95,8 @@ def test_a_random_file_on_an_otherwise_empty_board_is_flagged_and_not_ranked():
     assert "pb-not-above-ref" in page[page.rindex("<tr", 0, page.index('data-id="fx-random"')):page.index('data-id="fx-random"')]
     assert "not above Majority (always C) = 29.3" in mine
     assert '<td role="gridcell" class="pb-rank" data-sort=""><span class="pb-below-ref"' in mine
+    # the section's title does not promise ranks its only row lacks
+    assert "Verified here (none ranked yet" in page and "Verified here (ranked)" not in page
 
 
 def test_rows_clear_the_line_only_with_their_lower_bound_and_the_others_keep_their_ranks():
