@@ -213,9 +213,11 @@ def _splits_list(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace) -> int:
     """Name the results dataset's newest version (a tag, on the Hub or in the local folder)."""
+    from backend.settings import load_settings
     from leaderboard.results import open_store
+    from submissions.jobs import head_signal
 
-    release = open_store().release(args.name, args.notes or "")
+    release = open_store(head_signal=head_signal(load_settings().redis_url)).release(args.name, args.notes or "")
     print(json.dumps(release.__dict__, indent=2))
     return 0
 
@@ -287,6 +289,7 @@ def _moderate(args: argparse.Namespace) -> int:
     from backend.settings import load_settings
     from leaderboard.results import open_outbox
     from submissions import moderation, queue
+    from submissions.jobs import head_signal
     from submissions.records import SubmissionStore
 
     settings = load_settings()
@@ -294,7 +297,7 @@ def _moderate(args: argparse.Namespace) -> int:
     actor = args.actor or f"cli:{getpass.getuser()}"
     try:
         entry = moderation.apply(args.action, args.submission_id, actor=actor, reason=args.reason or "",
-                                 records=records, outbox=open_outbox(),
+                                 records=records, outbox=open_outbox(head_signal=head_signal(settings.redis_url)),
                                  redis=queue.connect(settings.redis_url))
     except moderation.ActionError as exc:
         print(f"error: {exc}", file=sys.stderr)

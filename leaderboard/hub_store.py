@@ -11,7 +11,8 @@ publish costs one part download however many results there are, and the table at
 the fold of the records at that revision (tests/test_hub_store.py checks it).
 
 Table parts are cached by blob id (immutable), and the head is re-read at most every HEAD_TTL_S
-(the read path calls head_revision() on every request).
+(the read path calls head_revision() on every request), and at once when a head signal
+(leaderboard/head_signal.py: a token in Redis every publisher renews) says another process published.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from evaluator.hub import DatasetRepo, HubCommitConflict, HubNotFound, HubUnavailable
+from leaderboard.head_signal import UNKNOWN
 from leaderboard.store import (
     DATASET_CARD, SCORES_DIR, SHARD_RECORDS, Release, StoreError, StoreUnavailable, Version, as_json, check_release_name, record_path,
     release_note, release_path, request_path, requests_message, supersedes,
@@ -36,16 +38,19 @@ HEAD_TTL_S = 2.0
 MAX_CONFLICT_RETRIES = 20
 PART_CACHE = 64
 FIRST_PART = f"{SCORES_DIR}/part-00000.parquet"
+NOT_READ = object()
 
 
 class HubDatasetStore:
     kind = "hub"
 
-    def __init__(self, repo: DatasetRepo, private: bool = False):
+    def __init__(self, repo: DatasetRepo, private: bool = False, head_signal=None):
         self.repo = repo
         self.private = private
+        self.head_signal = head_signal  # RedisHeadSignal or None
         self._ensured = False
-        self._head: tuple[float, str] | None = None
+        # (when read, revision, the signal's token read just before it; NOT_READ: never matches)
+        self._head: tuple[float, str, object] | None = None
         self._parts: dict[str, pd.DataFrame] = {}  # blob id -> parsed table part
         self._lock = threading.Lock()
 
@@ -82,7 +87,10 @@ class HubDatasetStore:
     def _commit(self, files: dict[str, bytes], message: str, parent: str, deletions: list[str] = ()) -> str:
         revision = self._hub(self.repo.commit, files, message, parent, list(deletions))
         with self._lock:
-            self._head = (time.monotonic(), revision)
+            # not matched to any token: another publisher's newer commit may have been signalled first
+            self._head = (time.monotonic(), revision, NOT_READ)
+        if self.head_signal is not None:
+            self.head_signal.published(revision)  # before the publish returns: readers see it next time
         return revision
 
     def _retrying(self, attempt):
@@ -213,15 +221,19 @@ class HubDatasetStore:
 
     # -- reading --------------------------------------------------------------------------------
     def head_revision(self, fresh: bool = False) -> str:
-        """main's commit sha; re-read from the Hub at most every HEAD_TTL_S unless `fresh`."""
+        """main's commit sha; re-read from the Hub when `fresh`, when the head signal's token changed
+        since the kept head was read (someone published), and at least every HEAD_TTL_S (publishers
+        that could not reach Redis). Else one Redis GET, or nothing without a signal."""
         with self._lock:
             cached = self._head
-        if not fresh and cached and time.monotonic() - cached[0] < HEAD_TTL_S:
+        token = self.head_signal.token() if self.head_signal is not None else UNKNOWN  # before the Hub read
+        if not fresh and cached and time.monotonic() - cached[0] < HEAD_TTL_S \
+                and (token is UNKNOWN or token == cached[2]):
             return cached[1]
         self.ensure()
         revision = self._hub(self.repo.resolve)
         with self._lock:
-            self._head = (time.monotonic(), revision)
+            self._head = (time.monotonic(), revision, token)
         return revision
 
     head = head_revision

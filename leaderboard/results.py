@@ -23,8 +23,12 @@ def configuration_problem(settings: LeaderboardSettings | None = None) -> str | 
     return None
 
 
-def open_store(settings: LeaderboardSettings | None = None):
-    """The Hub store when PERSONABOARD_RESULTS_REPO is set (a token is required), else the local folder."""
+def open_store(settings: LeaderboardSettings | None = None, head_signal=None):
+    """The Hub store when PERSONABOARD_RESULTS_REPO is set (a token is required), else the local folder.
+
+    head_signal (leaderboard/head_signal.py, given by whoever knows the Redis URL): the Hub store's
+    publishes are seen by other processes at once and theirs by it; the local store has no need of it
+    (its head is a file every process reads)."""
     settings = settings or load_leaderboard_settings()
     if not settings.results_repo:
         return LocalDatasetStore(settings.store_dir)
@@ -34,10 +38,10 @@ def open_store(settings: LeaderboardSettings | None = None):
     from leaderboard.hub_store import HubDatasetStore
 
     repo = DatasetRepo(settings.results_repo, settings.hub_token, settings.hub_endpoint, settings.hub_cache_dir)
-    return HubDatasetStore(repo, private=settings.results_private)
+    return HubDatasetStore(repo, private=settings.results_private, head_signal=head_signal)
 
 
 def open_outbox(store=None, settings: LeaderboardSettings | None = None,
-                on_published: OnPublished | None = None) -> Outbox:
+                on_published: OnPublished | None = None, head_signal=None) -> Outbox:
     settings = settings or load_leaderboard_settings()
-    return Outbox(settings.outbox_dir, store if store is not None else open_store(settings), on_published)
+    return Outbox(settings.outbox_dir, store if store is not None else open_store(settings, head_signal), on_published)

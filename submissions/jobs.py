@@ -5,6 +5,7 @@ is idempotent per submission, so a job retried after its worker was killed publi
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any
@@ -17,6 +18,7 @@ from evaluator.settings import load_evaluator_settings
 from evaluator.predictions import PredictionsError
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import score_predictions_file
+from leaderboard.head_signal import RedisHeadSignal
 from leaderboard.outbox import Outbox
 from leaderboard.result_record import make_record
 from leaderboard.results import open_outbox
@@ -62,7 +64,14 @@ def publishing_outbox(connection=None) -> Outbox:
             send_event(redis, submission_id, {"revision": revision})
     else:
         report = SubmissionStore(settings.submissions_db).update_revision
-    return open_outbox(on_published=record_published(report))
+    return open_outbox(on_published=record_published(report), head_signal=head_signal(settings.redis_url))
+
+
+@functools.lru_cache(maxsize=4)
+def head_signal(redis_url: str) -> RedisHeadSignal:
+    """This process's results head signal (one Redis client, not one per job): other processes, the
+    web node's leaderboard above all, see a publish from here at once (leaderboard/head_signal.py)."""
+    return RedisHeadSignal(redis_url)
 
 
 def record_published(report):

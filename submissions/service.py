@@ -27,7 +27,7 @@ from leaderboard.store import StoreError, StoreUnavailable
 from submissions import moderation, queue
 from submissions.identity import Identity, IdentityStore
 from submissions.intake import ModelForm, SubmissionForm, Submitter, accept_model, accept_predictions
-from submissions.jobs import record_published
+from submissions.jobs import head_signal, record_published
 from submissions.remote import EventFolder, list_workers, publish_installed_pins
 from submissions.records import REQUEST_STATUS, Submission, SubmissionStore
 from submissions.settings import SubmissionSettings
@@ -61,7 +61,7 @@ class Services:
     def create(cls, settings: SubmissionSettings) -> "Services":
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         records = SubmissionStore(settings.submissions_db)
-        results = open_store()
+        results = open_store(head_signal=head_signal(settings.redis_url))  # others' publishes seen at once
         services = cls(settings, records, results, queue.connect(settings.redis_url), ModelRegistry(settings.data_dir),
                        open_outbox(results, on_published=record_published(records.update_revision)))
         services.prepare_store()

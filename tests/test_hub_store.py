@@ -225,3 +225,64 @@ def test_read_path_pivots_one_hub_part_per_publish(hub_server, tmp_path, online,
     table = cache.table(store.head_revision(fresh=True))
     assert len(table.parts) == 2 and cache.parts_pivoted == 3
     pd.testing.assert_frame_equal(table.view(Filters()), wide_view(store.scores(table.revision)))
+
+
+SIGNALLED_PUBLISHER = textwrap.dedent("""
+    import sys
+    from evaluator.hub import DatasetRepo
+    from leaderboard.head_signal import RedisHeadSignal
+    from leaderboard.hub_store import HubDatasetStore
+    sys.path.insert(0, "tests")
+    from test_hub_store import make_record
+    url, token, cache, redis_url = sys.argv[1:5]
+    store = HubDatasetStore(DatasetRepo("%s", token, url, cache), head_signal=RedisHeadSignal(redis_url))
+    while sid := sys.stdin.readline().strip():  # one publish per line; its id is printed once it returned
+        store.publish(make_record(sid, 0.5))
+        print(sid, flush=True)
+""" % REPO)
+
+
+def test_a_publish_by_another_process_is_in_the_next_read(hub_server, redis_server, tmp_path, online, monkeypatch):
+    """Issue 12's "never served stale" with the Hub store: the web node's read path keeps the Hub's
+    head (no Hub call per request), yet a publish another process made is in the very next read
+    after that publish returned, because the publisher renewed the head signal in Redis first."""
+    from leaderboard import hub_store as hub_store_module
+    from leaderboard.head_signal import RedisHeadSignal
+    from leaderboard.readpath import Filters, LeaderboardCache
+
+    # the kept head never expires here: only the signal can tell the reader that the head moved
+    monkeypatch.setattr(hub_store_module, "HEAD_TTL_S", 600.0)
+    reader = HubDatasetStore(DatasetRepo(REPO, HUB_TEST_TOKEN, hub_server.url, tmp_path / "reader"), private=True,
+                             head_signal=RedisHeadSignal(redis_server))
+    reader.ensure()
+    hub_reads = []
+    resolve = reader.repo.resolve
+    monkeypatch.setattr(reader.repo, "resolve", lambda *a: hub_reads.append(a) or resolve(*a))
+    cache = LeaderboardCache(reader, lambda: [])
+    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "0", "PYTHONPATH": str(PROJECT_ROOT)}
+    publisher = subprocess.Popen([sys.executable, "-c", SIGNALLED_PUBLISHER, hub_server.url, HUB_TEST_TOKEN,
+                                  str(tmp_path / "publisher"), redis_server], cwd=PROJECT_ROOT, env=env,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        shown = set()
+        for sid in ("other-0", "other-1", "other-2"):
+            kept = cache.table()  # the reader holds the head it read (a request just before the publish)
+            assert sid not in set(kept.view(Filters())["submission_id"])
+            publisher.stdin.write(f"{sid}\n")
+            publisher.stdin.flush()
+            assert publisher.stdout.readline().strip() == sid  # the other process's publish returned
+            table = cache.table()  # the next read
+            shown = set(table.view(Filters())["submission_id"])
+            assert sid in shown and table.revision != kept.revision
+        assert shown == {"other-0", "other-1", "other-2"}
+        # main's head is read from the Hub once per publish (and once at the start), not per request;
+        # many reads without a publish read it never
+        head_reads = [a for a in hub_reads if not a]
+        assert len(head_reads) <= 1 + 3, head_reads
+        before = len(hub_reads)
+        for _ in range(200):
+            assert cache.table() is table
+        assert len(hub_reads) == before
+    finally:
+        publisher.stdin.close()
+        publisher.wait(timeout=60)
