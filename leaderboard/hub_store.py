@@ -1,7 +1,8 @@
 """The results store on the Hugging Face Hub: the local store's interface and layout, in a dataset repo.
 
 Chosen by PERSONABOARD_RESULTS_REPO (+ a token); the local folder stays the default. Layout as in
-leaderboard/store.py (results/, requests/, releases/, data/scores/part-NNNNN.parquet, README.md).
+leaderboard/store.py (results/ and requests/ sharded by id_shard, releases/, data/scores/part-NNNNN.parquet,
+README.md); a repo made before the records were sharded is moved to that layout once, by `ensure`.
 
 One publish is one `create_commit` with `parent_commit` set to the head it read, so two publishers
 (two machines, or two processes) never overwrite each other: the Hub refuses the second (412, or
@@ -28,8 +29,8 @@ import pandas as pd
 from evaluator.hub import DatasetRepo, HubCommitConflict, HubNotFound, HubUnavailable
 from leaderboard.head_signal import UNKNOWN
 from leaderboard.store import (
-    DATASET_CARD, SCORES_DIR, SHARD_RECORDS, Release, StoreError, StoreUnavailable, Version, as_json, check_release_name, record_path,
-    release_note, release_path, request_path, requests_message, supersedes,
+    DATASET_CARD, SCORES_DIR, SHARD_RECORDS, Release, StoreError, StoreUnavailable, Version, as_json, check_release_name,
+    flat_record_paths, record_files, record_path, release_note, release_path, request_path, requests_message, supersedes,
 )
 from leaderboard.result_record import validate_record
 from leaderboard.table import records_to_scores
@@ -68,21 +69,37 @@ class HubDatasetStore:
             raise StoreError(str(exc)) from None
 
     def ensure(self) -> None:
-        """Create the repo (private if configured) with its card and an empty table, once."""
+        """Create the repo (private if configured) with its card and an empty table, once; a repo
+        whose card is not this version's may hold records in the flat layout: shard them, once."""
         if self._ensured:
             return
         self._hub(self.repo.create, self.private)
         for _ in range(MAX_CONFLICT_RETRIES):
             head = self._hub(self.repo.resolve)
-            if self._hub(self.repo.read, "README.md", head) is not None:
-                break
+            card = self._hub(self.repo.read, "README.md", head)
             try:
-                self._commit({"README.md": DATASET_CARD.encode(), FIRST_PART: _parquet(records_to_scores([]))},
-                             "Create the results dataset", head)
+                if card is None:
+                    self._commit({"README.md": DATASET_CARD.encode(), FIRST_PART: _parquet(records_to_scores([]))},
+                                 "Create the results dataset", head)
+                elif card != DATASET_CARD.encode():
+                    self._shard_flat_records(head)
                 break
             except HubCommitConflict:
                 continue
         self._ensured = True
+
+    def _shard_flat_records(self, head: str) -> None:
+        """As the local store's: records kept flat in results|requests/<suite>/<task>/ move into their
+        shard folders in one commit, with the card that describes the layout."""
+        listed = [p for folder in ("results", "requests") for p in self._hub(self.repo.files, head, folder)]
+        moves = flat_record_paths(listed)
+        if not moves:
+            return
+        snapshot = self._hub(self.repo.download, head)
+        files = {new: (snapshot / old).read_bytes() for old, new in moves}
+        files["README.md"] = DATASET_CARD.encode()
+        self._commit(files, "Shard the records folders by id (a commit rehashes small trees only)", head,
+                     [old for old, _ in moves])
 
     def _commit(self, files: dict[str, bytes], message: str, parent: str, deletions: list[str] = ()) -> str:
         revision = self._hub(self.repo.commit, files, message, parent, list(deletions))
@@ -302,7 +319,7 @@ class HubDatasetStore:
     def records(self, revision: str | None = None) -> list[dict[str, Any]]:
         sha = self.resolve_revision(revision)
         folder = self._hub(self.repo.download, sha)
-        return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((folder / "results").glob("*/*/*.json"))]
+        return [json.loads(p.read_text(encoding="utf-8")) for p in record_files(folder / "results")]
 
 
 def publish_message(record: dict[str, Any]) -> str:

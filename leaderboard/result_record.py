@@ -1,7 +1,8 @@
 """The one result record: every published result (jobs, the papers' reported rows) is built here,
 validated here, and read back through it by the store and the table.
 
-A record is one JSON file in the results dataset (results/<suite>/<task>/<submission id>.json).
+A record is one JSON file in the results dataset (results/<suite>/<task>/<xx>/<submission id>.json,
+leaderboard.store.result_path).
 `schema_version` says which shape it has (make_record writes the current one); a record written
 before the field existed has the same shape and reads as version 1. The JSON Schema (`record_json_schema()`) is what external readers validate against.
 """

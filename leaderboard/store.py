@@ -1,8 +1,9 @@
 """The results store: a folder laid out like a Hugging Face Hub dataset repository, versioned by git.
 
     README.md                                    dataset card (configs point at the parquet table)
-    results/<suite>/<task>/<submission id>.json  one immutable record per result, with provenance
-    requests/<suite>/<task>/<submission id>.json one record per submission: public metadata, status
+    results/<suite>/<task>/<xx>/<submission id>.json   one immutable record per result, with provenance
+    requests/<suite>/<task>/<xx>/<submission id>.json  one record per submission: public metadata, status
+                                                 (<xx>: id_shard(submission id), 256 folders per task)
     releases/<name>.json                         a named release's notes (the release is a tag)
     data/scores/part-NNNNN.parquet               the leaderboard table (one row per result and tier),
                                                  in parts of at most SHARD_RECORDS results
@@ -14,12 +15,14 @@ paths. Publishing is idempotent per submission id, so a job that is retried afte
 publishes its result exactly once.
 
 Publishing appends: it rewrites only the newest table part (bounded size) and commits only the
-paths it wrote, so its cost does not grow with the number of results. Readers get the table of a
+paths it wrote, so its cost does not grow with the number of results; the records' folders are
+sharded so that a commit rehashes small trees only (see id_shard). Readers get the table of a
 revision with `scores(revision)`; parts are cached by blob id, so a new revision costs one part.
 """
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -53,7 +56,8 @@ configs:
 ---
 # PersonaBoard results
 
-One JSON record per evaluated submission under `results/<suite>/<task>/`, with its provenance
+One JSON record per evaluated submission under `results/<suite>/<task>/<xx>/` (`<xx>`: the first two
+hex digits of the sha256 of the submission id, so no folder grows past a few hundred files), with its provenance
 (suite version, split hash, predictions sha256 or model revision, setting, scorer version, timings),
 and the leaderboard table in `data/scores/*.parquet`. Every publish is a new revision.
 Each suite's data keeps its own license; see the PersonaBoard README.
@@ -86,12 +90,60 @@ class StoreUnavailable(StoreError):
 RELEASE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
+LAYOUT_MARKER = "personaboard-layout"  # in .git: this store's records are sharded (see ensure)
+LAYOUT_VERSION = "sharded-records-1"
+
+
+def id_shard(submission_id: str) -> str:
+    """The folder, under results/<suite>/<task>/ and requests/<suite>/<task>/, of a submission's records:
+    two hex digits of its id's sha256, so a task holds at most 256 folders of ~1/256 of its records.
+
+    Why: a commit rehashes every tree on a changed path, and a flat folder of 20,000 records is a ~1 MB
+    tree rehashed and recompressed on every publish (the Hub also wants < 10k files per folder). A hash,
+    not the id's first characters: ids of one kind share a prefix ("reported-", the benches' "bench-")."""
+    return hashlib.sha256(submission_id.encode()).hexdigest()[:2]
+
+
+def result_path(suite: str, task: str, submission_id: str) -> str:
+    """Where a result record lives in the dataset (the one place that spells the layout out)."""
+    return f"results/{suite}/{task}/{id_shard(submission_id)}/{submission_id}.json"
+
+
+def result_glob(submission_id: str, folder: str = "results") -> str:
+    """A glob, relative to the dataset root, for a submission's record whatever its suite and task."""
+    return f"{folder}/*/*/{id_shard(submission_id)}/{submission_id}.json"
+
+
 def record_path(record: dict[str, Any]) -> str:
-    return f"results/{record['suite']}/{record['task']}/{record['submission_id']}.json"
+    return result_path(record["suite"], record["task"], record["submission_id"])
 
 
 def request_path(request: dict[str, Any]) -> str:
-    return f"requests/{request['suite']}/{request['task']}/{request['submission_id']}.json"
+    return f"requests/{request['suite']}/{request['task']}/{id_shard(request['submission_id'])}/{request['submission_id']}.json"
+
+
+def flat_record_paths(paths) -> list[tuple[str, str]]:
+    """(old path, sharded path) for each record stored in the flat layout of stores made before
+    id_shard (results|requests/<suite>/<task>/<id>.json); other paths are left out."""
+    moves = []
+    for path in paths:
+        parts = path.split("/")
+        if len(parts) == 4 and parts[0] in ("results", "requests") and parts[3].endswith(".json"):
+            folder, suite, task, name = parts
+            moves.append((path, f"{folder}/{suite}/{task}/{id_shard(name[:-5])}/{name}"))
+    return moves
+
+
+def record_order(path: str) -> tuple[str, str, str]:
+    """Sort key of a record's path in the dataset (results|requests/<suite>/<task>/[<xx>/]<id>.json):
+    suite, task, id; the shard folder is no order."""
+    parts = path.split("/")
+    return parts[1], parts[2], parts[-1]
+
+
+def record_files(folder: Path) -> list[Path]:
+    """The record files under a dataset's results/ (or requests/) folder, either layout, in record_order."""
+    return sorted(folder.glob("*/*/**/*.json"), key=lambda p: record_order(p.relative_to(folder.parent).as_posix()))
 
 
 def release_path(name: str) -> str:
@@ -169,7 +221,8 @@ class LocalDatasetStore:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def ensure(self) -> None:
-        if (self.root / ".git").exists() and not (self.root / LEGACY_SCORES_PATH).exists():
+        marker = self.root / ".git" / LAYOUT_MARKER
+        if marker.exists() and not (self.root / LEGACY_SCORES_PATH).exists():
             return
         with self._locked():
             if not (self.root / ".git").exists():
@@ -180,7 +233,7 @@ class LocalDatasetStore:
                 self._write_scores([])
                 self._git("add", "-A")
                 self._git("commit", "-q", "-m", "Create the results dataset")
-            elif (self.root / LEGACY_SCORES_PATH).exists():
+            if (self.root / LEGACY_SCORES_PATH).exists():
                 # A store made before the table was split into parts: split it once, in a new version.
                 self._discard_uncommitted()
                 (self.root / LEGACY_SCORES_PATH).unlink()
@@ -188,6 +241,27 @@ class LocalDatasetStore:
                 self._write_scores(self._read_records_from_disk())
                 self._git("add", "-A")
                 self._git("commit", "-q", "-m", "Split the scores table into parts (appends stay cheap)")
+            if not marker.exists():
+                self._shard_flat_records()
+                marker.write_text(LAYOUT_VERSION + "\n", encoding="ascii")
+
+    def _shard_flat_records(self) -> None:
+        """A store made before id_shard keeps its records flat in results|requests/<suite>/<task>/:
+        move them into their shard folders once, in a new version (older versions keep the flat
+        layout; every reader takes both)."""
+        def flat() -> list[str]:
+            return [str(p.relative_to(self.root)) for folder in ("results", "requests")
+                    for p in (self.root / folder).glob("*/*/*.json")]
+
+        if not flat():
+            return
+        self._discard_uncommitted()  # a dead writer's record is not moved into this version
+        for old, new in flat_record_paths(flat()):
+            (self.root / new).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.root / old, self.root / new)
+        (self.root / "README.md").write_text(DATASET_CARD, encoding="utf-8")
+        self._git("add", "-A")
+        self._git("commit", "-q", "-m", "Shard the records folders by id (a commit rehashes small trees only)")
 
     # -- writing --------------------------------------------------------------------------------
     record_path = staticmethod(record_path)
@@ -212,7 +286,8 @@ class LocalDatasetStore:
             self._git("checkout", "-q", "HEAD", "--", SCORES_DIR)
             target = self.root / relative
             if target.exists():  # committed: a retried job; the first result stands
-                return self._git("log", "-1", "--format=%H", "--", relative).decode().strip()
+                # the commit that added it (--follow: past the one that moved it into its shard folder)
+                return self._git("log", "-1", "--follow", "--diff-filter=A", "--format=%H", "--", relative).decode().strip()
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(".tmp")
             tmp.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
@@ -244,9 +319,9 @@ class LocalDatasetStore:
         with self._locked():
             self._git("clean", "-q", "-f", "--", SCORES_DIR)  # as in publish: a dead writer's leftovers
             self._git("checkout", "-q", "HEAD", "--", SCORES_DIR)
-            self._git("clean", "-q", "-f", "--", f"results/*/*/{submission_id}.json")  # never committed: not published
-            records = list((self.root / "results").glob(f"*/*/{submission_id}.json"))
-            requests = list((self.root / "requests").glob(f"*/*/{submission_id}.json"))  # its public metadata too
+            self._git("clean", "-q", "-f", "--", result_glob(submission_id))  # never committed: not published
+            records = list(self.root.glob(result_glob(submission_id)))
+            requests = list(self.root.glob(result_glob(submission_id, "requests")))  # its public metadata too
             if not records and not requests:
                 return None
             changed = [str(p.relative_to(self.root)) for p in records + requests]
@@ -264,7 +339,7 @@ class LocalDatasetStore:
     def current_record(self, submission_id: str) -> dict[str, Any] | None:
         """The result record of a submission in the current version, if it is there."""
         self.ensure()
-        paths = list((self.root / "results").glob(f"*/*/{submission_id}.json"))
+        paths = list(self.root.glob(result_glob(submission_id)))
         return json.loads(paths[0].read_text(encoding="utf-8")) if paths else None
 
     def sync_group(self, prefix: str, records: list[dict[str, Any]], message: str) -> str | None:
@@ -276,7 +351,7 @@ class LocalDatasetStore:
         with self._locked():
             self._discard_uncommitted()
             wanted = {self.record_path(r): as_json(r) for r in records}
-            present = {str(p.relative_to(self.root)): p for p in (self.root / "results").glob(f"*/*/{prefix}*.json")}
+            present = {str(p.relative_to(self.root)): p for p in (self.root / "results").glob(f"*/*/*/{prefix}*.json")}
             changed = False
             for relative, text in wanted.items():
                 target = self.root / relative
@@ -371,7 +446,7 @@ class LocalDatasetStore:
             stale.unlink()
 
     def _read_records_from_disk(self) -> list[dict[str, Any]]:
-        return [json.loads(p.read_text(encoding="utf-8")) for p in sorted((self.root / "results").glob("*/*/*.json"))]
+        return [json.loads(p.read_text(encoding="utf-8")) for p in record_files(self.root / "results")]
 
     # -- reading --------------------------------------------------------------------------------
     def head(self) -> str:
@@ -466,7 +541,7 @@ class LocalDatasetStore:
             return self._read_records_from_disk()
         rev = self._verify(revision)
         names = self._git("ls-tree", "-r", "--name-only", rev, "--", "results").decode().split()
-        return [json.loads(self._show(rev, name)) for name in names if name.endswith(".json")]
+        return [json.loads(self._show(rev, name)) for name in sorted(names, key=record_order) if name.endswith(".json")]
 
     def _verify(self, revision: str) -> str:
         """A commit sha (or its prefix), `main`, or a release name -> the full commit sha."""

@@ -28,6 +28,7 @@ from browser_helpers import (  # noqa: E402
     CHROMIUM, choose, expect, launch_chromium, open_page, open_tab, rows_for, screenshot,
     set_checkboxes, sign_in, submissions, type_custom, wait_table,
 )
+from leaderboard.store import result_path  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
@@ -280,7 +281,7 @@ def test_real_smollm2_from_the_ui(browser, shared_live_service, tmp_path):
         assert row["Kind"] == PARTIAL and row["Items"] == str(limit) and row["Setting"] == "zero_shot", row
         screenshot(page, tmp_path, "smollm2-leaderboard")
 
-    record_path = svc.data_dir / "results-dataset" / "results" / SUITE / TASK / f"{sid}.json"
+    record_path = svc.data_dir / "results-dataset" / result_path(SUITE, TASK, sid)
     assert record_path.exists(), f"no stored result at {record_path}"
     record = json.loads(record_path.read_text())
     provenance = record["provenance"]

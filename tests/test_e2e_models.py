@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import register_model, run_cli, wait_state  # noqa: E402
 from tiny_models import build_tiny_model  # noqa: E402
+from leaderboard.store import result_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE, TASK = "prefeval", "mcq"
@@ -36,7 +37,7 @@ def http_client(svc) -> httpx.Client:
 
 
 def stored_record(svc, sid: str) -> dict:
-    path = svc.data_dir / "results-dataset" / "results" / SUITE / TASK / f"{sid}.json"
+    path = svc.data_dir / "results-dataset" / result_path(SUITE, TASK, sid)
     assert path.exists(), list((svc.data_dir / "results-dataset").rglob("*.json"))
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -20,6 +20,7 @@ from live_helpers import run_cli, wait_finished
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tiny_models import build_tiny_model  # noqa: E402
+from leaderboard.store import result_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "personafeedback"
@@ -258,7 +259,7 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
     assert rm.get("position_consistency") is None
     assert (rm["total"] * limit) == pytest.approx(round(rm["total"] * limit))
 
-    record = json.loads((svc.data_dir / "results-dataset" / "results" / SUITE / TASK / f"{ids['generative']}.json")
+    record = json.loads((svc.data_dir / "results-dataset" / result_path(SUITE, TASK, ids["generative"]))
                         .read_text(encoding="utf-8"))
     assert record["provenance"]["protocol"] == "pairwise_logprobs"
     assert record["provenance"]["seeds"]["option_shuffle"] == 20250615
@@ -290,5 +291,5 @@ def test_tiny_judge_rag_run(installed, tiny):
         wait_finished(http, sid, 240, svc.logs)
         row = row_of(http, sid, "rag")
     assert row["row_kind"] == "partial" and row["n_items"] == 6 and row["position_consistency"] is not None
-    record = json.loads((svc.data_dir / "results-dataset" / "results" / SUITE / TASK / f"{sid}.json").read_text())
+    record = json.loads((svc.data_dir / "results-dataset" / result_path(SUITE, TASK, sid)).read_text())
     assert record["provenance"]["retrieval_model"]

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import register_model, run_cli, wait_state  # noqa: E402
 from tiny_models import build_tiny_model  # noqa: E402
+from leaderboard.store import result_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "realpref"
@@ -149,7 +150,7 @@ def fixture_preferences() -> dict[str, dict]:
 
 
 def stored(svc, task: str, sid: str) -> dict:
-    return json.loads((svc.data_dir / "results-dataset" / "results" / SUITE / task / f"{sid}.json").read_text())
+    return json.loads((svc.data_dir / "results-dataset" / result_path(SUITE, task, sid)).read_text())
 
 
 def checkpoint_answers(svc, sid: str) -> dict[str, object]:

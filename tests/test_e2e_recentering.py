@@ -20,6 +20,7 @@ from live_helpers import run_cli, wait_finished
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tiny_models import build_tiny_model  # noqa: E402
+from leaderboard.store import result_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "recentering"
@@ -216,7 +217,7 @@ def test_tiny_model_rates_pairs(installed, tiny):
     assert row["row_kind"] == "partial" and row["n_items"] == limit
     assert 1 <= row["mean_rating"] <= 5
     assert row["total"] is None or -1 <= row["total"] <= 1
-    record = json.loads((svc.data_dir / "results-dataset" / "results" / SUITE / "response_preference" / f"{sid}.json")
+    record = json.loads((svc.data_dir / "results-dataset" / result_path(SUITE, "response_preference", sid))
                         .read_text(encoding="utf-8"))
     assert record["provenance"]["protocol"] == "rating_logprobs" and record["provenance"]["unparsed"] == 0
     assert record["provenance"]["split"]["full_n_items"] == 10
@@ -240,7 +241,7 @@ def run_tiny(http, svc, name: str, task: str, setting: str, protocol: str | None
 
 
 def stored_record(svc, task: str, sid: str) -> dict:
-    path = svc.data_dir / "results-dataset" / "results" / SUITE / task / f"{sid}.json"
+    path = svc.data_dir / "results-dataset" / result_path(SUITE, task, sid)
     return json.loads(path.read_text(encoding="utf-8"))
 
 

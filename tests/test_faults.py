@@ -19,6 +19,7 @@ from live_helpers import (  # noqa: E402
 )
 from submissions.settings import FAULT_GATE_ENV  # noqa: E402
 from submissions.queue import job_id_for  # noqa: E402
+from leaderboard.store import result_glob  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +40,7 @@ def git_subjects(svc) -> list[str]:
 
 
 def assert_published_once(svc, http, submission_id: str) -> None:
-    records = list((svc.data_dir / "results-dataset" / "results").glob(f"*/*/{submission_id}.json"))
+    records = list((svc.data_dir / "results-dataset").glob(result_glob(submission_id)))
     assert len(records) == 1, records
     commits = [s for s in git_subjects(svc) if s.startswith(f"Add result {submission_id}")]
     assert len(commits) == 1, git_subjects(svc)

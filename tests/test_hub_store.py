@@ -16,7 +16,7 @@ import pytest
 from evaluator.hub import DatasetRepo
 from leaderboard.hub_store import HubDatasetStore
 from leaderboard.outbox import Outbox
-from leaderboard.store import LocalDatasetStore, StoreError
+from leaderboard.store import LocalDatasetStore, StoreError, request_path, result_path
 from leaderboard.table import records_to_scores
 
 from hub_server import TEST_TOKEN as HUB_TEST_TOKEN  # noqa: E402
@@ -86,8 +86,9 @@ def test_hub_store_publishes_versions_and_releases(hub_server, tmp_path, online)
         anonymous.head()
     # what the Hub holds: the local store's layout
     files = set(store.repo.files(store.head()))
-    assert {"README.md", "data/scores/part-00000.parquet", "results/prefeval/mcq/s1.json", "results/prefeval/mcq/s2.json",
-            "requests/prefeval/mcq/s1.json", "releases/v1.json"} <= files
+    assert {"README.md", "data/scores/part-00000.parquet", result_path("prefeval", "mcq", "s1"),
+            result_path("prefeval", "mcq", "s2"), request_path({"submission_id": "s1", "suite": "prefeval", "task": "mcq"}),
+            "releases/v1.json"} <= files
 
 
 def test_local_store_releases_and_requests(tmp_path):
@@ -286,3 +287,39 @@ def test_a_publish_by_another_process_is_in_the_next_read(hub_server, redis_serv
     finally:
         publisher.stdin.close()
         publisher.wait(timeout=60)
+
+
+def test_a_hub_repo_with_flat_record_folders_is_sharded_once(hub_server, tmp_path, online, monkeypatch):
+    from leaderboard import hub_store as hub_store_module
+
+    def flat_path(record: dict) -> str:  # where stores made before id_shard kept a record
+        folder = "results" if "metrics" in record else "requests"
+        return f"{folder}/{record['suite']}/{record['task']}/{record['submission_id']}.json"
+
+    request = {"submission_id": "s1", "suite": "prefeval", "task": "mcq", "status": "finished"}
+    with monkeypatch.context() as old_code:
+        for name in ("record_path", "request_path"):
+            old_code.setattr(hub_store_module, name, flat_path)
+        old_code.setattr(hub_store_module, "DATASET_CARD", "---\npretty_name: the card before sharding\n---\n")
+        old = hub_store(hub_server, tmp_path, "old")
+        first = old.publish(make_record("s1", 0.5), request=request)
+        flat_head = old.publish(make_record("s2", 0.75))
+    assert "results/prefeval/mcq/s1.json" in old.repo.files(flat_head)
+
+    store = hub_store(hub_server, tmp_path)
+    assert store.publish(make_record("s1", 0.9)) == first  # the first result stands, across the move
+    head = store.head_revision(fresh=True)
+    assert store.versions()[0].message.startswith("Shard the records folders")
+    files = set(store.repo.files(head))
+    assert {result_path("prefeval", "mcq", "s1"), result_path("prefeval", "mcq", "s2"), request_path(request)} <= files
+    assert not any(p.count("/") == 3 for p in files if p.startswith(("results/", "requests/")))
+    assert store.repo.read("README.md", head).decode() == hub_store_module.DATASET_CARD
+    assert [r["submission_id"] for r in store.records()] == [r["submission_id"] for r in store.records(flat_head)] \
+        == ["s1", "s2"]
+    assert store.current_record("s2") == make_record("s2", 0.75)
+    pd.testing.assert_frame_equal(store.scores(), store.scores(flat_head))
+    again = hub_store(hub_server, tmp_path, "again")
+    again.ensure()
+    assert again.head_revision(fresh=True) == head  # once
+    assert again.withdraw("s1", "hide s1") and set(again.scores()["submission_id"]) == {"s2"}
+    assert not any(p.endswith("/s1.json") for p in again.repo.files(again.head_revision(fresh=True)))

@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import make_predictions, run_cli, submit, wait_finished, wait_until  # noqa: E402
+from leaderboard.store import result_glob  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -308,7 +309,7 @@ def test_hide_unhide_flag_delete_with_audit_log(svc):
         assert sid not in {s["id"] for s in admin.get("/api/v1/submissions", params={"limit": 1000}).json()["submissions"]}
         act(admin, "hide", sid, "again", expect=409)
     dataset = svc.data_dir / "results-dataset"
-    assert not list(dataset.glob(f"results/*/*/{sid}.json")) and not list(dataset.glob(f"requests/*/*/{sid}.json"))
+    assert not list(dataset.glob(result_glob(sid))) and not list(dataset.glob(result_glob(sid, "requests")))
 
     # unhide and flag from the CLI, as the operator on the server
     proc = run_cli("submissions", "unhide", sid, "--actor", "ops-alice", env=svc.env)
@@ -335,7 +336,7 @@ def test_hide_unhide_flag_delete_with_audit_log(svc):
         assert sid not in leaderboard_ids(admin, "parquet") and keep in leaderboard_ids(admin, "parquet")
         act(admin, "unhide", sid, expect=409)  # deleted is for good
     assert not list((svc.data_dir / "uploads").glob(f"{sid}*"))
-    assert not list((svc.data_dir / "results-dataset" / "results").glob(f"*/*/{sid}.json"))
+    assert not list((svc.data_dir / "results-dataset").glob(result_glob(sid)))
 
 
 def test_cancel_queued_and_running_then_rerun(svc):

@@ -25,6 +25,7 @@ from tiny_models import build_tiny_model  # noqa: E402
 
 from backend import processes  # noqa: E402
 from evaluator.hub import DatasetRepo  # noqa: E402
+from leaderboard.store import result_path  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -108,8 +109,8 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
             # published on the Hub, in the web node's leaderboard too
             results = DatasetRepo(RESULTS_REPO, TEST_TOKEN, hub_server.url, tmp_path / "reader")
             files = _online(lambda: results.files(revision))
-            assert f"results/recentering/relevance/{sid}.json" in files
-            record = json.loads(_online(lambda: results.read(f"results/recentering/relevance/{sid}.json", revision)))
+            assert result_path("recentering", "relevance", sid) in files
+            record = json.loads(_online(lambda: results.read(result_path("recentering", "relevance", sid), revision)))
             assert record["provenance"]["model"]["revision"] == answer.json()["details"]["model"]["revision"]
             # the gold never enters the results repo
             assert all(p.split("/")[0] in ("README.md", ".gitattributes", "data", "results", "requests") for p in files), files

@@ -8,7 +8,7 @@ import pytest
 
 from leaderboard.reported import all_reported_records
 from leaderboard.result_record import SCHEMA_VERSION, RecordError, ResultRecord, make_record, record_json_schema
-from leaderboard.store import LocalDatasetStore
+from leaderboard.store import LocalDatasetStore, result_glob
 
 
 def record(**changes) -> dict:
@@ -47,13 +47,13 @@ def test_malformed_records_are_refused_naming_the_field(changes, field):
 def test_the_store_publishes_only_records_and_what_it_wrote_validates(tmp_path):
     store = LocalDatasetStore(tmp_path / "results")
     store.publish(make_record(**record()))
-    written = list((tmp_path / "results" / "results").glob("*/*/*.json"))
+    written = list((tmp_path / "results").glob(result_glob("s1")))
     assert len(written) == 1
     ResultRecord.model_validate_json(written[0].read_text())
     head = store.head()
     with pytest.raises(RecordError, match="row_kind"):
         store.publish(record(submission_id="s2", row_kind="bogus"))
-    assert store.head() == head and not list((tmp_path / "results" / "results").glob("*/*/s2.json"))
+    assert store.head() == head and not list((tmp_path / "results").glob(result_glob("s2")))
 
 
 def test_reported_rows_are_result_records():

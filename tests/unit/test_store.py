@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from leaderboard.store import SCORES_GLOB, LocalDatasetStore, StoreError
+from leaderboard.store import SCORES_GLOB, LocalDatasetStore, StoreError, result_path
 
 
 def make_record(submission_id: str, value: float, model: str = "m", suite: str = "prefeval", task: str = "mcq") -> dict:
@@ -42,13 +42,13 @@ def test_layout(store):
     assert store.scores().empty
 
     store.publish(make_record("s1", 0.5))
-    path = store.root / "results" / "prefeval" / "mcq" / "s1.json"
+    path = store.root / result_path("prefeval", "mcq", "s1")
     assert json.loads(path.read_text()) == make_record("s1", 0.5)
     scores = pd.read_parquet(store.root / "data/scores/part-00000.parquet")
     assert len(scores) == 3  # total + 2 tiers
     assert set(scores["tier"]) == {"total", "explicit", "implicit_choice"}
     tracked = subprocess.run(["git", "ls-files"], cwd=store.root, capture_output=True, check=True, text=True).stdout.split()
-    assert sorted(tracked) == ["README.md", "data/scores/part-00000.parquet", "results/prefeval/mcq/s1.json"]
+    assert sorted(tracked) == ["README.md", "data/scores/part-00000.parquet", result_path("prefeval", "mcq", "s1")]
 
 
 def test_each_publish_is_a_version_newest_first(store):
@@ -162,7 +162,7 @@ def test_a_dead_publishers_record_is_never_committed_under_another_submission(st
     revision = store.publish(make_record("second", 0.25))
     changed = subprocess.run(["git", "show", "--name-only", "--format=", revision], cwd=store.root,
                              capture_output=True, text=True, check=True).stdout.split()
-    assert sorted(changed) == ["data/scores/part-00000.parquet", "results/prefeval/mcq/second.json"]
+    assert sorted(changed) == ["data/scores/part-00000.parquet", result_path("prefeval", "mcq", "second")]
     assert set(store.scores(revision)["submission_id"]) == {"first", "second"}
     assert "orphan" not in set(store.scores()["submission_id"])  # nor in the files on disk
 
@@ -170,7 +170,7 @@ def test_a_dead_publishers_record_is_never_committed_under_another_submission(st
     changed = subprocess.run(["git", "show", "--name-only", "--format=%s", own], cwd=store.root,
                              capture_output=True, text=True, check=True).stdout.split("\n")
     assert changed[0].startswith("Add result orphan ")
-    assert "results/prefeval/mcq/orphan.json" in changed and "results/prefeval/mcq/second.json" not in changed
+    assert result_path("prefeval", "mcq", "orphan") in changed and result_path("prefeval", "mcq", "second") not in changed
 
 
 def _sample_record_for_crash_test() -> dict:
@@ -283,3 +283,56 @@ def test_head_revision_follows_every_publish_by_another_store_object(store):
     assert seen == [True] * 6
     assert reader.head_revision() == subprocess.run(["git", "rev-parse", "HEAD"], cwd=store.root, check=True,
                                                     capture_output=True, text=True).stdout.strip()
+
+
+def flat_path(record: dict) -> str:
+    """Where stores made before id_shard kept a record."""
+    return f"{'results' if 'metrics' in record else 'requests'}/{record['suite']}/{record['task']}/{record['submission_id']}.json"
+
+
+def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp_path, monkeypatch):
+    from leaderboard import store as store_module
+
+    root = tmp_path / "results"
+    with monkeypatch.context() as old_code:  # the store as it was: records flat in results/<suite>/<task>/
+        old_code.setattr(LocalDatasetStore, "record_path", staticmethod(flat_path))
+        old_code.setattr(store_module, "request_path", flat_path)
+        old = LocalDatasetStore(root)
+        first = old.publish(make_record("s1", 0.5))
+        old.publish_requests([{"submission_id": "s1", "suite": "prefeval", "task": "mcq", "status": "finished"}])
+        flat_head = old.publish(make_record("s2", 0.75, suite="recentering", task="relevance"))
+        (root / ".git" / store_module.LAYOUT_MARKER).unlink()
+    flat_files = sorted(git_files(root, flat_head))
+    assert "results/prefeval/mcq/s1.json" in flat_files and "requests/prefeval/mcq/s1.json" in flat_files
+
+    store = LocalDatasetStore(root)
+    assert store.publish(make_record("s1", 0.9)) == first  # a retried job, across the move: the first result stands
+    moved = store.head()
+    assert [v.message for v in store.versions()][0].startswith("Shard the records folders")
+    assert sorted(git_files(root, moved)) == sorted(
+        ["README.md", "data/scores/part-00000.parquet", result_path("prefeval", "mcq", "s1"),
+         result_path("recentering", "relevance", "s2"), store_module.request_path({"submission_id": "s1", "suite": "prefeval",
+                                                                                   "task": "mcq"})])
+    assert git_status(root) == ""
+    assert [r["submission_id"] for r in store.records()] == [r["submission_id"] for r in store.records(flat_head)] \
+        == ["s1", "s2"]
+    assert store.current_record("s2") == make_record("s2", 0.75, suite="recentering", task="relevance")
+    pd.testing.assert_frame_equal(store.scores(), store.scores(flat_head))
+    store.ensure()
+    assert store.head() == moved  # once
+
+    store.publish(make_record("s3", 0.1))
+    assert store.withdraw("s1", "hide s1")
+    assert sorted(git_files(root, store.head())) == sorted(
+        ["README.md", "data/scores/part-00000.parquet", result_path("recentering", "relevance", "s2"),
+         result_path("prefeval", "mcq", "s3")])
+    assert set(store.scores()["submission_id"]) == {"s2", "s3"}
+
+
+def git_files(root, revision: str) -> list[str]:
+    return subprocess.run(["git", "ls-tree", "-r", "--name-only", revision], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
+def git_status(root) -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True).stdout
