@@ -9,6 +9,7 @@ import gradio as gr
 
 from space.choices import ready_suites, suite_choices
 from space.identity import build_identity_row
+from space.my_submissions import browser_submissions
 from space.tabs.about import build_about_tab
 from space.tabs.leaderboard import build_leaderboard_tab
 from space.tabs.queue import QUEUE_TAB, build_queue_tab
@@ -38,11 +39,12 @@ def build_ui(services: Services) -> gr.Blocks:
         build_service_status(ui, services)  # results revision, "n results waiting to publish", workers
         # The id of a submission made on this page, set when it finishes: the board redraws with its row outlined.
         finished = gr.Textbox(visible=False, elem_id="finished-submission")
+        mine = browser_submissions()  # the ids submitted from this browser, for the status tab
         with gr.Tabs() as tabs:
             board = build_leaderboard_tab(ui, services)
-            build_submit_predictions_tab(ui, services, first_suite, token, finished)
-            build_submit_model_tab(ui, services, first_suite, token, finished)
-            build_status_tab(ui, services)
+            build_submit_predictions_tab(ui, services, first_suite, token, finished, mine)
+            build_submit_model_tab(ui, services, first_suite, token, finished, mine)
+            build_status_tab(ui, services, mine)
             queue_timer = build_queue_tab(ui, services)
             build_about_tab(ui, services)
         board.follow(finished)

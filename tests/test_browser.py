@@ -174,6 +174,14 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
         assert mine["form/explicit"] == pytest.approx(1.0), fmt
         assert mine["total"] == pytest.approx(accuracy), fmt  # full precision, not the rounded 33.3
 
+    # A reload forgets the page's state but not this browser's submissions: the status tab lists it.
+    page.reload()
+    expect(page.locator("#leaderboard-table")).to_be_visible()
+    open_tab(page, "Submission status")
+    choose(page, "status-mine", f"{model} ({SUITE}/{TASK}, {SUBMIT_SETTING}): finished")
+    expect(page.locator("#status-id input, #status-id textarea").first).to_have_value(submission_id)
+    expect(page.locator("#status-result")).to_contain_text("accuracy: 33.3")
+
 
 def test_bad_file_is_rejected_with_line_and_field_and_nothing_is_queued(ui, items, tmp_path):
     page = ui

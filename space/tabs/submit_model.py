@@ -8,11 +8,13 @@ from evaluator.protocols import default_protocol, setting_problem
 from evaluator.registry import get_task
 from space.choices import protocol_choices, setting_choices, suite_choices, task_choices
 from space.identity import ui_identity
+from space.my_submissions import remember
 from space.status_text import TERMINAL_STATES, format_error, format_status, inert
 from submissions.intake import ModelForm, SubmissionError
 
 
-def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, token, finished: gr.Textbox) -> None:
+def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, token, finished: gr.Textbox,
+                           mine: gr.BrowserState) -> None:
     """`finished` receives the id of each of this page's runs as it finishes (the leaderboard redraws)."""
     def model_choices():
         return sorted(services.registered_models())
@@ -112,5 +114,6 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
     m_task.input(on_task, [m_suite, m_task], [m_protocol, m_settings])
     m_protocol.input(on_protocol, [m_suite, m_task, m_protocol, m_settings], m_settings)
     m_button.click(submit_model, [m_model, m_revision, m_type, m_suite, m_task, m_settings, m_protocol, m_limit,
-                                  m_description, token], [m_status, m_current, m_timer])
+                                  m_description, token], [m_status, m_current, m_timer]).then(
+        remember, [m_current, mine], mine)
     m_timer.tick(poll, m_current, [m_status, m_timer, finished], show_progress="hidden")

@@ -11,6 +11,7 @@ from evaluator.registry import all_suites
 from space.choices import setting_choices, suite_choices, task_choices
 from space.formats import format_help
 from space.identity import ui_identity
+from space.my_submissions import remember
 from space.status_text import TERMINAL_STATES, format_error, format_status
 from space.uploads import NotAnUpload, uploaded_file
 from submissions.intake import SubmissionError, SubmissionForm
@@ -38,7 +39,8 @@ def setting_info(suite, setting) -> str:
     return f"**{html.escape(setting)}**: {html.escape(described)}" if described else ""
 
 
-def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | None, token, finished: gr.Textbox) -> None:
+def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | None, token, finished: gr.Textbox,
+                                 mine: gr.BrowserState) -> None:
     """`finished` receives the id of this page's submission when it finishes (the leaderboard redraws)."""
     def on_suite(suite):
         tasks = task_choices(suite)
@@ -109,5 +111,5 @@ def build_submit_predictions_tab(ui: gr.Blocks, services, first_suite: str | Non
     s_setting.change(setting_info, [s_suite, s_setting], s_setting_info)
     s_task.input(on_task, [s_suite, s_task], [s_inputs_link, s_format])
     s_button.click(submit, [s_file, s_suite, s_task, s_setting, s_model, s_link, s_description, token],
-                   [s_status, current, timer])
+                   [s_status, current, timer]).then(remember, [current, mine], mine)
     timer.tick(poll, current, [s_status, timer, finished], show_progress="hidden")
