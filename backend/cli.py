@@ -289,7 +289,7 @@ def _moderate(args: argparse.Namespace) -> int:
     from backend.settings import load_settings
     from leaderboard.results import open_outbox
     from submissions import moderation, queue
-    from submissions.jobs import head_signal
+    from submissions.jobs import head_signal, withhold_hidden
     from submissions.records import SubmissionStore
 
     settings = load_settings()
@@ -297,7 +297,8 @@ def _moderate(args: argparse.Namespace) -> int:
     actor = args.actor or f"cli:{getpass.getuser()}"
     try:
         entry = moderation.apply(args.action, args.submission_id, actor=actor, reason=args.reason or "",
-                                 records=records, outbox=open_outbox(head_signal=head_signal(settings.redis_url)),
+                                 records=records, outbox=open_outbox(head_signal=head_signal(settings.redis_url),
+                                                                     withhold=withhold_hidden(records)),
                                  redis=queue.connect(settings.redis_url))
     except moderation.ActionError as exc:
         print(f"error: {exc}", file=sys.stderr)

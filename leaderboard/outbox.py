@@ -1,7 +1,8 @@
 """The outbox: every publish is written to the data folder first, then pushed to the store in order.
 
     outbox/pending/<sequence>-<submission id>-<kind>.json   waiting, oldest first
-    outbox/done/<same name>                                  published: {"revision": ...} (kept a day)
+    outbox/done/<same name>                                  published: {"revision": ...} (kept a day),
+                                                             or withheld: {"revision": null, "withheld": true}
     outbox/rejected/<same name>                              refused for good by the store (with the reason)
 
 A publish is durable once `put` returns (written, fsynced, renamed into place). One publisher at a
@@ -32,13 +33,18 @@ KINDS = ("result", "requests", "withdraw")
 
 # called after an entry went out: (entry, revision or None if it changed nothing)
 OnPublished = Callable[[dict[str, Any], "str | None"], None]
+# asked right before a result entry goes out: True = do not publish it (e.g. an operator hid the
+# submission after its job put it here); it then takes care of the record. May raise StoreUnavailable
+# (it cannot tell now): the entry waits, in order, like any other.
+Withhold = Callable[[dict[str, Any]], bool]
 
 
 class Outbox:
-    def __init__(self, folder: Path, store, on_published: OnPublished | None = None):
+    def __init__(self, folder: Path, store, on_published: OnPublished | None = None, withhold: Withhold | None = None):
         self.folder = Path(folder)
         self.store = store
         self.on_published = on_published
+        self.withhold = withhold
         for name in ("pending", "done", "rejected"):
             (self.folder / name).mkdir(parents=True, exist_ok=True)
 
@@ -117,6 +123,12 @@ class Outbox:
                 except FileNotFoundError:
                     continue
                 try:
+                    if entry.get("kind") == "result" and self.withhold is not None and self.withhold(entry):
+                        _write_json(self.folder / "done" / name, {"revision": None, "withheld": True, "at": time.time()})
+                        path.unlink(missing_ok=True)
+                        if name == until:
+                            break
+                        continue
                     revision = self._publish(entry)
                 except StoreUnavailable as exc:
                     log.warning("outbox: %d publish(es) waiting; the store is unavailable: %s", len(self.pending()), exc)

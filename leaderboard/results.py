@@ -1,7 +1,7 @@
 """Which results store this process uses, and its outbox: the one place that chooses."""
 from __future__ import annotations
 
-from leaderboard.outbox import OnPublished, Outbox
+from leaderboard.outbox import OnPublished, Outbox, Withhold
 from leaderboard.settings import LeaderboardSettings, load_leaderboard_settings
 from leaderboard.store import LocalDatasetStore, StoreError
 
@@ -41,7 +41,8 @@ def open_store(settings: LeaderboardSettings | None = None, head_signal=None):
     return HubDatasetStore(repo, private=settings.results_private, head_signal=head_signal)
 
 
-def open_outbox(store=None, settings: LeaderboardSettings | None = None,
-                on_published: OnPublished | None = None, head_signal=None) -> Outbox:
+def open_outbox(store=None, settings: LeaderboardSettings | None = None, on_published: OnPublished | None = None,
+                head_signal=None, withhold: Withhold | None = None) -> Outbox:
     settings = settings or load_leaderboard_settings()
-    return Outbox(settings.outbox_dir, store if store is not None else open_store(settings, head_signal), on_published)
+    return Outbox(settings.outbox_dir, store if store is not None else open_store(settings, head_signal), on_published,
+                  withhold)

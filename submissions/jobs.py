@@ -10,6 +10,7 @@ import logging
 import time
 from typing import Any
 
+from redis.exceptions import RedisError
 from rq import get_current_job
 
 from evaluator.backends.base import BackendError
@@ -22,8 +23,10 @@ from leaderboard.head_signal import RedisHeadSignal
 from leaderboard.outbox import Outbox
 from leaderboard.result_record import make_record
 from leaderboard.results import open_outbox
+from leaderboard.store import StoreUnavailable
 from submissions.metrics import record_job
 from submissions import queue
+from submissions.moderation import keep_withheld, shared_visibility
 from submissions.records import Submission, SubmissionStore, utc_now
 from submissions.remote import RemoteLedger, ensure_pinned_split, note_released, send_event
 from submissions.settings import load_submission_settings
@@ -62,9 +65,41 @@ def publishing_outbox(connection=None) -> Outbox:
 
         def report(submission_id: str, revision: str) -> None:
             send_event(redis, submission_id, {"revision": revision})
+        withhold = withhold_hidden_remote(redis)
     else:
-        report = SubmissionStore(settings.submissions_db).update_revision
-    return open_outbox(on_published=record_published(report), head_signal=head_signal(settings.redis_url))
+        records = SubmissionStore(settings.submissions_db)
+        report, withhold = records.update_revision, withhold_hidden(records)
+    return open_outbox(on_published=record_published(report), head_signal=head_signal(settings.redis_url),
+                       withhold=withhold)
+
+
+def withhold_hidden(records: SubmissionStore):
+    """The outbox's last check before a result goes out, where the records are: a submission an
+    operator hid or deleted since its job started is not published; its record is kept for unhide."""
+    def withhold(entry: dict[str, Any]) -> bool:
+        record = entry["record"]
+        current = records.get(record["submission_id"])
+        if current is None or current.visibility == "public":
+            return False
+        return keep_withheld(records, current.id, record, "worker")
+    return withhold
+
+
+def withhold_hidden_remote(redis):
+    """The same check on a worker elsewhere: the visibility the web node keeps in Redis; a withheld
+    record goes to the web node (an event), which keeps it for unhide. Redis unreachable: the entry
+    waits in the outbox (never published without the check)."""
+    def withhold(entry: dict[str, Any]) -> bool:
+        record = entry["record"]
+        submission_id = record["submission_id"]
+        try:
+            if shared_visibility(redis, submission_id) in (None, "public"):
+                return False
+            send_event(redis, submission_id, {"withheld_record": record})
+        except RedisError as exc:
+            raise StoreUnavailable(f"cannot tell whether {submission_id} was hidden (Redis: {exc}); it waits") from None
+        return True
+    return withhold
 
 
 @functools.lru_cache(maxsize=4)

@@ -9,8 +9,15 @@
 
 The submissions database is the truth and the results store follows it: the database is changed
 first, then a withdrawal goes through the outbox (in order with the result's own publish); one
-lost to a crash in between is redone by `withdraw_stale` (the app's reconcile loop), and a job
-finishing after a hide withdraws its own row again (submissions/jobs.py).
+lost to a crash in between is redone by `withdraw_stale` (the app's reconcile loop).
+
+A result whose submission is hidden while its job runs is never published: the visibility is
+mirrored in Redis (`personaboard:visibility`, for workers on other machines, which have no
+database), and every outbox asks right before a result goes out (`withhold`, submissions/jobs.py);
+a withheld record is kept in the audit log ("withhold"), where unhide finds it. What remains: a hide
+that lands after that last check but before the commit (a commit's time): the result is published,
+and withdrawn at once by the job (it checks again after publishing) and by the web node when it
+folds the result's revision (submissions/remote.py), else by the reconcile loop.
 """
 from __future__ import annotations
 
@@ -29,6 +36,8 @@ log = logging.getLogger(__name__)
 
 ACTIONS = ("hide", "unhide", "flag", "delete", "cancel", "rerun")
 MAX_REASON = 1000
+VISIBILITY = "personaboard:visibility"  # Redis hash: submission id -> public | hidden | deleted
+WITHHELD = "computed while the submission was hidden: kept here, not published (unhide publishes it)"
 
 
 class ActionError(ValueError):
@@ -66,12 +75,14 @@ def apply(action: str, submission_id: str, *, actor: str, reason: str, records: 
             raise ActionError(409, f"submission {submission_id} is hidden already", "submission_id")
         withdrawn = _current_record(outbox, submission_id)
         entry = record({"record": withdrawn} if withdrawn else None, visibility="hidden")
-        entry["revision"] = _withdraw(outbox, submission_id, "hidden")
+        share_visibility(redis, submission_id, "hidden")  # before the withdrawal: a running job checks it
+        entry["revision"] = withdraw_result(outbox, submission_id, "hidden")
         return entry
     if action == "unhide":
         if submission.visibility != "hidden":
             raise ActionError(409, f"submission {submission_id} is not hidden", "submission_id")
         entry = record(visibility="public", request_status=None)  # its requests/ record goes out again
+        share_visibility(redis, submission_id, "public")
         withdrawn = _last_withdrawn_record(records, submission_id)
         if withdrawn is not None and submission.state == "finished":
             entry["revision"] = outbox.publish_now("result", {"record": withdrawn, "request": None})[1]
@@ -84,7 +95,8 @@ def apply(action: str, submission_id: str, *, actor: str, reason: str, records: 
         if submission.state in ACTIVE_STATES:
             changes["state"] = "cancelled"
         entry = record(**changes)
-        entry["revision"] = _withdraw(outbox, submission_id, "deleted")
+        share_visibility(redis, submission_id, "deleted")
+        entry["revision"] = withdraw_result(outbox, submission_id, "deleted")
         if submission.file_path:
             from pathlib import Path
 
@@ -102,7 +114,7 @@ def apply(action: str, submission_id: str, *, actor: str, reason: str, records: 
         raise ActionError(409, f"submission {submission_id} is {submission.state} already", "submission_id")
     entry = record(state="queued", error=None, result=None, revision=None, progress_done=0, started_at=None,
                    finished_at=None)
-    entry["revision"] = _withdraw(outbox, submission_id, "rerun")
+    entry["revision"] = withdraw_result(outbox, submission_id, "rerun")
     if redis is not None:
         try:
             queue.enqueue(redis, records.get(submission_id))  # routed by its hardware, carrying its snapshot
@@ -111,7 +123,7 @@ def apply(action: str, submission_id: str, *, actor: str, reason: str, records: 
     return entry
 
 
-def _withdraw(outbox: Outbox, submission_id: str, why: str) -> str | None:
+def withdraw_result(outbox: Outbox, submission_id: str, why: str) -> str | None:
     """Through the outbox, so a withdrawal is never overtaken by the result's own pending publish."""
     payload = {"submission_id": submission_id, "message": f"Withdraw result {submission_id} ({why} by an operator)"}
     return outbox.publish_now("withdraw", payload)[1]
@@ -160,6 +172,45 @@ def withdraw_stale(records: SubmissionStore, outbox: Outbox) -> list[str]:
     done = []
     for submission_id in records.withdrawn_ids():
         if outbox.store.current_record(submission_id) is not None:
-            _withdraw(outbox, submission_id, "hidden")
+            withdraw_result(outbox, submission_id, "hidden")
             done.append(submission_id)
     return done
+
+
+# -- visibility for workers without the database (submissions/remote.py), and withheld results -------
+
+def share_visibility(redis: Redis | None, submission_id: str, visibility: str) -> None:
+    """Best effort: if Redis cannot take it now, `mirror_visibility` (the reconcile loop) does later."""
+    if redis is None:
+        return
+    try:
+        redis.hset(VISIBILITY, submission_id, visibility)
+    except RedisError as exc:
+        log.warning("could not share %s's visibility (%s) with workers: %s", submission_id, visibility, exc)
+
+
+def shared_visibility(redis: Redis, submission_id: str) -> str | None:
+    """What the web node last said (None: never hidden). Raises RedisError."""
+    value = redis.hget(VISIBILITY, submission_id)
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def mirror_visibility(redis: Redis, records: SubmissionStore) -> None:
+    """Make Redis say what the database says: every hidden or deleted submission, and "public" for
+    any Redis still holds as hidden (a lost write, a Redis restart). Raises RedisError."""
+    withdrawn = set(records.withdrawn_ids())
+    shown = {k.decode() if isinstance(k, bytes) else k: v for k, v in redis.hgetall(VISIBILITY).items()}
+    changes = {sid: "hidden" for sid in withdrawn if sid not in shown or shown[sid] in (b"public", "public")}
+    changes.update({sid: "public" for sid, value in shown.items()
+                    if sid not in withdrawn and value not in (b"public", "public")})
+    if changes:
+        redis.hset(VISIBILITY, mapping=changes)
+
+
+def keep_withheld(records: SubmissionStore, submission_id: str, record: dict[str, Any], actor: str) -> bool:
+    """A result not published because its submission was hidden: kept in the audit log, where unhide
+    finds it. Returns False if the submission is public again by now (an unhide that came before
+    this entry could find it): then the caller publishes it after all."""
+    records.record_action(submission_id, actor, "withhold", WITHHELD, {"record": record})
+    current = records.get(submission_id)
+    return current is not None and current.visibility != "public"

@@ -14,6 +14,12 @@ through the worker's own outbox; hidden splits come from the Hub at the commit t
     personaboard:split-pins      hash: suite -> JSON {source, revision, secret}
     personaboard:ladder:decision:<id>            the Ladder's decision for a submission (hidden splits)
     personaboard:ladder:best:<submitter>|<scope> a submitter's best released value, every node's
+    personaboard:visibility      hash: submission id -> public | hidden | deleted (submissions/moderation.py)
+
+An operator can hide a submission while it runs elsewhere: the worker reads its visibility from
+Redis right before its outbox publishes (submissions/jobs.py `withhold_hidden_remote`) and sends
+the record to the web node instead (event "withheld_record", kept for unhide); a hide that comes
+after that check is undone when the web node folds the result's revision.
 """
 from __future__ import annotations
 
@@ -26,6 +32,8 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import RedisError, ResponseError
 
+from leaderboard.outbox import Outbox
+from submissions.moderation import keep_withheld, shared_visibility, withdraw_result
 from submissions.records import Submission, utc_now
 
 log = logging.getLogger(__name__)
@@ -49,6 +57,8 @@ class RemoteLedger:
     def get(self, submission_id: str) -> Submission | None:
         if self.redis.exists(f"personaboard:finished:{submission_id}"):
             self.submission.state = "finished"
+        if visibility := shared_visibility(self.redis, submission_id):  # hidden by an operator since enqueue
+            self.submission.visibility = visibility
         return self.submission if submission_id == self.submission.id else None
 
     def start_attempt(self, submission_id: str) -> Submission | None:
@@ -109,10 +119,11 @@ def send_event(redis: Redis, submission_id: str, changes: dict[str, Any]) -> Non
 class EventFolder:
     """The web node's side: apply the workers' events to the submission records, in order."""
 
-    def __init__(self, redis: Redis, records, consumer: str | None = None):
+    def __init__(self, redis: Redis, records, consumer: str | None = None, outbox: Outbox | None = None):
         self.redis = redis
         self.records = records
         self.consumer = consumer or f"web-{socket.gethostname()}"
+        self.outbox = outbox  # the web node's: withdraws a result published for a hidden submission
         self._group_ready = False
 
     def _ensure_group(self) -> None:
@@ -149,6 +160,7 @@ class EventFolder:
             log.error("malformed worker event for %s ignored", submission_id)
             return
         current = self.records.get(submission_id)
+        withheld = changes.pop("withheld_record", None)
         if "ladder" in changes:  # a remote worker's Ladder decision: the web node's own jobs count it too
             ladder = changes.pop("ladder")
             self.records.record_release(submission_id, ladder["submitter"], ladder["scope"], ladder["released"],
@@ -156,6 +168,10 @@ class EventFolder:
         if current is None:
             log.warning("worker event for unknown submission %s ignored", submission_id)
             return
+        if withheld is not None:  # not published: the submission was hidden when the worker's outbox asked
+            worker = _text(fields_.get(b"worker") or fields_.get("worker") or "?")
+            if not keep_withheld(self.records, submission_id, withheld, f"worker:{worker}") and self.outbox is not None:
+                self.outbox.put("result", {"record": withheld, "request": None})  # unhidden meanwhile: out after all
         if current.state in ("finished", "failed") and changes.get("state") in ("running", "queued"):
             return  # a late event from an attempt that was superseded; the outcome stands
         if current.state == "cancelled" and "state" in changes:
@@ -164,6 +180,9 @@ class EventFolder:
         changes = {k: v for k, v in changes.items() if k in allowed}
         if changes:
             self.records.update(submission_id, **changes)
+        if changes.get("revision") and self.outbox is not None and self.records.get(submission_id).visibility != "public":
+            # published by a worker elsewhere after an operator hid it (after the worker's last check): out now
+            withdraw_result(self.outbox, submission_id, "hidden")
 
 
 def ladder_best_key(submitter: str, scope: str) -> str:

@@ -27,7 +27,7 @@ from leaderboard.store import StoreError, StoreUnavailable
 from submissions import moderation, queue
 from submissions.identity import Identity, IdentityStore
 from submissions.intake import ModelForm, SubmissionForm, Submitter, accept_model, accept_predictions
-from submissions.jobs import head_signal, record_published
+from submissions.jobs import head_signal, record_published, withhold_hidden
 from submissions.remote import EventFolder, list_workers, publish_installed_pins
 from submissions.records import REQUEST_STATUS, Submission, SubmissionStore
 from submissions.settings import SubmissionSettings
@@ -63,7 +63,8 @@ class Services:
         records = SubmissionStore(settings.submissions_db)
         results = open_store(head_signal=head_signal(settings.redis_url))  # others' publishes seen at once
         services = cls(settings, records, results, queue.connect(settings.redis_url), ModelRegistry(settings.data_dir),
-                       open_outbox(results, on_published=record_published(records.update_revision)))
+                       open_outbox(results, on_published=record_published(records.update_revision),
+                                   withhold=withhold_hidden(records)))
         services.prepare_store()
         return services
 
@@ -105,7 +106,7 @@ class Services:
     def start_event_folder(self) -> None:
         """Fold remote workers' events (state, progress, revision) into the records, as they come;
         and pin this node's Hub-installed splits for them (submissions/remote.py)."""
-        folder = EventFolder(queue.connect(self.settings.redis_url), self.records)
+        folder = EventFolder(queue.connect(self.settings.redis_url), self.records, outbox=self.outbox)
 
         def loop() -> None:
             pinned = False
@@ -151,6 +152,7 @@ class Services:
         except Exception:  # noqa: BLE001 - a store problem must not stop the queue repair below
             log.exception("withdrawing hidden results failed; retried at the next reconcile")
         try:
+            moderation.mirror_visibility(self.redis, self.records)  # for workers elsewhere (a lost write)
             return queue.reconcile(self.redis, self.records)
         except RedisError as exc:
             log.warning("queue unreachable, reconcile postponed: %s", exc)

@@ -5,7 +5,9 @@ The web node installs a hidden split from a private Hub dataset (pinned to its c
 is a Hub model; the submission is routed to the CPU queue, which only the remote worker serves. The
 worker installs the pinned split from the Hub on first use, runs the model, publishes the result to
 the Hub results repo through its own outbox, and reports state through Redis; the web node folds it
-into its records. Then the worker is drained: it stops, and the worker list no longer shows it.
+into its records. A second run is hidden by an operator while it runs there: it is never published
+(the worker withholds it and the web node keeps it), and unhide publishes it. Then the worker is
+drained: it stops, and the worker list no longer shows it.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from tiny_models import build_tiny_model  # noqa: E402
 from backend import processes  # noqa: E402
 from evaluator.hub import DatasetRepo  # noqa: E402
 from leaderboard.store import result_path  # noqa: E402
+from submissions.settings import FAULT_GATE_ENV  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -76,8 +79,10 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
         assert json.loads(installed.stdout)["revision"] == split_sha  # pinned to the commit
 
         # the other machine: its own data folder and HF cache; Redis URL, token and repo only
+        gate = tmp_path / "remote" / "gate"  # a job waits at the start until it exists (submissions/jobs.py)
+        gate.touch()
         remote_env = processes.child_env(remote_dir, svc.redis_url, extra={
-            **hub_env, "HF_HOME": str(tmp_path / "remote" / "hf-home")})
+            **hub_env, "HF_HOME": str(tmp_path / "remote" / "hf-home"), FAULT_GATE_ENV: str(gate)})
         log = tmp_path / "remote" / "worker.log"
         with open(log, "ab") as out:
             worker = subprocess.Popen([sys.executable, "-m", "backend.cli", "worker", "--hardware", "cpu", "--name", WORKER],
@@ -119,6 +124,28 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
             # (leaderboard/head_signal.py); the web node does not wait for its kept Hub head to expire
             board = http.get("/api/v1/leaderboard", params={"suite": "recentering", "task": "relevance"})
             assert sid in {row["submission_id"] for row in board.json()}
+
+            # hidden by an operator while it runs on the remote worker: never published, not even briefly
+            gate.unlink()
+            answer = http.post("/api/v1/submissions", json={
+                "model": MODEL_REPO, "suite": "recentering", "task": "relevance", "setting": "zero_shot",
+                "protocol": "choice_logprobs", "limit": 4})
+            assert answer.status_code == 201, answer.text
+            hidden_id = answer.json()["id"]
+            wait_until(lambda: http.get(f"/api/v1/submissions/{hidden_id}").json()["state"] == "running", 120,
+                       "the second run to start on the remote worker")
+            hide = run_cli("submissions", "hide", hidden_id, "--reason", "hidden while it ran", env=svc.env)
+            assert hide.returncode == 0, hide.stderr
+            gate.touch()
+            final = wait_finished(http, hidden_id, timeout=300, logs=lambda: log.read_text()[-4000:] + svc.logs())
+            assert final["visibility"] == "hidden"
+            assert [e["action"] for e in final["history"]] == ["hide", "withhold"]  # kept on the web node
+            assert not [c for c in _online(results.commits) if hidden_id in c.message]  # in no revision, ever
+            unhide = run_cli("submissions", "unhide", hidden_id, env=svc.env)
+            assert unhide.returncode == 0, unhide.stderr
+            assert json.loads(unhide.stdout)["revision"]  # published now, from the record the web node kept
+            board = http.get("/api/v1/leaderboard", params={"suite": "recentering", "task": "relevance"})
+            assert hidden_id in {row["submission_id"] for row in board.json()}  # the next read after unhide
 
         # the remote machine: the split installed from the Hub at the pinned commit, with the web
         # node's split hash; none of the web node's state (no records database, no uploads)
