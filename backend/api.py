@@ -274,8 +274,8 @@ def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
     "/leaderboard", summary="The leaderboard, filtered; JSON, CSV or parquet",
     description="JSON comes a page at a time (`limit` rows from `offset`; the first "
                 f"{DEFAULT_PAGE_ROWS} by default, at most {MAX_PAGE_ROWS}): X-Total-Count is the number of rows, "
-                "and the Link header names the next and previous pages. CSV and parquet are the complete "
-                "table. Responses carry an ETag (it changes with the results revision): send it back in "
+                "and the Link header names the next and previous pages; `complete=true` gives the whole table "
+                "in one JSON body, as CSV and parquet always are. Responses carry an ETag (it changes with the results revision): send it back in "
                 "If-None-Match to get 304 Not Modified while nothing was published.",
     responses={200: {"content": {"application/json": {}, "text/csv": {}, "application/vnd.apache.parquet": {}}},
                304: {"description": "not modified since the ETag given in If-None-Match"}},
@@ -290,15 +290,18 @@ async def leaderboard(
     format: Literal["json", "csv", "parquet"] = "json",
     limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS, description=f"JSON rows per page (default {DEFAULT_PAGE_ROWS})"),
     offset: int = Query(0, ge=0, le=MAX_OFFSET, description="JSON: rows to skip"),
+    complete: bool = Query(False, description="JSON: the whole table in one body (a download), not a page"),
 ):
     svc = services(request)
     if format != "json" and (limit is not None or offset):
         raise HTTPException(422, {"message": f"limit and offset page the JSON; format={format} is the complete table"})
+    if complete and (limit is not None or offset):
+        raise HTTPException(422, {"message": "limit and offset page the JSON; complete=true asks for the whole table"})
     filters = Filters(suite or None, task or None, setting or None, tier or None)
     try:
         body = await svc.leaderboard_body(filters, format, revision or None,
                                           gzipped=accepts_gzip(request.headers.get("accept-encoding")),
-                                          page=page_of(format, limit, offset))
+                                          page=page_of(format, limit, offset, complete))
     except StoreUnavailable as exc:
         raise HTTPException(503, {"message": "the results dataset cannot be reached right now; try again later"}) from exc
     except StoreError as exc:

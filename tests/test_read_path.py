@@ -173,7 +173,25 @@ def test_json_comes_in_pages_csv_stays_complete(service, store):
         whole = http.get(LEADERBOARD)  # no limit: the first DEFAULT_PAGE_ROWS rows
         assert len(whole.json()) == min(100, int(whole.headers["x-total-count"]))
         for bad in ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"limit": "x"}, {"format": "csv", "limit": 2},
-                    {"format": "parquet", "offset": 5}):
+                    {"format": "parquet", "offset": 5}, {"complete": "true", "limit": 5}):
             refused = http.get(LEADERBOARD, params=bad)
             assert refused.status_code == 422, bad
             assert "limit" in refused.text or "offset" in refused.text
+
+
+def test_the_json_download_is_the_whole_table_past_one_page(service, store):
+    """What the page's "Download JSON" link asks for (complete=true): every row, as the CSV has them."""
+    import csv
+    import io
+
+    store.sync_group("readpath-bulk-", [make_record(f"readpath-bulk-{i:03d}", i / 1000) for i in range(120)],
+                     "120 rows: more than one JSON page")
+    with service.http() as http:
+        download = http.get(LEADERBOARD, params={"format": "csv"})
+        every = [row["submission_id"] for row in csv.DictReader(io.StringIO(download.text))]
+        assert len(every) > 120 and len(http.get(LEADERBOARD).json()) == 100  # the API's default page
+        for _ in range(2):  # the route, then the fast path
+            downloaded = http.get(LEADERBOARD, params={"complete": "true"})
+            assert downloaded.status_code == 200 and [row["submission_id"] for row in downloaded.json()] == every
+            assert "link" not in downloaded.headers and "attachment" in downloaded.headers["content-disposition"]
+            assert int(downloaded.headers["x-total-count"]) == len(every)

@@ -45,7 +45,8 @@ def download_links(suite, task, setting, tier, revision=None) -> str:
                                 "revision": revision}.items() if v and v not in (ALL, NO_TIER)}
     links = []
     for fmt in ("csv", "json", "parquet"):
-        url = "/api/v1/leaderboard?" + urlencode({**params, "format": fmt})
+        # the API pages its JSON; a download is the whole table
+        url = "/api/v1/leaderboard?" + urlencode({**params, "format": fmt, **({"complete": "true"} if fmt == "json" else {})})
         links.append(f'<a class="pb-download" href="{html.escape(url)}" download="leaderboard.{fmt}">{fmt.upper()}</a>')
     return "Download this table (full precision): " + " · ".join(links)
 
