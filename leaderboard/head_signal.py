@@ -27,7 +27,7 @@ import logging
 import time
 import uuid
 
-from redis import Redis
+from redis import BlockingConnectionPool, Redis
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
@@ -43,9 +43,12 @@ UNKNOWN = object()  # token(): Redis could not be asked
 class RedisHeadSignal:
     def __init__(self, redis_url: str, key: str = HEAD_KEY):
         # Own short-timeout client, no retries (redis-py retries a timed-out command with backoff by
-        # default: seconds on a request's path).
-        self.redis = Redis.from_url(redis_url, socket_connect_timeout=TIMEOUT_S, socket_timeout=TIMEOUT_S,
-                                    retry=Retry(NoBackoff(), 0), max_connections=16)
+        # default: seconds on a request's path). 64 connections: more than the web app's threads that
+        # may read the head at once (~40 in Gradio's pool); any more wait for one rather than being
+        # refused, which would read as "Redis down" and switch every reader to the kept head.
+        self.redis = Redis(connection_pool=BlockingConnectionPool.from_url(
+            redis_url, max_connections=64, timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S,
+            socket_timeout=TIMEOUT_S, retry=Retry(NoBackoff(), 0)))
         self.key = key
         self._failed_at = float("-inf")
 
