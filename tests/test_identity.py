@@ -317,7 +317,7 @@ def test_hide_unhide_flag_delete_with_audit_log(svc):
     proc = run_cli("submissions", "flag", sid, "--reason", "scores disputed by the authors", "--actor", "ops-alice",
                    env=svc.env)
     assert proc.returncode == 0, proc.stderr
-    wait_until(lambda: list(dataset.glob(f"requests/*/*/{sid}.json")), 30, "the request record published again")
+    wait_until(lambda: list(dataset.glob(result_glob(sid, "requests"))), 30, "the request record published again")
     with svc.http(token="") as anyone:
         assert sid in leaderboard_ids(anyone)
         status = anyone.get(f"/api/v1/submissions/{sid}").json()
