@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import subprocess
 
 import pandas as pd
@@ -171,6 +172,39 @@ def test_a_dead_publishers_record_is_never_committed_under_another_submission(st
                              capture_output=True, text=True, check=True).stdout.split("\n")
     assert changed[0].startswith("Add result orphan ")
     assert result_path("prefeval", "mcq", "orphan") in changed and result_path("prefeval", "mcq", "second") not in changed
+
+
+def _publish_and_die_before_the_commit(root, record: dict) -> None:
+    plain = LocalDatasetStore._git
+
+    def dying(self, *args, **kwargs):
+        if args[0] == "write-tree":  # its record and table part are written and staged: killed here
+            os._exit(9)
+        return plain(self, *args, **kwargs)
+
+    LocalDatasetStore._git = dying
+    LocalDatasetStore(root).publish(record)
+
+
+def test_a_writer_killed_after_staging_leaves_nothing_in_the_next_commit(store):
+    store.publish(make_record("first", 0.5))
+    orphan = make_record("orphan", 0.9, model="killed-attempt")
+    child = multiprocessing.get_context("fork").Process(target=_publish_and_die_before_the_commit,
+                                                        args=(store.root, orphan))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 9
+    staged = subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=store.root, capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert result_path("prefeval", "mcq", "orphan") in staged  # what the next writer finds
+
+    revision = store.publish(make_record("second", 0.25))
+    changed = subprocess.run(["git", "show", "--name-only", "--format=", revision], cwd=store.root,
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(changed) == ["data/scores/part-00000.parquet", result_path("prefeval", "mcq", "second")]
+    assert set(store.scores()["submission_id"]) == {"first", "second"} and git_status(store.root) == ""
+    assert store.publish(orphan) != revision  # its retried job publishes it in a commit of its own
+    assert set(store.scores()["submission_id"]) == {"first", "second", "orphan"}
 
 
 def _sample_record_for_crash_test() -> dict:
