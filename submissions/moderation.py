@@ -83,8 +83,10 @@ def apply(action: str, submission_id: str, *, actor: str, reason: str, records: 
             raise ActionError(409, f"submission {submission_id} is not hidden", "submission_id")
         entry = record(visibility="public", request_status=None)  # its requests/ record goes out again
         share_visibility(redis, submission_id, "public")
-        withdrawn = _last_withdrawn_record(records, submission_id)
-        if withdrawn is not None and submission.state == "finished":
+        withdrawn, latest_run = _last_withdrawn_record(records, submission_id)
+        # a record withheld by the latest run goes out even if its "finished" is still on its way (a
+        # remote worker's event); an older record only once no run is under way
+        if withdrawn is not None and (submission.state == "finished" or latest_run):
             entry["revision"] = outbox.publish_now("result", {"record": withdrawn, "request": None})[1]
         return entry
     if action == "flag":
@@ -138,11 +140,15 @@ def _current_record(outbox: Outbox, submission_id: str) -> dict[str, Any] | None
         return None
 
 
-def _last_withdrawn_record(records: SubmissionStore, submission_id: str) -> dict[str, Any] | None:
+def _last_withdrawn_record(records: SubmissionStore, submission_id: str) -> tuple[dict[str, Any] | None, bool]:
+    """The newest record taken off (hide) or kept back (withhold), and whether it is the latest run's
+    own result (withheld after the last rerun)."""
+    rerun_since = False
     for entry in reversed(records.history(submission_id)):
         if (entry.get("details") or {}).get("record"):
-            return entry["details"]["record"]
-    return None
+            return entry["details"]["record"], entry["action"] == "withhold" and not rerun_since
+        rerun_since = rerun_since or entry["action"] == "rerun"
+    return None, False
 
 
 def _stop_job(redis: Redis | None, submission_id: str, state: str) -> None:

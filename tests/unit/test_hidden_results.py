@@ -56,6 +56,12 @@ def test_hidden_before_the_publish_is_withheld_and_unhide_publishes_it(tmp_path,
     assert unhidden["revision"] and node.store.current_record("h1")["submission_id"] == "h1"
     assert moderation.shared_visibility(node.redis, "h1") == "public"
 
+    # hidden again, then rerun: while the rerun runs, unhide does not bring back the older result
+    node.act("hide", "h1")
+    node.act("rerun", "h1")
+    node.records.update("h1", state="running")
+    assert "revision" not in node.act("unhide", "h1") and node.store.current_record("h1") is None
+
 
 def test_a_remote_worker_withholds_and_the_web_node_keeps_the_record(tmp_path, redis_server):
     node = Node(tmp_path, redis_server, "r1")
@@ -72,7 +78,8 @@ def test_a_remote_worker_withholds_and_the_web_node_keeps_the_record(tmp_path, r
     kept = node.records.history("r1")[-1]
     assert kept["action"] == "withhold" and kept["actor"].startswith("worker:")
     assert kept["details"]["record"]["submission_id"] == "r1"
-    node.records.update("r1", state="finished")
+    # unhidden before the worker's "finished" event is folded (still "running" here): out from the kept record
+    assert node.records.get("r1").state == "running"
     assert node.act("unhide", "r1")["revision"] and node.store.current_record("r1") is not None
 
     # Redis unreachable on the worker: the result waits in its outbox, never published unchecked
