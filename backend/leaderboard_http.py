@@ -10,8 +10,9 @@ JSON is paged (`limit`, `offset`; X-Total-Count and a Link header with the next 
 pages), each page with its own ETag; CSV and parquet are the complete table, and so is the JSON
 with `complete=true` (the page's "Download JSON" link).
 
-Bodies are sent in chunks, so a slow reader of a large table holds one chunk of transport buffer
-at a time (uvicorn waits for the socket to drain), not the whole body.
+Bodies are sent in pieces cut once per body (`Body.pieces`), so a slow reader of a large table holds
+one piece of transport buffer at a time (uvicorn waits for the socket to drain), not the whole
+body, and no request copies the body.
 """
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ PATH = "/api/v1/leaderboard"
 FAST_PARAMS = {"suite", "task", "setting", "tier", "format", "limit", "offset", "complete"}
 MAX_OFFSET = 10_000_000
 PARSED_QUERIES = 1024
-CHUNK_BYTES = 256 * 1024
 
 
 def accepts_gzip(accept_encoding: str | None) -> bool:
@@ -43,15 +43,19 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
     return False
 
 
-class ChunkedBody(Response):
-    """A Response whose body goes out CHUNK_BYTES at a time (Content-Length as usual)."""
+class PiecewiseBody(Response):
+    """A cached Body sent in its pieces (Body.pieces: cut once, never copied per request), with
+    Content-Length as usual: a slow reader holds one piece of transport buffer at a time."""
+
+    def __init__(self, body: Body, headers: dict[str, str]) -> None:
+        super().__init__(body.content, media_type=body.media_type, headers=headers)
+        self.pieces = body.pieces
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        view = memoryview(self.body)
-        for start in range(0, max(len(view), 1), CHUNK_BYTES):
-            chunk = bytes(view[start:start + CHUNK_BYTES])
-            await send({"type": "http.response.body", "body": chunk, "more_body": start + CHUNK_BYTES < len(view)})
+        last = len(self.pieces) - 1
+        for i, piece in enumerate(self.pieces):
+            await send({"type": "http.response.body", "body": piece, "more_body": i < last})
 
 
 def page_of(fmt: str, limit: int | None, offset: int, complete: bool = False) -> Page | None:
@@ -88,7 +92,7 @@ def leaderboard_response(body: Body, fmt: str, pinned: bool, if_none_match: str 
         headers["Content-Encoding"] = body.encoding
     if body.page is None:  # a download: CSV, parquet, or the complete JSON
         headers["Content-Disposition"] = f'attachment; filename="leaderboard.{fmt}"'
-    return ChunkedBody(body.content, media_type=body.media_type, headers=headers)
+    return PiecewiseBody(body, headers)
 
 
 class LeaderboardFastPath:

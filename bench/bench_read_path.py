@@ -10,11 +10,17 @@ web app exactly as `make serve` does (backend.processes), and then, on loopback 
                      (JSON: the API's default page since it is paged; CSV: the whole table);
     json/csv gzip    the same with Accept-Encoding: gzip (compressed bodies, as browsers get)
     health (load)    a health probe every 20 ms while the JSON load runs
+    floor            (--floor, default on) the complete CSV's responses, plain and gzip, byte for
+                     byte as the service sent them, served again by a bare server in a process of
+                     its own (asyncio one write / 256 KiB writes / os.sendfile) to the same client
+                     and load: service/floor says how much of the CSV's time is the service's own
     publish          --publishes single publishes through `store.publish` (the workers' call),
                      at most --publish-seconds; then the first leaderboard request after the last
                      publish (it must show the new row: checked), and one 2 s after another publish
 
-Prints p50/p95/p99 (ms), requests/s and failures per line, then the ratios the goals are about.
+Prints p50/p95/p99 (ms), requests/s, failures and the server process's CPU time per request per
+line (CPU per request moves far less with the other sessions' load than the milliseconds), then
+the ratios the goals are about.
 Every loop is bounded in count and time; the servers are stopped by PID at the end.
 
     .venv/bin/python bench/bench_read_path.py                       # 100, 2,000, 20,000 rows
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -71,10 +78,97 @@ def make_record(i: int, groups: dict[str, list[str]], rng: random.Random) -> dic
 
 
 # -- a small keep-alive HTTP/1.1 client: cheap enough not to be what is measured ----------------------
+# A BufferedProtocol: the kernel copies each response straight into one reusable buffer per connection
+# and the client only counts bytes (a StreamReader copies every byte twice more: with 7 MB bodies the
+# client, not the server, was what the CSV scenarios measured).
+RECV_BUFFER = 1 << 20
+
+
+class ResponseReader(asyncio.BufferedProtocol):
+    """Counts one response at a time: status, body bytes (Content-Length or chunked), Connection: close."""
+
+    def __init__(self) -> None:
+        self.buffer = memoryview(bytearray(RECV_BUFFER))
+        self.transport = None
+        self.waiter: asyncio.Future | None = None
+        self.lost = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self.state = "head"  # head -> body | (chunk-size -> chunk -> ... -> last-crlf)
+        self.head = bytearray()
+        self.status = self.size = self.remaining = 0
+        self.close = False
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def connection_lost(self, exc) -> None:
+        self.lost = True
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("connection closed mid-response"))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        data = self.buffer[:nbytes]
+        while data and self.waiter is not None and not self.waiter.done():
+            data = self._feed(data)
+
+    def _feed(self, data: memoryview) -> memoryview:
+        """Consumes the front of `data` for the current state; returns what is left."""
+        if self.state in ("head", "chunk-size"):
+            self.head += data
+            end = self.head.find(b"\r\n\r\n" if self.state == "head" else b"\r\n")
+            if end < 0:
+                return data[:0]
+            line, rest = bytes(self.head[:end]), memoryview(bytes(self.head[end + (4 if self.state == "head" else 2):]))
+            self.head = bytearray()
+            if self.state == "head":
+                self._parse_head(line)
+            else:
+                size = int(line.split(b";")[0].strip(), 16)
+                self.state, self.remaining = ("chunk", size + 2) if size else ("last-crlf", 2)
+            if self.state == "body" and not self.remaining:
+                self._done()
+            return rest
+        take = min(self.remaining, len(data))
+        crlf_before = max(0, 2 - self.remaining)
+        self.remaining -= take
+        if self.state == "body":
+            self.size += take
+        elif self.state == "chunk":  # a chunk's trailing CRLF is not body
+            self.size += take - (max(0, 2 - self.remaining) - crlf_before)
+        if not self.remaining:
+            if self.state == "chunk":
+                self.state = "chunk-size"
+            else:
+                self._done()
+        return data[take:]
+
+    def _parse_head(self, head: bytes) -> None:
+        lines = head.split(b"\r\n")
+        self.status = int(lines[0].split()[1])
+        self.state = "body"
+        for line in lines[1:]:
+            name, _, value = line.decode("latin-1").partition(":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == "content-length":
+                self.remaining = int(value)
+            elif name == "transfer-encoding" and "chunked" in value:
+                self.state = "chunk-size"
+            elif name == "connection" and value == "close":
+                self.close = True
+
+    def _done(self) -> None:
+        self.waiter.set_result((self.status, self.size, self.close))
+
+
 class Connection:
     def __init__(self, host: str, port: int):
         self.host, self.port = host, port
-        self.reader = self.writer = None
+        self.transport = self.protocol = None
 
     async def get(self, path: str) -> tuple[int, int]:
         """(status, body bytes) of GET path; reconnects once if the server closed the connection.
@@ -82,45 +176,30 @@ class Connection:
         as sent, compressed: what a browser or CDN receives)."""
         path, _, encoding = path.partition(" ")
         extra = f"Accept-Encoding: {encoding}\r\n" if encoding else ""
+        request = f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{extra}\r\n".encode()
+        loop = asyncio.get_running_loop()
         for attempt in (0, 1):
-            if self.writer is None:
-                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            if self.transport is None or self.protocol.lost:
+                self.transport, self.protocol = await loop.create_connection(ResponseReader, self.host, self.port)
+            self.protocol._reset()
+            self.protocol.waiter = loop.create_future()
             try:
-                self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{extra}\r\n".encode())
-                return await self._response()
-            except (ConnectionError, asyncio.IncompleteReadError):
+                self.transport.write(request)
+                status, size, close = await self.protocol.waiter
+            except ConnectionError:
                 self.close()
                 if attempt:
                     raise
+                continue
+            if close:
+                self.close()
+            return status, size
         raise AssertionError("unreachable")
 
-    async def _response(self) -> tuple[int, int]:
-        status = int((await self.reader.readline()).split()[1])
-        length, chunked, close = None, False, False
-        while (line := await self.reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode("latin-1").partition(":")
-            name, value = name.strip().lower(), value.strip().lower()
-            if name == "content-length":
-                length = int(value)
-            elif name == "transfer-encoding" and "chunked" in value:
-                chunked = True
-            elif name == "connection" and value == "close":
-                close = True
-        size = 0
-        if chunked:
-            while (chunk := int((await self.reader.readline()).split(b";")[0], 16)) > 0:
-                size += len(await self.reader.readexactly(chunk + 2)) - 2
-            await self.reader.readline()
-        elif length is not None:
-            size = len(await self.reader.readexactly(length))
-        if close:
-            self.close()
-        return status, size
-
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
+        if self.transport is not None:
+            self.transport.close()
+        self.transport = self.protocol = None
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -132,9 +211,19 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Stats:
     def __init__(self, name: str):
         self.name, self.latencies, self.failures, self.bytes, self.seconds = name, [], 0, 0, 0.0
+        self.server_cpu_s: float | None = None  # the server process's CPU time during the scenario
+
+    def cpu_ms_per_request(self) -> float:
+        return self.server_cpu_s * 1000 / max(1, len(self.latencies)) if self.server_cpu_s is not None else float("nan")
 
     def p(self, q: float) -> float:
         return percentile(self.latencies, q) * 1000
@@ -143,7 +232,8 @@ class Stats:
         rate = len(self.latencies) / self.seconds if self.seconds else float("nan")
         size = self.bytes / max(1, len(self.latencies)) / 1024
         return (f"  {self.name:<16} p50 {self.p(.5):8.1f}  p95 {self.p(.95):8.1f}  p99 {self.p(.99):8.1f} ms"
-                f"  {rate:8.1f} req/s  n={len(self.latencies):<6} failed={self.failures:<4} body {size:8.1f} KiB")
+                f"  {rate:8.1f} req/s  n={len(self.latencies):<6} failed={self.failures:<4} body {size:8.1f} KiB"
+                + (f"  server cpu {self.cpu_ms_per_request():6.2f} ms/req" if self.server_cpu_s is not None else ""))
 
 
 async def timed_get(conn: Connection, path: str, stats: Stats) -> None:
@@ -162,10 +252,13 @@ async def timed_get(conn: Connection, path: str, stats: Stats) -> None:
 
 
 async def load(host: str, port: int, path: str, name: str, clients: int, seconds: float, max_requests: int,
-               probe: Stats | None = None) -> Stats:
+               probe: Stats | None = None, server_pid: int | None = None) -> Stats:
     """`clients` closed-loop clients on `path` until `seconds` pass or `max_requests` were sent;
-    with `probe`, a health request every HEALTH_EVERY_S on its own connection meanwhile."""
+    with `probe`, a health request every HEALTH_EVERY_S on its own connection meanwhile; with
+    `server_pid`, the CPU time that process used meanwhile (a cost the other sessions' load on
+    this shared machine hardly moves, unlike the milliseconds)."""
     stats = Stats(name)
+    cpu_before = process_cpu_s(server_pid) if server_pid else None
     sent = 0
     deadline = time.perf_counter() + seconds
     conns = [Connection(host, port) for _ in range(clients)]
@@ -189,6 +282,8 @@ async def load(host: str, port: int, path: str, name: str, clients: int, seconds
     started = time.perf_counter()
     await asyncio.gather(*(client(c) for c in conns))
     stats.seconds = time.perf_counter() - started
+    if server_pid:
+        stats.server_cpu_s = process_cpu_s(server_pid) - cpu_before
     done.set()
     if probe_task is not None:
         await probe_task
@@ -238,16 +333,119 @@ def run_size(n_rows: int, args, groups: dict[str, list[str]]) -> dict:
                                     ("csv_gz", f"{lb}?format=csv gzip", "csv, gzip")):
                 asyncio.run(sequential(host, port, path, "warm-up", 1))  # first request of the revision
                 result[key] = asyncio.run(load(host, port, path, name, args.clients, args.seconds, args.max_requests,
-                                               probe=probe if key == "json" else None))
+                                               probe=probe if key == "json" else None, server_pid=web.pid))
                 print(result[key].line(), flush=True)
                 if key == "json":
                     result["health_load"] = probe
                     print(probe.line(), flush=True)
+            if args.floor:
+                result.update(measure_floor(host, port, args, data_dir, result))
             result.update(measure_publish(store, n_rows, args, groups, rng, host, port))
         finally:
             stop_process(web, timeout=20)
             redis.stop(timeout=20)
     return result
+
+
+# -- the floor: the same response bytes from the cheapest server this machine can run -----------------
+FLOOR_MODES = ("write", "chunks", "sendfile")
+FLOOR_CHUNK_BYTES = 256 * 1024
+FLOOR_SCENARIOS = (("csv", ""), ("csv_gz", "gzip"))  # (the service's scenario, Accept-Encoding)
+
+
+def measure_floor(host: str, port: int, args, data_dir: Path, result: dict) -> dict:
+    """The complete CSV (plain and gzip) as the service sent it, byte for byte (status line, headers,
+    body), served again by a bare server in a process of its own, to the same client with the same
+    load: `write` (asyncio, one transport.write per response), `chunks` (256 KiB writes, each awaiting
+    the drain) and `sendfile` (os.sendfile from a file: no copy through user space). service/floor is
+    how much of the CSV's time is the service's own; the floor is the best of the three."""
+    out: dict = {}
+    responses = {}
+    for key, encoding in FLOOR_SCENARIOS:
+        raw = asyncio.run(_get_raw(host, port, "/api/v1/leaderboard?format=csv", encoding))
+        path = data_dir / f"floor-{key}.http"
+        path.write_bytes(raw)
+        responses[key] = path
+    for mode in FLOOR_MODES:
+        floor_port = free_port()
+        server = _start_floor_server(mode, floor_port, responses)
+        try:
+            for key, encoding in FLOOR_SCENARIOS:
+                name = f"{key.replace('_gz', ' gz')} floor {mode}"
+                stats = asyncio.run(load(host, floor_port, f"/{key} {encoding}".rstrip(), name, args.clients,
+                                         args.seconds, args.max_requests, server_pid=server.pid))
+                out[f"floor_{mode}_{key}"] = stats
+                print(f"{stats.line()}  service/floor: p99 {result[key].p(.99) / stats.p(.99):5.2f}x,"
+                      f" cpu/req {result[key].cpu_ms_per_request() / stats.cpu_ms_per_request():5.2f}x"
+                      f"  (load {os.getloadavg()[0]:.1f})", flush=True)
+        finally:
+            server.terminate()
+            server.join(10)
+    return out
+
+
+async def _get_raw(host: str, port: int, path: str, encoding: str) -> bytes:
+    """One whole response (status line, headers, body) to GET path, as the service sends it."""
+    reader, writer = await asyncio.open_connection(host, port)
+    extra = f"Accept-Encoding: {encoding}\r\n" if encoding else ""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:"))
+    body = await reader.readexactly(length)
+    writer.close()
+    return head + body
+
+
+def _start_floor_server(mode: str, port: int, responses: dict[str, Path]):
+    import multiprocessing
+
+    ready = multiprocessing.get_context("fork").Event()
+    proc = multiprocessing.get_context("fork").Process(
+        target=_serve_floor, args=(mode, port, {f"/{k}": str(v) for k, v in responses.items()}, ready), daemon=True)
+    proc.start()
+    if not ready.wait(30):
+        proc.terminate()
+        raise RuntimeError("floor server did not start")
+    return proc
+
+
+def _serve_floor(mode: str, port: int, responses: dict[str, str], ready) -> None:
+    """A keep-alive HTTP/1.1 server that answers GET <path> with a stored response and nothing else."""
+    blobs = {path.encode(): Path(file).read_bytes() for path, file in responses.items()}
+    files = {path.encode(): file for path, file in responses.items()}
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        opened = {path: open(file, "rb") for path, file in files.items()} if mode == "sendfile" else {}
+        try:
+            while True:
+                request = await reader.readuntil(b"\r\n\r\n")
+                path = request.split(b" ", 2)[1]
+                if mode == "write":
+                    writer.write(blobs[path])
+                    await writer.drain()
+                elif mode == "chunks":
+                    view = memoryview(blobs[path])
+                    for start in range(0, len(view), FLOOR_CHUNK_BYTES):
+                        writer.write(view[start:start + FLOOR_CHUNK_BYTES])
+                        await writer.drain()
+                else:
+                    await loop.sendfile(writer.transport, opened[path], 0, len(blobs[path]))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            for f in opened.values():
+                f.close()
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", port, reuse_address=True, backlog=256)
+        ready.set()
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
 
 
 def measure_publish(store, n_rows: int, args, groups, rng, host: str, port: int) -> dict:
@@ -304,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-requests", type=int, default=5000, help="per load scenario")
     parser.add_argument("--health-requests", type=int, default=100)
     parser.add_argument("--publishes", type=int, default=30)
+    parser.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True,
+                        help="also serve the complete CSV's bytes from a bare server (service/floor ratio)")
     parser.add_argument("--publish-seconds", type=float, default=30.0, help="stop publishing after this (>= 3 publishes)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.rows.split(",") if s.strip()]

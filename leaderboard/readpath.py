@@ -29,6 +29,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Hashable, NamedTuple, Protocol
 
 import pandas as pd
@@ -42,6 +43,9 @@ BODIES_PER_REVISION = 128
 BODY_BYTES_PER_REVISION = 256 * 1024 * 1024
 PINNED_REVISIONS = 4  # older revisions clients asked for by id, besides the head
 GZIP_MIN_BYTES = 1024  # smaller bodies go out as they are
+# Large bodies are sent a piece at a time, so a slow reader holds one piece of transport buffer, not
+# the body; the pieces are cut once per body (held beside it), not copied out on every request.
+SEND_PIECE_BYTES = 256 * 1024
 WIDE_PARTS = 256  # pivoted table parts kept (by blob id; SHARD_RECORDS results each), across revisions
 # JSON pages. 100 rows is a screenful of a ranked board and ~150 KB of JSON (~17 KB gzipped) at the
 # widest task (23 tiers): cheap to encode after a publish and to send to 50 clients at once. The
@@ -87,6 +91,19 @@ class Body:
     page: Page | None = None  # the page it holds (None: the complete view)
     total: int = 0  # rows in the complete view
 
+    @cached_property
+    def pieces(self) -> tuple[bytes, ...]:
+        """`content` in SEND_PIECE_BYTES pieces (one piece, the content itself, when it is small)."""
+        if len(self.content) <= SEND_PIECE_BYTES:
+            return (self.content,)
+        view = memoryview(self.content)
+        return tuple(bytes(view[start:start + SEND_PIECE_BYTES]) for start in range(0, len(view), SEND_PIECE_BYTES))
+
+    @property
+    def held_bytes(self) -> int:
+        """Memory it may hold: the content, and its pieces once it was sent (a large body)."""
+        return len(self.content) * (2 if len(self.content) > SEND_PIECE_BYTES else 1)
+
     def matches(self, if_none_match: str | None) -> bool:
         """RFC 9110 If-None-Match: weak comparison against a list of entity tags, or `*`."""
         if not if_none_match:
@@ -127,7 +144,7 @@ class RevisionTable:
         self.tier_order = tier_order
         self._lock = threading.Lock()
         self._views = _Bounded(VIEWS_PER_REVISION)
-        self._bodies = _Bounded(BODIES_PER_REVISION, BODY_BYTES_PER_REVISION, size=lambda b: len(b.content))
+        self._bodies = _Bounded(BODIES_PER_REVISION, BODY_BYTES_PER_REVISION, size=lambda b: b.held_bytes)
         self._building: dict[tuple, threading.Lock] = {}  # body key -> its build: concurrent askers build once
 
     def recent_bodies(self, count: int) -> list[tuple[Filters, str, bool, Page | None]]:

@@ -101,6 +101,56 @@ def test_gzip_variant_is_built_once_and_small_bodies_stay_plain(tmp_path):
     assert tiny.encoding is None and tiny is table.body(Filters(suite="none"), "json")
 
 
+def _sent(response) -> tuple[dict, list[dict]]:
+    """What an ASGI response sends: its start message and its body messages."""
+    import asyncio
+
+    messages = []
+
+    async def send(message):
+        messages.append(message)
+
+    async def receive():
+        return {"type": "http.disconnect"}
+
+    asyncio.run(response({"type": "http", "method": "GET"}, receive, send))
+    return messages[0], messages[1:]
+
+
+def test_large_bodies_go_out_in_pieces_cut_once_byte_for_byte(tmp_path, monkeypatch):
+    import gzip
+
+    from backend.leaderboard_http import leaderboard_response
+    from leaderboard import readpath
+
+    monkeypatch.setattr(readpath, "SEND_PIECE_BYTES", 200)
+    store = LocalDatasetStore(tmp_path / "results")
+    for i in range(8):
+        store.publish(make_record(f"s{i}", i / 8))
+    table = LeaderboardCache(store, lambda: []).table()
+    for fmt in ("csv", "json", "parquet"):
+        sent = {}
+        for gzipped in (False, True):
+            body = table.body(Filters(), fmt, gzipped=gzipped)
+            start, messages = _sent(leaderboard_response(body, fmt, False, None))
+            assert start["status"] == 200 and dict(start["headers"])[b"content-length"] == str(len(body.content)).encode()
+            chunks = [m["body"] for m in messages]
+            assert b"".join(chunks) == body.content  # byte for byte
+            assert [m["more_body"] for m in messages] == [True] * (len(chunks) - 1) + [False]
+            assert len(chunks) == -(-len(body.content) // 200) and all(len(c) <= 200 for c in chunks)
+            assert gzipped or len(chunks) > 2
+            assert all(type(c) is bytes for c in chunks)  # ASGI bodies are bytes
+            _, again = _sent(leaderboard_response(body, fmt, False, None))
+            assert all(a["body"] is b["body"] for a, b in zip(again, messages))  # cut once, not copied per request
+            sent[gzipped] = b"".join(chunks)
+        if len(sent[False]) >= readpath.GZIP_MIN_BYTES:
+            assert gzip.decompress(sent[True]) == sent[False]
+    small = table.body(Filters(suite="none"), "json")  # "[]": one piece, the content itself
+    assert small.pieces == (small.content,) and small.pieces[0] is small.content
+    assert small.held_bytes == len(small.content) and table.body(Filters(), "csv").held_bytes == 2 * len(
+        table.body(Filters(), "csv").content)
+
+
 def _varied_record(i: int) -> dict:
     """Results of two settings and three kinds; scores tie in pairs and submission times tie too,
     so only the final submission_id key decides the order of tied rows."""
