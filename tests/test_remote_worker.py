@@ -140,7 +140,11 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
             final = wait_finished(http, hidden_id, timeout=300, logs=lambda: log.read_text()[-4000:] + svc.logs())
             assert final["visibility"] == "hidden"
             assert [e["action"] for e in final["history"]] == ["hide", "withhold"]  # kept on the web node
-            assert not [c for c in _online(results.commits) if hidden_id in c.message]  # in no revision, ever
+            # no revision ever held the result (its request record, "queued", may have come and gone)
+            history = _online(results.commits)
+            assert not [(c.revision, path) for c in history for path in _online(lambda: results.files(c.revision, "results"))
+                        if hidden_id in path]
+            assert not [c for c in history if c.message.startswith(f"Add result {hidden_id} ")]
             unhide = run_cli("submissions", "unhide", hidden_id, env=svc.env)
             assert unhide.returncode == 0, unhide.stderr
             assert json.loads(unhide.stdout)["revision"]  # published now, from the record the web node kept
