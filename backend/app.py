@@ -5,6 +5,7 @@ and the workers).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from contextlib import asynccontextmanager
@@ -20,7 +21,7 @@ from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
 
 from backend.api import router  # noqa: E402
-from backend.health import HealthFastPath, QueueProbe  # noqa: E402
+from backend.health import HealthFastPath, HealthListener, LoopHeartbeat, QueueProbe  # noqa: E402
 from backend.leaderboard_http import LeaderboardFastPath  # noqa: E402
 from backend.limits import BodySizeLimit  # noqa: E402
 from backend.metrics import metrics_router  # noqa: E402
@@ -37,13 +38,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     services = Services.create(settings)
 
+    heartbeat = LoopHeartbeat()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         services.start_reconciler()  # re-queue anything accepted but lost by the queue
         services.start_publisher()  # requests/ records and the outbox backlog, to the results store
         services.start_board_watcher()  # the leaderboard of each new results head, built before it is asked for
         services.start_event_folder()  # remote workers' state, progress and revisions, into the records
+        heartbeat.start(asyncio.get_running_loop())
+        listener = None
+        if settings.health_port:  # health on a port of its own: not queued behind the web port's requests
+            listener = HealthListener(services, QueueProbe(services.redis), heartbeat, settings.host, settings.health_port)
+            listener.start()
         yield
+        if listener is not None:
+            listener.stop()
+        heartbeat.stop()
         services.stop()
 
     app = FastAPI(

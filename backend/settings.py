@@ -21,6 +21,7 @@ class Settings(SubmissionSettings):
     host: str = "127.0.0.1"
     port: int = 7860
     workers: int = 2
+    health_port: int | None = None  # GET /api/v1/health also on this port, off the web port's queue
 
     @property
     def redis_dir(self) -> Path:
@@ -35,6 +36,7 @@ def load_settings() -> Settings:
         host=env.get("PERSONABOARD_HOST", "127.0.0.1"),
         port=int(env.get("PERSONABOARD_PORT", "7860")),
         workers=int(env.get("PERSONABOARD_WORKERS", "2")),
+        health_port=int(env["PERSONABOARD_HEALTH_PORT"]) if env.get("PERSONABOARD_HEALTH_PORT") else None,
     )
 
 

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backend.processes import (  # noqa: E402
-    base_url, child_env, free_port, start_redis, start_web, stop_process, wait_http,
+    base_url, child_env, free_port, http_status, start_redis, start_web, stop_process, wait_http,
 )
 from leaderboard.store import LocalDatasetStore  # noqa: E402
 
@@ -252,7 +252,8 @@ async def timed_get(conn: Connection, path: str, stats: Stats) -> None:
 
 
 async def load(host: str, port: int, path: str, name: str, clients: int, seconds: float, max_requests: int,
-               probe: Stats | None = None, server_pid: int | None = None) -> Stats:
+               probe: Stats | None = None, server_pid: int | None = None,
+               port_probe: tuple[int, Stats] | None = None) -> Stats:
     """`clients` closed-loop clients on `path` until `seconds` pass or `max_requests` were sent;
     with `probe`, a health request every HEALTH_EVERY_S on its own connection meanwhile; with
     `server_pid`, the CPU time that process used meanwhile (a cost the other sessions' load on
@@ -270,14 +271,16 @@ async def load(host: str, port: int, path: str, name: str, clients: int, seconds
             await timed_get(conn, path, stats)
 
     prober = HealthProber(host, port) if probe is not None else None
+    port_prober = HealthProber(host, port_probe[0]) if port_probe is not None else None  # the health port
     started = time.perf_counter()
     await asyncio.gather(*(client(c) for c in conns))
     stats.seconds = time.perf_counter() - started
     if server_pid:
         stats.server_cpu_s = process_cpu_s(server_pid) - cpu_before
-    if prober is not None:
-        prober.collect(probe)
-        probe.seconds = stats.seconds
+    for running, into in ((prober, probe), (port_prober, port_probe and port_probe[1])):
+        if running is not None:
+            running.collect(into)
+            into.seconds = stats.seconds
     for conn in conns:
         conn.close()
     return stats
@@ -346,7 +349,8 @@ def run_size(n_rows: int, args, groups: dict[str, list[str]]) -> dict:
 
         redis_port, port, host = free_port(), free_port(), "127.0.0.1"
         redis = start_redis(redis_port, data_dir / "redis")
-        env = child_env(data_dir, f"redis://127.0.0.1:{redis_port}/0")
+        health_port = free_port()  # PERSONABOARD_HEALTH_PORT: health off the web port (trees that have it)
+        env = child_env(data_dir, f"redis://127.0.0.1:{redis_port}/0", extra={"PERSONABOARD_HEALTH_PORT": str(health_port)})
         web = start_web(host, port, env, log_path=data_dir / "web.log")
         result: dict = {"rows": n_rows}
         try:
@@ -354,6 +358,12 @@ def run_size(n_rows: int, args, groups: dict[str, list[str]]) -> dict:
             lb = "/api/v1/leaderboard"
             result["health_idle"] = asyncio.run(sequential(host, port, "/api/v1/health", "health idle", args.health_requests))
             print(result["health_idle"].line(), flush=True)
+            port_probe = None
+            if http_status(base_url(host, health_port) + "/api/v1/health") == 200:
+                result["health_port_idle"] = asyncio.run(sequential(host, health_port, "/api/v1/health", "health port idle",
+                                                                    args.health_requests))
+                print(result["health_port_idle"].line(), flush=True)
+                port_probe = (health_port, Stats("health port (load)"))
             probe = Stats("health (load)")
             for key, path, name in (("json", f"{lb}?format=json", "leaderboard json"),
                                     ("csv", f"{lb}?format=csv", "leaderboard csv"),
@@ -362,11 +372,15 @@ def run_size(n_rows: int, args, groups: dict[str, list[str]]) -> dict:
                                     ("csv_gz", f"{lb}?format=csv gzip", "csv, gzip")):
                 asyncio.run(sequential(host, port, path, "warm-up", 1))  # first request of the revision
                 result[key] = asyncio.run(load(host, port, path, name, args.clients, args.seconds, args.max_requests,
-                                               probe=probe if key == "json" else None, server_pid=web.pid))
+                                               probe=probe if key == "json" else None, server_pid=web.pid,
+                                               port_probe=port_probe if key == "json" else None))
                 print(result[key].line(), flush=True)
                 if key == "json":
                     result["health_load"] = probe
                     print(probe.line(), flush=True)
+                    if port_probe is not None:
+                        result["health_port_load"] = port_probe[1]
+                        print(port_probe[1].line(), flush=True)
             if args.floor:
                 result.update(measure_floor(host, port, args, data_dir, result))
             result.update(measure_publish(store, n_rows, args, groups, rng, host, port))
@@ -477,6 +491,27 @@ def _serve_floor(mode: str, port: int, responses: dict[str, str], ready) -> None
     asyncio.run(main())
 
 
+def print_health_and_floor_summary(results: list[dict]) -> None:
+    """Health under the JSON load against idle (p50 and p99; the web port and, where the tree has
+    one, the health port), and the complete CSV against its floor (the best bare server)."""
+    for r in results:
+        parts = []
+        for label, idle, busy in (("web port", "health_idle", "health_load"), ("health port", "health_port_idle", "health_port_load")):
+            if busy in r:
+                parts.append(f"{label} p50 {r[busy].p(.5):.1f}/{r[idle].p(.5):.1f} ms = {r[busy].p(.5) / r[idle].p(.5):.1f}x,"
+                             f" p99 {r[busy].p(.99):.1f}/{r[idle].p(.99):.1f} ms = {r[busy].p(.99) / r[idle].p(.99):.1f}x")
+        print(f"  {r['rows']:>7} health under load/idle: " + "; ".join(parts))
+        for key in ("csv", "csv_gz"):
+            floors = [r[f"floor_{mode}_{key}"] for mode in FLOOR_MODES if r.get(f"floor_{mode}_{key}")]
+            floors = [f for f in floors if f.latencies]
+            if floors:
+                best = min(floors, key=lambda f: f.p(.99))
+                print(f"  {r['rows']:>7} {key:<6} p99 {r[key].p(.99):.1f} ms, floor ({best.name}) {best.p(.99):.1f} ms:"
+                      f" service/floor {r[key].p(.99) / best.p(.99):.2f}x; server cpu/req"
+                      f" {r[key].cpu_ms_per_request():.2f} vs {best.cpu_ms_per_request():.2f} ms"
+                      f" = {r[key].cpu_ms_per_request() / best.cpu_ms_per_request():.2f}x")
+
+
 def measure_publish(store, n_rows: int, args, groups, rng, host: str, port: int) -> dict:
     times = []
     deadline = time.perf_counter() + args.publish_seconds
@@ -553,6 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     base = results[0]
     for r in results[1:]:
         print(f"  publish rate at {base['rows']} / at {r['rows']}: {base['publish_rate'] / r['publish_rate']:.2f}x")
+    print_health_and_floor_summary(results)
     failed = sum(r[k].failures for r in results
                  for k in ("json", "csv", "filtered", "json_gz", "csv_gz", "health_load", "health_idle"))
     print(f"  failed requests: {failed}; new row seen after publish: "
