@@ -46,7 +46,7 @@ SCORES_GLOB = f"{SCORES_DIR}/*.parquet"
 LEGACY_SCORES_PATH = "data/scores.parquet"  # one file, rewritten on every publish (stores made before parts)
 SHARD_RECORDS = 1000  # results per table part: a publish rewrites at most this many results' rows
 PART_CACHE = 64  # parsed table parts kept per store object (immutable, keyed by git blob id)
-AUTO_GC_EVERY = 50  # publishes of one process between `git gc --auto` checks (see _maintain)
+AUTO_GC_EVERY = 50  # a publish that brings a table part to a multiple of this many results runs `git gc --auto`
 
 DATASET_CARD = """---
 license: other
@@ -194,7 +194,6 @@ class LocalDatasetStore:
         self._parts: OrderedDict[str, pd.DataFrame] = OrderedDict()  # blob id -> parsed table part
         self._parts_lock = threading.Lock()
         self._head_seen: tuple[str, tuple, str] | None = None  # (ref file, its stat, the sha it held)
-        self._publishes = 0
 
     @property
     def location(self) -> str:
@@ -302,7 +301,7 @@ class LocalDatasetStore:
                 # the commit that added it (--follow: past the one that moved it into its shard folder)
                 return self._git("log", "-1", "--follow", "--diff-filter=A", "--format=%H", "--", relative).decode().strip()
             self._write(relative, as_json(record))
-            part = self._append_scores(records_to_scores([record]), committed)
+            part, results_in_part = self._append_scores(records_to_scores([record]), committed)
             # Commit with plumbing: `git commit` refreshes the whole index (an lstat per record file,
             # ~40 ms at 20,000 results); write-tree reuses the index's cached trees and rehashes only
             # the (small, sharded) trees on the two paths added here.
@@ -310,12 +309,17 @@ class LocalDatasetStore:
             tree = self._git("write-tree").decode().strip()
             commit = self._git("commit-tree", tree, "-p", head, "-m", message).decode().strip()
             self._git("update-ref", "-m", f"commit: {message}", "HEAD", commit, head)
-            self._maintain()
+            if results_in_part % AUTO_GC_EVERY == 0:
+                # `git commit` runs `git gc --auto` after each commit; commit-tree does not. Counted by
+                # the table part, not per process: jobs publish from short-lived forked processes.
+                # It returns at once unless loose objects piled up, and then packs in the background.
+                self._git("gc", "--auto", "--quiet")
             return commit
 
-    def _append_scores(self, rows: pd.DataFrame, committed: dict[str, str]) -> str:
+    def _append_scores(self, rows: pd.DataFrame, committed: dict[str, str]) -> tuple[str, int]:
         """Append rows to the newest committed table part, or start a new part when it is full;
-        returns its path. `committed`: path -> blob id of the parts in the last version."""
+        returns its path and how many results it holds. `committed`: path -> blob id of the parts
+        in the last version."""
         parts = sorted(path for path in committed if path.startswith(SCORES_DIR + "/") and path.endswith(".parquet"))
         tail = self._part(committed[parts[-1]]) if parts else None
         if tail is None or tail["submission_id"].nunique() >= SHARD_RECORDS:
@@ -328,15 +332,7 @@ class LocalDatasetStore:
         for stray in (self.root / SCORES_DIR).glob("part-*.parquet"):  # a failed writer's extra part
             if str(stray.relative_to(self.root)) not in committed and str(stray.relative_to(self.root)) != path:
                 stray.unlink()
-        return path
-
-    def _maintain(self) -> None:
-        """`git commit` runs `git gc --auto` after each commit; commit-tree does not: run it every
-        AUTO_GC_EVERY publishes of this process (it returns at once unless loose objects piled up,
-        and then packs them in the background)."""
-        self._publishes += 1
-        if self._publishes % AUTO_GC_EVERY == 0:
-            self._git("gc", "--auto", "--quiet")
+        return path, frame["submission_id"].nunique()
 
     def withdraw(self, submission_id: str, message: str) -> str | None:
         """Remove one submission's result and request record from the table in a new version (an

@@ -370,3 +370,19 @@ def git_files(root, revision: str) -> list[str]:
 
 def git_status(root) -> str:
     return subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+def test_publishes_run_git_gc_auto_as_git_commit_did(store, monkeypatch):
+    """commit-tree leaves loose objects to pile up unless someone runs `git gc --auto` (git commit did)."""
+    from leaderboard import store as store_module
+
+    monkeypatch.setattr(store_module, "AUTO_GC_EVERY", 3)
+    calls = []
+    plain = LocalDatasetStore._git
+    monkeypatch.setattr(LocalDatasetStore, "_git", lambda self, *args, **kw: calls.append(args) or plain(self, *args, **kw))
+    ran = []
+    for i in range(7):
+        calls.clear()
+        store.publish(make_record(f"s{i}", 0.1))
+        ran.append(("gc", "--auto", "--quiet") in calls)
+    assert ran == [False, False, True, False, False, True, False]  # the table part's 3rd and 6th result
