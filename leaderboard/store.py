@@ -302,19 +302,25 @@ class LocalDatasetStore:
                 return self._git("log", "-1", "--follow", "--diff-filter=A", "--format=%H", "--", relative).decode().strip()
             self._write(relative, as_json(record))
             part, results_in_part = self._append_scores(records_to_scores([record]), committed)
-            # Commit with plumbing: `git commit` refreshes the whole index (an lstat per record file,
-            # ~40 ms at 20,000 results); write-tree reuses the index's cached trees and rehashes only
-            # the (small, sharded) trees on the two paths added here.
-            self._git("add", "--", relative, part)
-            tree = self._git("write-tree").decode().strip()
-            commit = self._git("commit-tree", tree, "-p", head, "-m", message).decode().strip()
-            self._git("update-ref", "-m", f"commit: {message}", "HEAD", commit, head)
+            commit = self._commit_paths(head, [relative, part], message)
             if results_in_part % AUTO_GC_EVERY == 0:
                 # `git commit` runs `git gc --auto` after each commit; commit-tree does not. Counted by
                 # the table part, not per process: jobs publish from short-lived forked processes.
                 # It returns at once unless loose objects piled up, and then packs in the background.
                 self._git("gc", "--auto", "--quiet")
             return commit
+
+    def _commit_paths(self, head: str, paths: list[str], message: str) -> str:
+        """Commit the files written at `paths` on top of `head` (the lock held); returns the commit.
+
+        With plumbing: `git commit` refreshes the whole index (an lstat per record file, ~40 ms at
+        20,000 results); write-tree reuses the index's cached trees and rehashes only the (small,
+        sharded) trees on the paths added here."""
+        self._git("add", "--", *paths)
+        tree = self._git("write-tree").decode().strip()
+        commit = self._git("commit-tree", tree, "-p", head, "-m", message).decode().strip()
+        self._git("update-ref", "-m", f"commit: {message}", "HEAD", commit, head)
+        return commit
 
     def _append_scores(self, rows: pd.DataFrame, committed: dict[str, str]) -> tuple[str, int]:
         """Append rows to the newest committed table part, or start a new part when it is full;
@@ -417,9 +423,7 @@ class LocalDatasetStore:
                     written.append(relative)
             if not written:
                 return None
-            self._git("add", "--", *written)
-            self._git("commit", "-q", "-m", requests_message(requests))
-            return self.head_revision()
+            return self._commit_paths(self.head_revision(), written, requests_message(requests))
 
     def release(self, name: str, notes: str = "") -> Release:
         """Name the newest version: a commit adding releases/<name>.json (the notes), tagged `name`."""

@@ -95,7 +95,7 @@ def test_local_store_releases_and_requests(tmp_path):
     store = LocalDatasetStore(tmp_path / "results")
     r1 = store.publish(make_record("s1", 0.5))
     queued = {"submission_id": "s2", "suite": "prefeval", "task": "mcq", "status": "queued"}
-    assert store.publish_requests([queued])
+    assert store.publish_requests([queued]) == store.head() != r1  # one new version
     assert store.publish_requests([queued]) is None  # unchanged: no new version
     assert store.publish_requests([{**queued, "status": "finished"}])
     assert store.publish_requests([queued]) is None  # a late "queued" never undoes "finished"
