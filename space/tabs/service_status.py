@@ -42,7 +42,8 @@ def worker_line(worker: dict) -> str:
             tzinfo=timezone.utc)).total_seconds()
         seen = f", heartbeat {age:.0f} s ago" + (" (stale)" if age > HEARTBEAT_STALE_S else "")
     running = f", running {inert(worker['current_submission'])}" if worker.get("current_submission") else ""
-    return f"`{inert(worker['name'])}` ({hardware}): {worker['state']}{running}{seen}"
+    # Not in a code span: inert() writes '-' as &#45;, which a code span would show literally.
+    return f"**{inert(worker['name'])}** ({hardware}): {worker['state']}{running}{seen}"
 
 
 def build_service_status(ui: gr.Blocks, services) -> gr.Markdown:
