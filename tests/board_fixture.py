@@ -49,3 +49,15 @@ def board_records() -> list[dict]:
         board_record("fx-partial", "tiny-partial", 0.90, 0.60, 1.0, n=6, row_kind="partial",
                      parameters=1_000_000, license="mit", tier_n=3),
     ]
+
+
+def minimal_record(submission_id: str, value: float, n: int = 10) -> dict:
+    """The smallest record the store takes: PrefEval mcq, zero_shot, one tier, no intervals (read-path
+    and health tests, which need rows, not statistics)."""
+    stats = {"accuracy": {"value": value, "ci95": [None, None], "n": n}}
+    return {
+        "submission_id": submission_id, "suite": SUITE, "task": TASK, "setting": "zero_shot",
+        "model_name": f"model-{submission_id}", "model_link": "", "source": "predictions", "row_kind": "computed",
+        "submitted_at": "2026-01-01T00:00:00+00:00",
+        "metrics": {"metric": "accuracy", "total": stats, "tiers": {"form": {"explicit": stats}}},
+    }

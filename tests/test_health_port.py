@@ -13,17 +13,8 @@ import pytest
 from backend import health
 from backend.health import PATH, HealthListener, LoopHeartbeat, QueueProbe
 from backend.processes import base_url, child_env, free_port, start_redis, start_web, stop_process, wait_http
+from board_fixture import minimal_record
 from leaderboard.store import LocalDatasetStore
-
-
-def make_record(submission_id: str, value: float) -> dict:
-    stats = {"accuracy": {"value": value, "ci95": [None, None], "n": 10}}
-    return {
-        "submission_id": submission_id, "suite": "prefeval", "task": "mcq", "setting": "zero_shot",
-        "model_name": f"model-{submission_id}", "model_link": "", "source": "predictions", "row_kind": "computed",
-        "submitted_at": "2026-01-01T00:00:00+00:00",
-        "metrics": {"metric": "accuracy", "total": stats, "tiers": {"form": {"explicit": stats}}},
-    }
 
 
 @pytest.fixture
@@ -48,7 +39,7 @@ def test_health_port_answers_the_same_report_and_follows_publishes_and_redis(web
         assert on_port.json() == on_web.json() and on_port.json()["queue"] == "ok"
         assert on_port.headers["content-type"] == "application/json"
 
-        revision = LocalDatasetStore(data_dir / "results-dataset").publish(make_record("health-port", 0.5))
+        revision = LocalDatasetStore(data_dir / "results-dataset").publish(minimal_record("health-port", 0.5))
         assert http.get(health_url + PATH).json()["results_revision"] == revision
 
         for other in ("/api/v1/leaderboard", "/", PATH + "/x"):  # the health port serves health only

@@ -6,20 +6,11 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from board_fixture import minimal_record
 from leaderboard.store import LocalDatasetStore
 from live_helpers import explicit_only, submit_ok, wait_finished
 
 LEADERBOARD = "/api/v1/leaderboard"
-
-
-def make_record(submission_id: str, value: float) -> dict:
-    stats = {"accuracy": {"value": value, "ci95": [None, None], "n": 10}}
-    return {
-        "submission_id": submission_id, "suite": "prefeval", "task": "mcq", "setting": "zero_shot",
-        "model_name": f"model-{submission_id}", "model_link": "", "source": "predictions", "row_kind": "computed",
-        "submitted_at": "2026-01-01T00:00:00+00:00",
-        "metrics": {"metric": "accuracy", "total": stats, "tiers": {"form": {"explicit": stats}}},
-    }
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +33,7 @@ def test_next_request_after_a_publish_sees_the_new_row(service, store):
         assert before.status_code == 200
         etags = {before.headers["etag"]}
         for i in range(4):
-            revision = store.publish(make_record(f"readpath-{i}", i / 4))
+            revision = store.publish(minimal_record(f"readpath-{i}", i / 4))
             after = http.get(LEADERBOARD, params={"suite": "prefeval"})
             assert f"readpath-{i}" in ids(after), f"publish {i} not seen by the next request"
             assert after.headers["x-results-revision"] == revision
@@ -68,7 +59,7 @@ def test_etag_revalidation_gives_304_until_a_publish(service, store):
         assert csv.status_code == 200 and csv.headers["etag"] != etag  # another representation
         assert http.get(LEADERBOARD, params=params, headers={"If-None-Match": '"stale"'}).status_code == 200
 
-        store.publish(make_record("readpath-etag", 0.9))
+        store.publish(minimal_record("readpath-etag", 0.9))
         changed = http.get(LEADERBOARD, params=params, headers={"If-None-Match": etag})
         assert changed.status_code == 200 and "readpath-etag" in ids(changed)
         assert changed.headers["etag"] != etag and changed.headers["x-results-revision"] != revision
@@ -116,7 +107,7 @@ def test_metrics_parse_and_move_when_a_job_runs(service):
 def test_cached_bodies_answer_like_the_route_plain_or_gzipped(service, store):
     """The second request of a kind is answered from memory before routing; it must be the same
     response the route gave: body, ETag, headers; gzip only for clients that accept it."""
-    store.publish(make_record("readpath-fast", 0.4))
+    store.publish(minimal_record("readpath-fast", 0.4))
     with service.http() as http:
         for params in ({"suite": "prefeval"}, {"format": "csv"}, {"suite": "prefeval", "task": "mcq", "tier": "explicit"}):
             for encoding in ("identity", "gzip"):
@@ -147,7 +138,7 @@ def test_json_comes_in_pages_csv_stays_complete(service, store):
     import io
 
     for i in range(5):
-        store.publish(make_record(f"readpath-page-{i}", 0.3 + i / 100))
+        store.publish(minimal_record(f"readpath-page-{i}", 0.3 + i / 100))
     with service.http() as http:
         params = {"suite": "prefeval"}
         download = http.get(LEADERBOARD, params={**params, "format": "csv"})
@@ -184,7 +175,7 @@ def test_the_json_download_is_the_whole_table_past_one_page(service, store):
     import csv
     import io
 
-    store.sync_group("readpath-bulk-", [make_record(f"readpath-bulk-{i:03d}", i / 1000) for i in range(120)],
+    store.sync_group("readpath-bulk-", [minimal_record(f"readpath-bulk-{i:03d}", i / 1000) for i in range(120)],
                      "120 rows: more than one JSON page")
     with service.http() as http:
         download = http.get(LEADERBOARD, params={"format": "csv"})
