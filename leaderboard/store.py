@@ -105,9 +105,10 @@ def id_shard(submission_id: str) -> str:
     return hashlib.sha256(submission_id.encode()).hexdigest()[:2]
 
 
-def result_path(suite: str, task: str, submission_id: str) -> str:
-    """Where a result record lives in the dataset (the one place that spells the layout out)."""
-    return f"results/{suite}/{task}/{id_shard(submission_id)}/{submission_id}.json"
+def result_path(suite: str, task: str, submission_id: str, folder: str = "results") -> str:
+    """Where a result record (folder "requests": a request record) lives in the dataset: the one
+    place that spells the layout out."""
+    return f"{folder}/{suite}/{task}/{id_shard(submission_id)}/{submission_id}.json"
 
 
 def result_glob(submission_id: str, folder: str = "results") -> str:
@@ -120,7 +121,7 @@ def record_path(record: dict[str, Any]) -> str:
 
 
 def request_path(request: dict[str, Any]) -> str:
-    return f"requests/{request['suite']}/{request['task']}/{id_shard(request['submission_id'])}/{request['submission_id']}.json"
+    return result_path(request["suite"], request["task"], request["submission_id"], "requests")
 
 
 def flat_record_paths(paths) -> list[tuple[str, str]]:
