@@ -1,21 +1,22 @@
 """REST API, version 1. Every error is JSON with a `detail.message`; bad input is never a 500."""
+
 from __future__ import annotations
 
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import UploadFile
 
 from backend.auth import require_admin, require_identity
 from backend.health import health_report
 from backend.leaderboard_http import MAX_OFFSET, accepts_gzip, leaderboard_response, page_of
-from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
-from leaderboard.store import StoreError, StoreUnavailable
+from evaluator.splits import SplitNotInstalled
 from leaderboard.readpath import DEFAULT_PAGE_ROWS, MAX_PAGE_ROWS, Filters
+from leaderboard.store import StoreError, StoreUnavailable
 from submissions import moderation
 from submissions.identity import Identity
 from submissions.intake import AlreadyAccepted, ModelForm, SubmissionError, SubmissionForm
@@ -32,7 +33,11 @@ SUBMISSION_FORM_SCHEMA = {
                     "type": "object",
                     "required": ["file", "suite", "task", "setting", "model_name"],
                     "properties": {
-                        "file": {"type": "string", "format": "binary", "description": "predictions, JSONL"},
+                        "file": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "predictions, JSONL",
+                        },
                         "suite": {"type": "string", "example": "prefeval"},
                         "task": {"type": "string", "example": "mcq"},
                         "setting": {"type": "string", "example": "zero_shot"},
@@ -50,16 +55,26 @@ SUBMISSION_FORM_SCHEMA = {
 class ModelSubmission(BaseModel):
     """A model to run on a task's hidden split (one run per submission)."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())  # a misspelt field is an error, not ignored
+    model_config = ConfigDict(
+        extra="forbid", protected_namespaces=()
+    )  # a misspelt field is an error, not ignored
 
-    model: str = Field(description="a Hugging Face Hub id, or the name of a model the operator registered")
-    revision: str | None = Field(None, description="branch, tag or commit; pinned to a commit sha before queueing")
+    model: str = Field(
+        description="a Hugging Face Hub id, or the name of a model the operator registered"
+    )
+    revision: str | None = Field(
+        None, description="branch, tag or commit; pinned to a commit sha before queueing"
+    )
     model_type: Literal["generative", "reward", "auto"] = "auto"
     suite: str
     task: str
     setting: str
-    protocol: str | None = Field(None, description="how the decision is read, e.g. choice_logprobs or generate_parse")
-    limit: int | None = Field(None, ge=1, description="smoke run on N items spread over the split; marked partial")
+    protocol: str | None = Field(
+        None, description="how the decision is read, e.g. choice_logprobs or generate_parse"
+    )
+    limit: int | None = Field(
+        None, ge=1, description="smoke run on N items spread over the split; marked partial"
+    )
     description: str = ""
 
 
@@ -82,7 +97,10 @@ def health(request: Request):
     return health_report(services(request), request.app.state.queue_probe)
 
 
-@router.get("/workers", summary="Workers: their hardware queues, last heartbeat and the submission each runs")
+@router.get(
+    "/workers",
+    summary="Workers: their hardware queues, last heartbeat and the submission each runs",
+)
 def workers(request: Request):
     try:
         return {"workers": services(request).workers()}
@@ -116,7 +134,9 @@ def task_inputs(suite: str, task: str):
         headers={
             "Content-Disposition": f'attachment; filename="{suite}-{task}-{split.name}-inputs.jsonl"',
             "X-Split-Sha256": split.sha256,
-            "X-Split-Visibility": found.suite.split_status()["visibility"],  # "public" = public by convention
+            "X-Split-Visibility": found.suite.split_status()[
+                "visibility"
+            ],  # "public" = public by convention
         },
     )
 
@@ -124,7 +144,7 @@ def task_inputs(suite: str, task: str):
 @router.get(
     "/suites/{suite}/tasks/{task}/inputs/companion",
     summary="What the public inputs refer to but do not carry (RealPref: session texts; PrefEval mcq_turns: "
-            "the distractor turns), as JSON",
+    "the distractor turns), as JSON",
 )
 def task_inputs_companion(suite: str, task: str):
     try:
@@ -133,7 +153,9 @@ def task_inputs_companion(suite: str, task: str):
         raise not_found(str(exc)) from None
     hook = found.hooks.public_companion
     if hook is None:
-        raise not_found(f"{suite}/{task}: the public inputs carry everything; there is no companion download")
+        raise not_found(
+            f"{suite}/{task}: the public inputs carry everything; there is no companion download"
+        )
     try:
         return hook(found)
     except SplitNotInstalled as exc:
@@ -141,15 +163,19 @@ def task_inputs_companion(suite: str, task: str):
 
 
 @router.post(
-    "/submissions", status_code=201,
+    "/submissions",
+    status_code=201,
     summary="Submit a predictions file (multipart form) or a model to evaluate (JSON body)",
     openapi_extra=SUBMISSION_FORM_SCHEMA,
 )
 async def create_submission(
     request: Request,
     identity: Identity = Depends(require_identity),
-    idempotency_key: str | None = Header(None, description="retrying with the same key returns the first answer; "
-                                                           "the submission is never recorded twice"),
+    idempotency_key: str | None = Header(
+        None,
+        description="retrying with the same key returns the first answer; "
+        "the submission is never recorded twice",
+    ),
 ):
     svc = services(request)
     try:
@@ -174,24 +200,51 @@ async def _create_submission(request: Request, svc: Services, submitter):
     if content_type.startswith("application/json"):
         return await _create_model_submission(request, svc, submitter)
     if not content_type.startswith("multipart/form-data"):
-        raise HTTPException(415, {"message": "send multipart/form-data (a predictions file: fields file, suite, task, "
-                                             "setting, model_name) or application/json (a model: model, suite, task, setting)"})
+        raise HTTPException(
+            415,
+            {
+                "message": "send multipart/form-data (a predictions file: fields file, suite, task, "
+                "setting, model_name) or application/json (a model: model, suite, task, setting)"
+            },
+        )
     async with request.form(max_files=1, max_fields=20) as form:
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
-            raise HTTPException(422, {"message": "field 'file' is required: the predictions JSONL file",
-                                      "problems": [{"line": None, "field": "file", "message": "missing"}]})
-        missing = [name for name in ("suite", "task", "setting", "model_name") if not str(form.get(name) or "").strip()]
+            raise HTTPException(
+                422,
+                {
+                    "message": "field 'file' is required: the predictions JSONL file",
+                    "problems": [{"line": None, "field": "file", "message": "missing"}],
+                },
+            )
+        missing = [
+            name
+            for name in ("suite", "task", "setting", "model_name")
+            if not str(form.get(name) or "").strip()
+        ]
         if missing:
-            raise HTTPException(422, {"message": f"missing form field(s): {', '.join(missing)}",
-                                      "problems": [{"line": None, "field": m, "message": "missing"} for m in missing]})
+            raise HTTPException(
+                422,
+                {
+                    "message": f"missing form field(s): {', '.join(missing)}",
+                    "problems": [{"line": None, "field": m, "message": "missing"} for m in missing],
+                },
+            )
         fields = SubmissionForm(
-            suite=str(form["suite"]).strip(), task=str(form["task"]).strip(), setting=str(form["setting"]).strip(),
-            model_name=str(form["model_name"]), model_link=str(form.get("link") or ""),
+            suite=str(form["suite"]).strip(),
+            task=str(form["task"]).strip(),
+            setting=str(form["setting"]).strip(),
+            model_name=str(form["model_name"]),
+            model_link=str(form.get("link") or ""),
             description=str(form.get("description") or ""),
         )
         submission = await run_in_threadpool(
-            svc.submit_predictions, fields, upload.file, upload.filename or "predictions.jsonl", submitter)
+            svc.submit_predictions,
+            fields,
+            upload.file,
+            upload.filename or "predictions.jsonl",
+            submitter,
+        )
     return _created(svc, submission)
 
 
@@ -199,12 +252,27 @@ async def _create_model_submission(request: Request, svc: Services, submitter):
     try:
         body = ModelSubmission.model_validate_json(await request.body())
     except ValidationError as exc:
-        problems = [{"line": None, "field": ".".join(str(p) for p in err["loc"]) or None, "message": err["msg"]}
-                    for err in exc.errors()]
+        problems = [
+            {
+                "line": None,
+                "field": ".".join(str(p) for p in err["loc"]) or None,
+                "message": err["msg"],
+            }
+            for err in exc.errors()
+        ]
         message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         raise HTTPException(422, {"message": message, "problems": problems}) from None
-    form = ModelForm(model=body.model, suite=body.suite, task=body.task, setting=body.setting, revision=body.revision,
-                     model_type=body.model_type, protocol=body.protocol, limit=body.limit, description=body.description)
+    form = ModelForm(
+        model=body.model,
+        suite=body.suite,
+        task=body.task,
+        setting=body.setting,
+        revision=body.revision,
+        model_type=body.model_type,
+        protocol=body.protocol,
+        limit=body.limit,
+        description=body.description,
+    )
     submission = await run_in_threadpool(svc.submit_model, form, submitter)
     return _created(svc, submission)
 
@@ -212,11 +280,22 @@ async def _create_model_submission(request: Request, svc: Services, submitter):
 @router.get("/models", summary="Local models the operator registered (submit them by name)")
 def list_models(request: Request):
     models = services(request).registered_models()
-    return {"models": [{"name": name, "model_type": m["model_type"], "revision": m["revision"],
-                        "parameters": m.get("parameters")} for name, m in sorted(models.items())]}
+    return {
+        "models": [
+            {
+                "name": name,
+                "model_type": m["model_type"],
+                "revision": m["revision"],
+                "parameters": m.get("parameters"),
+            }
+            for name, m in sorted(models.items())
+        ]
+    }
 
 
-@router.get("/submissions/{submission_id}", summary="State, queue position, progress, error and result")
+@router.get(
+    "/submissions/{submission_id}", summary="State, queue position, progress, error and result"
+)
 def get_submission(submission_id: str, request: Request):
     svc = services(request)
     submission = svc.submission(submission_id)
@@ -225,7 +304,10 @@ def get_submission(submission_id: str, request: Request):
     return svc.submission_status(submission)
 
 
-@router.get("/submissions/{submission_id}/history", summary="Operator actions on a submission (who, when, what, why)")
+@router.get(
+    "/submissions/{submission_id}/history",
+    summary="Operator actions on a submission (who, when, what, why)",
+)
 def submission_history(submission_id: str, request: Request):
     svc = services(request)
     if svc.records.get(submission_id) is None:
@@ -236,28 +318,57 @@ def submission_history(submission_id: str, request: Request):
 class OperatorAction(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field("", max_length=moderation.MAX_REASON,
-                        description="why (recorded in the row's history; a flag's reason is shown publicly)")
+    reason: str = Field(
+        "",
+        max_length=moderation.MAX_REASON,
+        description="why (recorded in the row's history; a flag's reason is shown publicly)",
+    )
 
 
-@router.post("/admin/submissions/{submission_id}/{action}",
-             summary="Operator action: hide, unhide, flag, delete, cancel or rerun (admin token)")
-def operator_action(submission_id: str, action: Literal["hide", "unhide", "flag", "delete", "cancel", "rerun"],
-                    body: OperatorAction, request: Request, admin: Identity = Depends(require_admin)):
+@router.post(
+    "/admin/submissions/{submission_id}/{action}",
+    summary="Operator action: hide, unhide, flag, delete, cancel or rerun (admin token)",
+)
+def operator_action(
+    submission_id: str,
+    action: Literal["hide", "unhide", "flag", "delete", "cancel", "rerun"],
+    body: OperatorAction,
+    request: Request,
+    admin: Identity = Depends(require_admin),
+):
     svc = services(request)
     try:
-        entry = moderation.apply(action, submission_id, actor=admin.name, reason=body.reason, records=svc.records,
-                                 outbox=svc.outbox, redis=svc.redis)
+        entry = moderation.apply(
+            action,
+            submission_id,
+            actor=admin.name,
+            reason=body.reason,
+            records=svc.records,
+            outbox=svc.outbox,
+            redis=svc.redis,
+        )
     except moderation.ActionError as exc:
-        raise HTTPException(exc.status, {"message": str(exc), "problems": [
-            {"line": None, "field": exc.field, "message": str(exc)}]}) from None
-    return {"action": {k: v for k, v in entry.items() if k != "details"},
-            "submission": svc.submission_status(svc.records.get(submission_id))}
+        raise HTTPException(
+            exc.status,
+            {
+                "message": str(exc),
+                "problems": [{"line": None, "field": exc.field, "message": str(exc)}],
+            },
+        ) from None
+    return {
+        "action": {k: v for k, v in entry.items() if k != "details"},
+        "submission": svc.submission_status(svc.records.get(submission_id)),
+    }
 
 
-@router.get("/compare", summary="Paired comparison of two finished submissions on the items both answered: "
-                               "difference of the primary metric, its 95% interval over the suite's units, p-value")
-def compare(request: Request, a: str = Query(..., max_length=64), b: str = Query(..., max_length=64)):
+@router.get(
+    "/compare",
+    summary="Paired comparison of two finished submissions on the items both answered: "
+    "difference of the primary metric, its 95% interval over the suite's units, p-value",
+)
+def compare(
+    request: Request, a: str = Query(..., max_length=64), b: str = Query(..., max_length=64)
+):
     try:
         return services(request).compare(a, b)
     except SubmissionError as exc:
@@ -271,14 +382,23 @@ def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
 
 
 @router.get(
-    "/leaderboard", summary="The leaderboard, filtered; JSON, CSV or parquet",
+    "/leaderboard",
+    summary="The leaderboard, filtered; JSON, CSV or parquet",
     description="JSON comes a page at a time (`limit` rows from `offset`; the first "
-                f"{DEFAULT_PAGE_ROWS} by default, at most {MAX_PAGE_ROWS}): X-Total-Count is the number of rows, "
-                "and the Link header names the next and previous pages; `complete=true` gives the whole table "
-                "in one JSON body, as CSV and parquet always are. Responses carry an ETag (it changes with the results revision): send it back in "
-                "If-None-Match to get 304 Not Modified while nothing was published.",
-    responses={200: {"content": {"application/json": {}, "text/csv": {}, "application/vnd.apache.parquet": {}}},
-               304: {"description": "not modified since the ETag given in If-None-Match"}},
+    f"{DEFAULT_PAGE_ROWS} by default, at most {MAX_PAGE_ROWS}): X-Total-Count is the number of rows, "
+    "and the Link header names the next and previous pages; `complete=true` gives the whole table "
+    "in one JSON body, as CSV and parquet always are. Responses carry an ETag (it changes with the results revision): send it back in "
+    "If-None-Match to get 304 Not Modified while nothing was published.",
+    responses={
+        200: {
+            "content": {
+                "application/json": {},
+                "text/csv": {},
+                "application/vnd.apache.parquet": {},
+            }
+        },
+        304: {"description": "not modified since the ETag given in If-None-Match"},
+    },
 )
 async def leaderboard(
     request: Request,
@@ -286,35 +406,70 @@ async def leaderboard(
     task: str | None = None,
     setting: str | None = None,
     tier: str | None = None,
-    revision: str | None = Query(None, description="a results-dataset revision (commit sha) or release name; default the newest"),
+    revision: str | None = Query(
+        None,
+        description="a results-dataset revision (commit sha) or release name; default the newest",
+    ),
     format: Literal["json", "csv", "parquet"] = "json",
-    limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS, description=f"JSON rows per page (default {DEFAULT_PAGE_ROWS})"),
+    limit: int | None = Query(
+        None,
+        ge=1,
+        le=MAX_PAGE_ROWS,
+        description=f"JSON rows per page (default {DEFAULT_PAGE_ROWS})",
+    ),
     offset: int = Query(0, ge=0, le=MAX_OFFSET, description="JSON: rows to skip"),
-    complete: bool = Query(False, description="JSON: the whole table in one body (a download), not a page"),
+    complete: bool = Query(
+        False, description="JSON: the whole table in one body (a download), not a page"
+    ),
 ):
     svc = services(request)
     if format != "json" and (limit is not None or offset):
-        raise HTTPException(422, {"message": f"limit and offset page the JSON; format={format} is the complete table"})
+        raise HTTPException(
+            422,
+            {"message": f"limit and offset page the JSON; format={format} is the complete table"},
+        )
     if complete and (limit is not None or offset):
-        raise HTTPException(422, {"message": "limit and offset page the JSON; complete=true asks for the whole table"})
+        raise HTTPException(
+            422,
+            {"message": "limit and offset page the JSON; complete=true asks for the whole table"},
+        )
     filters = Filters(suite or None, task or None, setting or None, tier or None)
     try:
-        body = await svc.leaderboard_body(filters, format, revision or None,
-                                          gzipped=accepts_gzip(request.headers.get("accept-encoding")),
-                                          page=page_of(format, limit, offset, complete))
+        body = await svc.leaderboard_body(
+            filters,
+            format,
+            revision or None,
+            gzipped=accepts_gzip(request.headers.get("accept-encoding")),
+            page=page_of(format, limit, offset, complete),
+        )
     except StoreUnavailable as exc:
-        raise HTTPException(503, {"message": "the results dataset cannot be reached right now; try again later"}) from exc
+        raise HTTPException(
+            503, {"message": "the results dataset cannot be reached right now; try again later"}
+        ) from exc
     except StoreError as exc:
         raise not_found(str(exc)) from None
     pinned = revision is not None and revision.lower() == body.revision
-    return leaderboard_response(body, format, pinned, request.headers.get("if-none-match"),
-                                request.query_params.multi_items())
+    return leaderboard_response(
+        body,
+        format,
+        pinned,
+        request.headers.get("if-none-match"),
+        request.query_params.multi_items(),
+    )
 
 
-@router.get("/leaderboard/versions", summary="Every published version of the results dataset and its named releases, newest first")
+@router.get(
+    "/leaderboard/versions",
+    summary="Every published version of the results dataset and its named releases, newest first",
+)
 def leaderboard_versions(request: Request):
     results = services(request).results
     try:
-        return {"versions": [v.__dict__ for v in results.versions()], "releases": [r.__dict__ for r in results.releases()]}
+        return {
+            "versions": [v.__dict__ for v in results.versions()],
+            "releases": [r.__dict__ for r in results.releases()],
+        }
     except StoreUnavailable as exc:
-        raise HTTPException(503, {"message": "the results dataset cannot be reached right now; try again later"}) from exc
+        raise HTTPException(
+            503, {"message": "the results dataset cannot be reached right now; try again later"}
+        ) from exc

@@ -3,6 +3,7 @@
 Run with `uvicorn backend.app:create_app --factory` (or `make serve`, which also starts Redis
 and the workers).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -48,8 +49,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services.start_event_folder()  # remote workers' state, progress and revisions, into the records
         heartbeat.start(asyncio.get_running_loop())
         listener = None
-        if settings.health_port:  # health on a port of its own: not queued behind the web port's requests
-            listener = HealthListener(services, QueueProbe(services.redis), heartbeat, settings.host, settings.health_port)
+        if (
+            settings.health_port
+        ):  # health on a port of its own: not queued behind the web port's requests
+            listener = HealthListener(
+                services, QueueProbe(services.redis), heartbeat, settings.host, settings.health_port
+            )
             listener.start()
         yield
         if listener is not None:
@@ -71,7 +76,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
         problems = [
-            {"line": None, "field": ".".join(str(p) for p in err["loc"][1:]) or None, "message": err["msg"]}
+            {
+                "line": None,
+                "field": ".".join(str(p) for p in err["loc"][1:]) or None,
+                "message": err["msg"],
+            }
             for err in exc.errors()
         ]
         message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
@@ -81,12 +90,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def unexpected_error(request: Request, exc: Exception):
         # Logged with the traceback for the operator; the client gets no internals.
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": {"message": "internal error; the operator has the details"}}, status_code=500)
+        return JSONResponse(
+            {"detail": {"message": "internal error; the operator has the details"}}, status_code=500
+        )
 
-    app.include_router(build_pages(services))  # /model, /result, /plots, /examples: before the UI's catch-all mount
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes, paths=("/api/v1/submissions",))
+    app.include_router(
+        build_pages(services)
+    )  # /model, /result, /plots, /examples: before the UI's catch-all mount
+    app.add_middleware(
+        BodySizeLimit, max_bytes=settings.max_upload_bytes, paths=("/api/v1/submissions",)
+    )
     app.add_middleware(LeaderboardFastPath, services=services)  # cached bodies skip the rest
-    app.add_middleware(HealthFastPath, services=services, probe=app.state.queue_probe)  # outermost: no queue behind routing
+    app.add_middleware(
+        HealthFastPath, services=services, probe=app.state.queue_probe
+    )  # outermost: no queue behind routing
     # Uploads from the UI live in this service's own folder (space/uploads.py checks paths against it).
     os.environ.setdefault("GRADIO_TEMP_DIR", str(settings.data_dir / "gradio-uploads"))
     blocks = build_ui(services)

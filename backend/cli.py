@@ -1,4 +1,5 @@
 """`personaboard` command line: offline scoring and the public inputs, with the workers' own code."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from evaluator.predictions import PredictionsError
 from evaluator.backends.base import BackendError
 from evaluator.judge import judge_for
+from evaluator.predictions import PredictionsError
 from evaluator.registry import UnknownSuiteError, all_suites, check_setting, check_suites, get_task
 from evaluator.scoring import score_predictions_file
 from leaderboard.store import StoreError
@@ -61,25 +62,49 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     task = get_task(args.suite, args.task)
     check_setting(task, args.setting)
-    judge = judge_for(task)  # before the run: a judge-scored task without a judge fails now, not after it
+    judge = judge_for(
+        task
+    )  # before the run: a judge-scored task without a judge fails now, not after it
     registry = ModelRegistry(load_evaluator_settings().data_dir)
     if Path(args.model).is_dir():
         registry = _ad_hoc_registry(Path(args.model))
-    resolved = resolve_model(str(Path(args.model).resolve()) if Path(args.model).is_dir() else args.model,
-                             args.revision, args.model_type, registry)
+    resolved = resolve_model(
+        str(Path(args.model).resolve()) if Path(args.model).is_dir() else args.model,
+        args.revision,
+        args.model_type,
+        registry,
+    )
     path = resolved.path or download_hub_model(resolved)
-    backend = load_backend(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), args.backend)
+    backend = load_backend(
+        ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), args.backend
+    )
     total = len(select_items(task.load_split(), args.limit).items)
     with tqdm(total=total, unit="item", file=sys.stderr) as bar:
+
         def on_progress(report):
             bar.n = report["done"]
             bar.set_postfix(tok_s=f"{report['tokens_per_s']:.0f}")
             bar.refresh()
 
-        run = run_model(task, args.setting, backend, args.protocol, args.limit, on_progress=on_progress)
+        run = run_model(
+            task, args.setting, backend, args.protocol, args.limit, on_progress=on_progress
+        )
     metrics = score_answers(task, run.split, run.answers, judge)
-    print(json.dumps({"suite": args.suite, "task": args.task, "setting": args.setting, "model": resolved.name,
-                      "revision": resolved.revision, "partial": run.partial, "run": run.stats, **metrics}, indent=2))
+    print(
+        json.dumps(
+            {
+                "suite": args.suite,
+                "task": args.task,
+                "setting": args.setting,
+                "model": resolved.name,
+                "revision": resolved.revision,
+                "partial": run.partial,
+                "run": run.stats,
+                **metrics,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 
@@ -90,7 +115,9 @@ def _ad_hoc_registry(folder: Path):
     from evaluator.models import ModelRegistry
 
     registry = ModelRegistry(Path(tempfile.mkdtemp(prefix="personaboard-cli-")))
-    registry.add(str(folder.resolve()), folder, converted_dir=folder.parent / (folder.name + "-converted"))
+    registry.add(
+        str(folder.resolve()), folder, converted_dir=folder.parent / (folder.name + "-converted")
+    )
     return registry
 
 
@@ -99,8 +126,9 @@ def _models_add(args: argparse.Namespace) -> int:
     from evaluator.settings import load_evaluator_settings
 
     settings = load_evaluator_settings()
-    entry = ModelRegistry(settings.data_dir).add(args.name, Path(args.path),
-                                                 converted_dir=settings.converted_models_dir / args.name)
+    entry = ModelRegistry(settings.data_dir).add(
+        args.name, Path(args.path), converted_dir=settings.converted_models_dir / args.name
+    )
     print(json.dumps({args.name: entry}, indent=2))
     return 0
 
@@ -118,10 +146,17 @@ def _endpoints_add(args: argparse.Namespace) -> int:
     from evaluator.settings import load_evaluator_settings
 
     config = EndpointConfig(
-        name=args.name, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
-        logprobs=not args.no_logprobs, requests_per_minute=args.requests_per_minute,
-        max_concurrency=args.max_concurrency, max_retries=args.max_retries, context_window=args.context_window,
-        price_input_per_million=args.price_input, price_output_per_million=args.price_output,
+        name=args.name,
+        base_url=args.base_url,
+        model=args.model,
+        api_key_env=args.api_key_env,
+        logprobs=not args.no_logprobs,
+        requests_per_minute=args.requests_per_minute,
+        max_concurrency=args.max_concurrency,
+        max_retries=args.max_retries,
+        context_window=args.context_window,
+        price_input_per_million=args.price_input,
+        price_output_per_million=args.price_output,
     )
     entry = EndpointRegistry(load_evaluator_settings().data_dir).add(config)
     print(json.dumps({args.name: entry.__dict__}, indent=2))
@@ -159,8 +194,11 @@ def _pin_for_workers() -> None:
     try:
         publish_installed_pins(connect(load_settings().redis_url))
     except RedisError as exc:
-        print(f"note: the split is installed, but not pinned for remote workers yet ({exc}); "
-              "the web app pins it when it starts", file=sys.stderr)
+        print(
+            f"note: the split is installed, but not pinned for remote workers yet ({exc}); "
+            "the web app pins it when it starts",
+            file=sys.stderr,
+        )
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -175,8 +213,11 @@ def _worker(args: argparse.Namespace) -> int:
 
     results = load_leaderboard_settings()
     if not (results.results_repo and results.hub_token):
-        print("error: a worker on another machine publishes to the Hub: set PERSONABOARD_RESULTS_REPO and a token "
-              "(HF_TOKEN or PERSONABOARD_HUB_TOKEN), and PERSONABOARD_REDIS_URL", file=sys.stderr)
+        print(
+            "error: a worker on another machine publishes to the Hub: set PERSONABOARD_RESULTS_REPO and a token "
+            "(HF_TOKEN or PERSONABOARD_HUB_TOKEN), and PERSONABOARD_REDIS_URL",
+            file=sys.stderr,
+        )
         return 2
     queues = worker_queues(args.hardware, args.gpu_memory_gb)
     env = {**os.environ, WORKER_REMOTE_ENV: "1", "RQ_REDIS_URL": load_settings().redis_url}
@@ -207,7 +248,9 @@ def _workers_drain(args: argparse.Namespace) -> int:
 
 
 def _splits_list(args: argparse.Namespace) -> int:
-    print(json.dumps({name: suite.split_status() for name, suite in all_suites().items()}, indent=2))
+    print(
+        json.dumps({name: suite.split_status() for name, suite in all_suites().items()}, indent=2)
+    )
     return 0
 
 
@@ -217,7 +260,9 @@ def _release(args: argparse.Namespace) -> int:
     from leaderboard.results import open_store
     from submissions.jobs import head_signal
 
-    release = open_store(head_signal=head_signal(load_settings().redis_url)).release(args.name, args.notes or "")
+    release = open_store(head_signal=head_signal(load_settings().redis_url)).release(
+        args.name, args.notes or ""
+    )
     print(json.dumps(release.__dict__, indent=2))
     return 0
 
@@ -234,7 +279,11 @@ def _users_add(args: argparse.Namespace) -> int:
     identities = _identities()
     user = identities.add_user(args.name, "admin" if args.admin else "user")
     token_id, token = identities.issue_token(user.name)
-    print(json.dumps({"name": user.name, "role": user.role, "token_id": token_id, "token": token}, indent=2))
+    print(
+        json.dumps(
+            {"name": user.name, "role": user.role, "token_id": token_id, "token": token}, indent=2
+        )
+    )
     print("the token is shown once; send it as `Authorization: Bearer <token>`", file=sys.stderr)
     return 0
 
@@ -266,10 +315,18 @@ def _users_quota(args: argparse.Namespace) -> int:
     from backend.settings import load_settings
 
     identities = _identities()
-    overrides = identities.set_quotas(args.name, predictions=args.predictions, model=args.model_runs,
-                                      failed_validations=args.failed_validations)
+    overrides = identities.set_quotas(
+        args.name,
+        predictions=args.predictions,
+        model=args.model_runs,
+        failed_validations=args.failed_validations,
+    )
     effective = load_settings().quotas.for_user(overrides)
-    print(json.dumps({"name": args.name, "overrides": overrides, "effective": effective.__dict__}, indent=2))
+    print(
+        json.dumps(
+            {"name": args.name, "overrides": overrides, "effective": effective.__dict__}, indent=2
+        )
+    )
     return 0
 
 
@@ -296,10 +353,17 @@ def _moderate(args: argparse.Namespace) -> int:
     records = SubmissionStore(settings.submissions_db)
     actor = args.actor or f"cli:{getpass.getuser()}"
     try:
-        entry = moderation.apply(args.action, args.submission_id, actor=actor, reason=args.reason or "",
-                                 records=records, outbox=open_outbox(head_signal=head_signal(settings.redis_url),
-                                                                     withhold=withhold_hidden(records)),
-                                 redis=queue.connect(settings.redis_url))
+        entry = moderation.apply(
+            args.action,
+            args.submission_id,
+            actor=actor,
+            reason=args.reason or "",
+            records=records,
+            outbox=open_outbox(
+                head_signal=head_signal(settings.redis_url), withhold=withhold_hidden(records)
+            ),
+            redis=queue.connect(settings.redis_url),
+        )
     except moderation.ActionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -312,23 +376,35 @@ def _history(args: argparse.Namespace) -> int:
     from submissions.records import SubmissionStore
 
     history = SubmissionStore(load_settings().submissions_db).history(args.submission_id)
-    print(json.dumps([{k: e[k] for k in ("at", "actor", "action", "reason")} for e in history], indent=2))
+    print(
+        json.dumps(
+            [{k: e[k] for k in ("at", "actor", "action", "reason")} for e in history], indent=2
+        )
+    )
     return 0
 
 
 def _add_moderation_commands(commands) -> None:
     from submissions.moderation import ACTIONS
 
-    subs = commands.add_parser("submissions", help="operator actions on submissions, recorded in the audit log")
+    subs = commands.add_parser(
+        "submissions", help="operator actions on submissions, recorded in the audit log"
+    )
     subs_commands = subs.add_subparsers(dest="submissions_command", required=True)
-    helps = {"hide": "remove from every table and download from the next version on", "unhide": "publish again",
-             "flag": "a public note on the row (the reason); an empty reason clears it",
-             "delete": "hide for good, delete the upload, stop its job", "cancel": "stop a queued or running job",
-             "rerun": "evaluate again (the result is withdrawn until the new run publishes)"}
+    helps = {
+        "hide": "remove from every table and download from the next version on",
+        "unhide": "publish again",
+        "flag": "a public note on the row (the reason); an empty reason clears it",
+        "delete": "hide for good, delete the upload, stop its job",
+        "cancel": "stop a queued or running job",
+        "rerun": "evaluate again (the result is withdrawn until the new run publishes)",
+    }
     for action in ACTIONS:
         command = subs_commands.add_parser(action, help=helps[action])
         command.add_argument("submission_id")
-        command.add_argument("--reason", default="", help="why (recorded; required except for unhide)")
+        command.add_argument(
+            "--reason", default="", help="why (recorded; required except for unhide)"
+        )
         command.add_argument("--actor", help="who is acting (default cli:$USER)")
         command.set_defaults(run=_moderate, action=action)
     history = subs_commands.add_parser("history", help="the operator actions on a submission")
@@ -337,26 +413,40 @@ def _add_moderation_commands(commands) -> None:
 
 
 def _add_user_commands(commands) -> None:
-    users = commands.add_parser("users", help="identities that may submit: users, API tokens, quotas")
+    users = commands.add_parser(
+        "users", help="identities that may submit: users, API tokens, quotas"
+    )
     users_commands = users.add_subparsers(dest="users_command", required=True)
-    add = users_commands.add_parser("add", help="create a user and print its first API token (shown once)")
+    add = users_commands.add_parser(
+        "add", help="create a user and print its first API token (shown once)"
+    )
     add.add_argument("name")
-    add.add_argument("--admin", action="store_true", help="an operator: may hide, flag, delete, cancel, rerun")
+    add.add_argument(
+        "--admin", action="store_true", help="an operator: may hide, flag, delete, cancel, rerun"
+    )
     add.set_defaults(run=_users_add)
-    token = users_commands.add_parser("token", help="issue another API token for a user (shown once)")
+    token = users_commands.add_parser(
+        "token", help="issue another API token for a user (shown once)"
+    )
     token.add_argument("name")
     token.set_defaults(run=_users_token)
-    revoke = users_commands.add_parser("revoke", help="revoke a user's tokens (all, or one by --token-id)")
+    revoke = users_commands.add_parser(
+        "revoke", help="revoke a user's tokens (all, or one by --token-id)"
+    )
     revoke.add_argument("name")
     revoke.add_argument("--token-id")
     revoke.set_defaults(run=_users_revoke)
-    listing = users_commands.add_parser("list", help="users, roles, token ids (never the tokens) and quota overrides")
+    listing = users_commands.add_parser(
+        "list", help="users, roles, token ids (never the tokens) and quota overrides"
+    )
     listing.set_defaults(run=_users_list)
     role = users_commands.add_parser("role", help="make a user an admin or a plain user")
     role.add_argument("name")
     role.add_argument("role", choices=["user", "admin"])
     role.set_defaults(run=_users_role)
-    quota = users_commands.add_parser("quota", help="override a user's daily limits per suite (-1: back to the default)")
+    quota = users_commands.add_parser(
+        "quota", help="override a user's daily limits per suite (-1: back to the default)"
+    )
     quota.add_argument("name")
     quota.add_argument("--predictions", type=int, help="prediction uploads per suite and UTC day")
     quota.add_argument("--model-runs", type=int, help="model runs per suite and UTC day")
@@ -375,7 +465,9 @@ def _add_user_commands(commands) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="personaboard", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    score = commands.add_parser("score", help="validate and score a predictions file, print the metrics as JSON")
+    score = commands.add_parser(
+        "score", help="validate and score a predictions file, print the metrics as JSON"
+    )
     score.add_argument("--suite", required=True)
     score.add_argument("--task", required=True)
     score.add_argument("file")
@@ -385,73 +477,120 @@ def build_parser() -> argparse.ArgumentParser:
     inputs.add_argument("--task", required=True)
     inputs.add_argument("-o", "--output", help="file to write (default: standard output)")
     inputs.set_defaults(run=_inputs)
-    suites = commands.add_parser("suites", help="list suites, tasks, tiers and settings; `suites check` checks them")
-    suites.add_argument("action", nargs="?", choices=["list", "check"], default="list",
-                        help="check: every suite's manifest, names, reported columns and hooks (exit 1 on a problem)")
+    suites = commands.add_parser(
+        "suites", help="list suites, tasks, tiers and settings; `suites check` checks them"
+    )
+    suites.add_argument(
+        "action",
+        nargs="?",
+        choices=["list", "check"],
+        default="list",
+        help="check: every suite's manifest, names, reported columns and hooks (exit 1 on a problem)",
+    )
     suites.set_defaults(run=_suites)
-    evaluate = commands.add_parser("evaluate", help="run a model on a task's hidden split and print the metrics as JSON")
-    evaluate.add_argument("--model", required=True, help="registered local name, Hub id, or a model folder")
+    evaluate = commands.add_parser(
+        "evaluate", help="run a model on a task's hidden split and print the metrics as JSON"
+    )
+    evaluate.add_argument(
+        "--model", required=True, help="registered local name, Hub id, or a model folder"
+    )
     evaluate.add_argument("--revision")
     evaluate.add_argument("--model-type", default="auto", choices=["auto", "generative", "reward"])
     evaluate.add_argument("--suite", required=True)
     evaluate.add_argument("--task", required=True)
     evaluate.add_argument("--setting", required=True)
     evaluate.add_argument("--protocol", help="default: the task's default for the model's type")
-    evaluate.add_argument("--limit", type=int, help="evaluate N items spread over the split (a partial run)")
+    evaluate.add_argument(
+        "--limit", type=int, help="evaluate N items spread over the split (a partial run)"
+    )
     evaluate.add_argument("--backend", default="transformers", choices=["transformers", "vllm"])
     evaluate.set_defaults(run=_evaluate)
     models = commands.add_parser("models", help="the operator's registry of local models")
     models_commands = models.add_subparsers(dest="models_command", required=True)
-    add = models_commands.add_parser("add", help="register a local model folder (a GGUF checkpoint is converted once)")
+    add = models_commands.add_parser(
+        "add", help="register a local model folder (a GGUF checkpoint is converted once)"
+    )
     add.add_argument("name")
     add.add_argument("path")
     add.set_defaults(run=_models_add)
     listing = models_commands.add_parser("list", help="list registered models")
     listing.set_defaults(run=_models_list)
-    endpoints = commands.add_parser("endpoints", help="models behind OpenAI-compatible endpoints (models and judges)")
+    endpoints = commands.add_parser(
+        "endpoints", help="models behind OpenAI-compatible endpoints (models and judges)"
+    )
     endpoints_commands = endpoints.add_subparsers(dest="endpoints_command", required=True)
     add_endpoint = endpoints_commands.add_parser(
-        "add", help="register an endpoint; its key stays in the environment variable named by --api-key-env")
+        "add",
+        help="register an endpoint; its key stays in the environment variable named by --api-key-env",
+    )
     add_endpoint.add_argument("name")
     add_endpoint.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8000/v1")
     add_endpoint.add_argument("--model", required=True, help="the model id the endpoint serves")
-    add_endpoint.add_argument("--api-key-env", help="NAME of the environment variable that holds the key")
-    add_endpoint.add_argument("--no-logprobs", action="store_true",
-                              help="the endpoint returns no log-probabilities: models run with generate_parse")
+    add_endpoint.add_argument(
+        "--api-key-env", help="NAME of the environment variable that holds the key"
+    )
+    add_endpoint.add_argument(
+        "--no-logprobs",
+        action="store_true",
+        help="the endpoint returns no log-probabilities: models run with generate_parse",
+    )
     add_endpoint.add_argument("--requests-per-minute", type=float, default=600.0)
     add_endpoint.add_argument("--max-concurrency", type=int, default=4)
     add_endpoint.add_argument("--max-retries", type=int, default=5)
     add_endpoint.add_argument("--context-window", type=int)
-    add_endpoint.add_argument("--price-input", type=float, default=0.0, help="USD per million prompt tokens")
-    add_endpoint.add_argument("--price-output", type=float, default=0.0, help="USD per million completion tokens")
+    add_endpoint.add_argument(
+        "--price-input", type=float, default=0.0, help="USD per million prompt tokens"
+    )
+    add_endpoint.add_argument(
+        "--price-output", type=float, default=0.0, help="USD per million completion tokens"
+    )
     add_endpoint.set_defaults(run=_endpoints_add)
-    endpoints_list = endpoints_commands.add_parser("list", help="list registered endpoints (no keys: they are never stored)")
+    endpoints_list = endpoints_commands.add_parser(
+        "list", help="list registered endpoints (no keys: they are never stored)"
+    )
     endpoints_list.set_defaults(run=_endpoints_list)
     splits = commands.add_parser("splits", help="hidden splits that are installed, not shipped")
     splits_commands = splits.add_subparsers(dest="splits_command", required=True)
-    install = splits_commands.add_parser("install", help="install a suite's split from a Hub dataset or a folder")
+    install = splits_commands.add_parser(
+        "install", help="install a suite's split from a Hub dataset or a folder"
+    )
     install.add_argument("suite")
-    install.add_argument("--source", required=True, help="Hugging Face Hub dataset id, or a local folder")
+    install.add_argument(
+        "--source", required=True, help="Hugging Face Hub dataset id, or a local folder"
+    )
     install.add_argument("--revision", help="Hub revision (pinned to its commit sha)")
     install.set_defaults(run=_splits_install)
-    splits_list = splits_commands.add_parser("list", help="which splits are installed, from where, at which revision")
+    splits_list = splits_commands.add_parser(
+        "list", help="which splits are installed, from where, at which revision"
+    )
     splits_list.set_defaults(run=_splits_list)
-    release = commands.add_parser("release", help="name the newest version of the results dataset (a tag)")
+    release = commands.add_parser(
+        "release", help="name the newest version of the results dataset (a tag)"
+    )
     release.add_argument("name", help="e.g. v1 (letters, digits, '.', '_', '-')")
     release.add_argument("--notes", help="what changed since the last release")
     release.set_defaults(run=_release)
     _add_user_commands(commands)
     _add_moderation_commands(commands)
-    worker = commands.add_parser("worker", help="run a worker on this machine (another machine: needs only Redis and the Hub)")
+    worker = commands.add_parser(
+        "worker",
+        help="run a worker on this machine (another machine: needs only Redis and the Hub)",
+    )
     worker.add_argument("--hardware", choices=["cpu", "gpu"], required=True)
-    worker.add_argument("--gpu-memory-gb", type=int, help="the GPU's memory: which GPU queues this worker takes")
+    worker.add_argument(
+        "--gpu-memory-gb", type=int, help="the GPU's memory: which GPU queues this worker takes"
+    )
     worker.add_argument("--name", help="the worker's name (default: RQ's)")
     worker.set_defaults(run=_worker)
     workers = commands.add_parser("workers", help="the workers registered in Redis")
     workers_commands = workers.add_subparsers(dest="workers_command", required=True)
-    workers_list = workers_commands.add_parser("list", help="name, queues, state, last heartbeat, current submission")
+    workers_list = workers_commands.add_parser(
+        "list", help="name, queues, state, last heartbeat, current submission"
+    )
     workers_list.set_defaults(run=_workers_list)
-    drain = workers_commands.add_parser("drain", help="let a worker finish its current job, then stop it")
+    drain = workers_commands.add_parser(
+        "drain", help="let a worker finish its current job, then stop it"
+    )
     drain.add_argument("name")
     drain.set_defaults(run=_workers_drain)
     return parser
@@ -461,7 +600,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (UnknownSuiteError, PredictionsError, BackendError, ValueError, LookupError, KeyError, StoreError) as exc:
+    except (
+        UnknownSuiteError,
+        PredictionsError,
+        BackendError,
+        ValueError,
+        LookupError,
+        KeyError,
+        StoreError,
+    ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -22,6 +22,7 @@ from a thread with its own event loop: no queue behind the web port's requests, 
 check answered elsewhere: the web loop beats a `LoopHeartbeat`, and the listener answers 503 when
 the beat is older than LOOP_STALL_S.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,8 +33,8 @@ import time
 import uvicorn
 from redis import ConnectionPool, Redis
 from redis.backoff import NoBackoff
-from redis.retry import Retry
 from redis.exceptions import RedisError
+from redis.retry import Retry
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -45,8 +46,20 @@ LOOP_STALL_S = 10.0  # a web loop silent this long is stalled: the health port a
 PING_CONNECT_TIMEOUT_S = 0.5
 PING_TIMEOUT_S = 0.5  # a loopback PING takes well under 1 ms; this is a stalled Redis
 PING_BACKOFF_S = 2.0  # after a failed ping: "unreachable" without pinging, for this long
-SERVER_KWARGS = {"host", "port", "path", "db", "username", "password", "ssl_ca_certs", "ssl_certfile", "ssl_keyfile",
-                 "ssl_cert_reqs", "ssl_check_hostname", "client_name"}
+SERVER_KWARGS = {
+    "host",
+    "port",
+    "path",
+    "db",
+    "username",
+    "password",
+    "ssl_ca_certs",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_cert_reqs",
+    "ssl_check_hostname",
+    "client_name",
+}
 
 
 class QueueProbe:
@@ -57,9 +70,16 @@ class QueueProbe:
         # retries a timed-out command three times with backoff by default: seconds on the loop).
         pool = redis.connection_pool
         server = {k: v for k, v in pool.connection_kwargs.items() if k in SERVER_KWARGS}
-        self.redis = Redis(connection_pool=ConnectionPool(
-            connection_class=pool.connection_class, max_connections=1, retry=Retry(NoBackoff(), 0),
-            socket_connect_timeout=PING_CONNECT_TIMEOUT_S, socket_timeout=PING_TIMEOUT_S, **server))
+        self.redis = Redis(
+            connection_pool=ConnectionPool(
+                connection_class=pool.connection_class,
+                max_connections=1,
+                retry=Retry(NoBackoff(), 0),
+                socket_connect_timeout=PING_CONNECT_TIMEOUT_S,
+                socket_timeout=PING_TIMEOUT_S,
+                **server,
+            )
+        )
         self._failed_at = float("-inf")
 
     def answers(self) -> bool:
@@ -79,11 +99,18 @@ def health_report(services, probe: QueueProbe) -> dict:
     and the publish backlog."""
     backlog = services.outbox.backlog()
     results = services.results
-    return {"status": "ok", "queue": "ok" if probe.answers() else "unreachable",
-            "results_revision": services.results_head(),
-            "results_store": {"kind": results.kind, "location": results.location if results.kind == "hub" else None},
-            "publish_backlog": backlog, "publish_rejected": services.outbox.rejected(),
-            "publish_message": f"{backlog} result(s) waiting to publish" if backlog else None}
+    return {
+        "status": "ok",
+        "queue": "ok" if probe.answers() else "unreachable",
+        "results_revision": services.results_head(),
+        "results_store": {
+            "kind": results.kind,
+            "location": results.location if results.kind == "hub" else None,
+        },
+        "publish_backlog": backlog,
+        "publish_rejected": services.outbox.rejected(),
+        "publish_message": f"{backlog} result(s) waiting to publish" if backlog else None,
+    }
 
 
 class HealthFastPath:
@@ -96,8 +123,12 @@ class HealthFastPath:
         self.probe = probe
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == PATH and scope["method"] == "GET" \
-                and getattr(self.services.results, "head_is_cheap", False):  # the Hub's head may need the network
+        if (
+            scope["type"] == "http"
+            and scope["path"] == PATH
+            and scope["method"] == "GET"
+            and getattr(self.services.results, "head_is_cheap", False)
+        ):  # the Hub's head may need the network
             await JSONResponse(health_report(self.services, self.probe))(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -130,11 +161,20 @@ class HealthListener:
     event loop and its own QueueProbe: the web port's load does not queue it. 503 when the web event
     loop has not beaten its heartbeat for LOOP_STALL_S (the process lives, the service does not)."""
 
-    def __init__(self, services, probe: QueueProbe, heartbeat: LoopHeartbeat, host: str, port: int) -> None:
+    def __init__(
+        self, services, probe: QueueProbe, heartbeat: LoopHeartbeat, host: str, port: int
+    ) -> None:
         self.services, self.probe, self.heartbeat = services, probe, heartbeat
         # log_config/log_level None: a Config otherwise reconfigures the process's uvicorn loggers
-        config = uvicorn.Config(self.app, host=host, port=port, lifespan="off", interface="asgi3",
-                                log_config=None, log_level=None)
+        config = uvicorn.Config(
+            self.app,
+            host=host,
+            port=port,
+            lifespan="off",
+            interface="asgi3",
+            log_config=None,
+            log_level=None,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="health-listener", daemon=True)
 
@@ -142,12 +182,18 @@ class HealthListener:
         if scope["type"] != "http":
             return
         if scope["path"] != PATH or scope["method"] not in ("GET", "HEAD"):
-            await JSONResponse({"detail": {"message": f"only GET {PATH} is served on this port"}}, 404)(scope, receive, send)
+            await JSONResponse(
+                {"detail": {"message": f"only GET {PATH} is served on this port"}}, 404
+            )(scope, receive, send)
             return
         report = health_report(self.services, self.probe)
         silent = self.heartbeat.silent_for()
         if silent > LOOP_STALL_S:
-            report = {**report, "status": "stalled", "message": f"the web event loop has not run for {silent:.0f} s"}
+            report = {
+                **report,
+                "status": "stalled",
+                "message": f"the web event loop has not run for {silent:.0f} s",
+            }
         await JSONResponse(report, 503 if silent > LOOP_STALL_S else 200)(scope, receive, send)
 
     def start(self, timeout: float = 30.0) -> None:
@@ -156,7 +202,9 @@ class HealthListener:
         deadline = time.monotonic() + timeout
         while not self.server.started:
             if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"health listener did not start on {self.server.config.host}:{self.server.config.port}")
+                raise RuntimeError(
+                    f"health listener did not start on {self.server.config.host}:{self.server.config.port}"
+                )
             time.sleep(0.01)
         log.info("health also answered on %s:%s", self.server.config.host, self.server.config.port)
 

@@ -14,6 +14,7 @@ Bodies are sent in pieces cut once per body (`Body.pieces`), so a slow reader of
 one piece of transport buffer at a time (uvicorn waits for the socket to drain), not the whole
 body, and no request copies the body.
 """
+
 from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
@@ -52,7 +53,9 @@ class PiecewiseBody(Response):
         self.pieces = body.pieces
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
         last = len(self.pieces) - 1
         for i, piece in enumerate(self.pieces):
             await send({"type": "http.response.body", "body": piece, "more_body": i < last})
@@ -71,17 +74,24 @@ def page_links(query: list[tuple[str, str]], page: Page, total: int) -> str:
         links.append((page.offset + page.limit, "next"))
     if page.offset > 0:
         links.append((max(0, page.offset - page.limit), "prev"))
-    return ", ".join(f'<{PATH}?{urlencode([*others, ("limit", page.limit), ("offset", offset)])}>; rel="{rel}"'
-                     for offset, rel in links)
+    return ", ".join(
+        f'<{PATH}?{urlencode([*others, ("limit", page.limit), ("offset", offset)])}>; rel="{rel}"'
+        for offset, rel in links
+    )
 
 
-def leaderboard_response(body: Body, fmt: str, pinned: bool, if_none_match: str | None,
-                         query: list[tuple[str, str]] = ()) -> Response:
+def leaderboard_response(
+    body: Body, fmt: str, pinned: bool, if_none_match: str | None, query: list[tuple[str, str]] = ()
+) -> Response:
     """200 with the body, or 304 when If-None-Match matches; the same headers either way."""
     # A revision named by its full id never changes; the newest must be revalidated each time.
-    headers = {"X-Results-Revision": body.revision, "ETag": body.etag, "Vary": "Accept-Encoding",
-               "Cache-Control": "public, max-age=31536000, immutable" if pinned else "no-cache",
-               "X-Total-Count": str(body.total)}
+    headers = {
+        "X-Results-Revision": body.revision,
+        "ETag": body.etag,
+        "Vary": "Accept-Encoding",
+        "Cache-Control": "public, max-age=31536000, immutable" if pinned else "no-cache",
+        "X-Total-Count": str(body.total),
+    }
     if body.page is not None:
         links = page_links(list(query), body.page, body.total)
         if links:
@@ -99,14 +109,18 @@ class LeaderboardFastPath:
     def __init__(self, app: ASGIApp, services) -> None:
         self.app = app
         self.services = services
-        self._parsed: dict[bytes, tuple | None] = {}  # query string -> what it asks for (None: the route's)
+        self._parsed: dict[
+            bytes, tuple | None
+        ] = {}  # query string -> what it asks for (None: the route's)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == PATH:
             hit = self._cached(scope)
             if hit is not None:
                 body, fmt, if_none_match, pairs = hit
-                await leaderboard_response(body, fmt, False, if_none_match, pairs)(scope, receive, send)
+                await leaderboard_response(body, fmt, False, if_none_match, pairs)(
+                    scope, receive, send
+                )
                 return
         await self.app(scope, receive, send)
 
@@ -142,11 +156,18 @@ def _fast_request(query: bytes) -> tuple[Filters, str, Page | None, list[tuple[s
     fmt = params.get("format", "json")
     if fmt not in EXPORT_FORMATS:
         return None
-    limit, offset = _count(params.get("limit"), 1, MAX_PAGE_ROWS), _count(params.get("offset"), 0, MAX_OFFSET)
+    limit, offset = (
+        _count(params.get("limit"), 1, MAX_PAGE_ROWS),
+        _count(params.get("offset"), 0, MAX_OFFSET),
+    )
     complete = params.get("complete", "false")
     whole = complete == "true" or fmt != "json"
-    if limit is False or offset is False or complete not in ("true", "false") or (
-            whole and ("limit" in params or "offset" in params)):
+    if (
+        limit is False
+        or offset is False
+        or complete not in ("true", "false")
+        or (whole and ("limit" in params or "offset" in params))
+    ):
         return None  # the route explains what is wrong (or reads a spelling of true it accepts)
     filters = Filters(*(params.get(name) or None for name in ("suite", "task", "setting", "tier")))
     return filters, fmt, page_of(fmt, limit, offset or 0, complete == "true"), pairs

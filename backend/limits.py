@@ -1,4 +1,5 @@
 """Request-body size limit, enforced while the body streams in (before any parsing or spooling)."""
+
 from __future__ import annotations
 
 from starlette.responses import JSONResponse
@@ -22,7 +23,12 @@ class BodySizeLimit:
     def _reject(self) -> JSONResponse:
         message = f"the upload is larger than the limit of {self.file_limit} bytes"
         return JSONResponse(
-            {"detail": {"message": message, "problems": [{"line": None, "field": "file", "message": message}]}},
+            {
+                "detail": {
+                    "message": message,
+                    "problems": [{"line": None, "field": "file", "message": message}],
+                }
+            },
             status_code=413,
         )
 

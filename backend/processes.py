@@ -6,6 +6,7 @@ a terminal's Ctrl-C reaches only the supervisor, which stops the children in ord
 can SIGKILL a worker together with its work-horse. On Linux every child also gets SIGTERM if the
 process that started it dies (PR_SET_PDEATHSIG), so nothing outlives a killed supervisor or test.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -28,7 +29,14 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HEALTH_PATH = "/api/v1/health"
 
 # Faster detection of dead workers than RQ's defaults (see shared/docs/ENVIRONMENT.md).
-WORKER_ARGS = ["--worker-ttl", "20", "--maintenance-interval", "5", "--job-monitoring-interval", "5"]
+WORKER_ARGS = [
+    "--worker-ttl",
+    "20",
+    "--maintenance-interval",
+    "5",
+    "--job-monitoring-interval",
+    "5",
+]
 # Imports the job code once per worker, not once per job (submissions/worker.py).
 WORKER_CLASS = "submissions.worker.PreloadWorker"
 
@@ -50,7 +58,9 @@ def child_env(
     env["PERSONABOARD_DATA_DIR"] = str(Path(data_dir).resolve())
     env["PERSONABOARD_REDIS_URL"] = redis_url
     env.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    env.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # offline or not is the caller's choice (tests: offline)
+    env.setdefault(
+        "HF_HUB_DISABLE_TELEMETRY", "1"
+    )  # offline or not is the caller's choice (tests: offline)
     env.setdefault("PYTHONUNBUFFERED", "1")
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(PROJECT_ROOT) not in paths:
@@ -69,7 +79,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def _popen(argv: list[str], env: Mapping[str, str] | None, log_path: Path | str | None) -> subprocess.Popen:
+def _popen(
+    argv: list[str], env: Mapping[str, str] | None, log_path: Path | str | None
+) -> subprocess.Popen:
     """Popen in a new session; output appended to log_path, or inherited when it is None."""
     out = None
     if log_path is not None:
@@ -90,12 +102,21 @@ def _popen(argv: list[str], env: Mapping[str, str] | None, log_path: Path | str 
             out.close()  # the child holds its own descriptor
 
 
-def start_redis(port: int, redis_dir: Path | str, host: str = "127.0.0.1", timeout: float = 20.0,
-                password: str | None = None) -> RedisServer:
+def start_redis(
+    port: int,
+    redis_dir: Path | str,
+    host: str = "127.0.0.1",
+    timeout: float = 20.0,
+    password: str | None = None,
+) -> RedisServer:
     """Redis with append-only persistence in redis_dir; returns once it answers PING.
     Bound to 127.0.0.1 unless `host` says otherwise, which then needs a password."""
     return start_redis_server(
-        port, redis_dir, host=host, timeout=timeout, password=password,
+        port,
+        redis_dir,
+        host=host,
+        timeout=timeout,
+        password=password,
         popen_kwargs={
             "start_new_session": True,
             "preexec_fn": _die_with_parent if sys.platform.startswith("linux") else None,
@@ -119,27 +140,41 @@ def queues_for(env: Mapping[str, str], remote: bool) -> list[str]:
     GPU, PERSONABOARD_GPU_MEMORY_GB (else the device's); ValueError with the reason when unclear."""
     hardware = env.get("PERSONABOARD_WORKER_HARDWARE") or "cpu"
     if hardware == "web" and remote:
-        raise ValueError("a worker on another machine cannot serve the web node's own queue (its files live there)")
+        raise ValueError(
+            "a worker on another machine cannot serve the web node's own queue (its files live there)"
+        )
     gib = int(env["PERSONABOARD_GPU_MEMORY_GB"]) if env.get("PERSONABOARD_GPU_MEMORY_GB") else None
     if hardware == "gpu" and gib is None:
         gib = cuda_memory_gib()
         if gib is None:
-            raise ValueError("a GPU worker found no CUDA device: run it with --gpus all, or set PERSONABOARD_GPU_MEMORY_GB")
+            raise ValueError(
+                "a GPU worker found no CUDA device: run it with --gpus all, or set PERSONABOARD_GPU_MEMORY_GB"
+            )
     return worker_queues(hardware, gib, web_node=not remote)
 
 
 def worker_argv(name: str | None = None, queues: list[str] | None = None) -> list[str]:
     """The worker's command line; the Redis URL (it may hold a password) travels in RQ_REDIS_URL.
     Default queues: the web node's own and the CPU queue (submissions/hardware.py)."""
-    argv = [sys.executable, "-m", "rq.cli", "worker", *WORKER_ARGS, "--with-scheduler",
-            "--worker-class", WORKER_CLASS]
+    argv = [
+        sys.executable,
+        "-m",
+        "rq.cli",
+        "worker",
+        *WORKER_ARGS,
+        "--with-scheduler",
+        "--worker-class",
+        WORKER_CLASS,
+    ]
     if name:
         argv += ["--name", name]
     return argv + (queues or worker_queues("cpu", web_node=True))
 
 
 def start_worker(
-    redis_url: str, env: Mapping[str, str] | None = None, log_path: Path | str | None = None,
+    redis_url: str,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | str | None = None,
     name: str | None = None,
 ) -> subprocess.Popen:
     """A forking RQ worker on the service's queue, leader of its own process group."""
@@ -151,13 +186,25 @@ def web_argv(host: str, port: int, app: str | None = None) -> list[str]:
     """uvicorn on an app factory: PERSONABOARD_WEB_APP overrides it (the tests use a stub)."""
     app = app or web_app()
     return [
-        sys.executable, "-m", "uvicorn", app, "--factory",
-        "--host", host, "--port", str(port), "--log-level", "info",
+        sys.executable,
+        "-m",
+        "uvicorn",
+        app,
+        "--factory",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--log-level",
+        "info",
     ]
 
 
 def start_web(
-    host: str, port: int, env: Mapping[str, str] | None = None, log_path: Path | str | None = None,
+    host: str,
+    port: int,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | str | None = None,
     app: str | None = None,
 ) -> subprocess.Popen:
     app = app or web_app(env)
@@ -204,13 +251,17 @@ def wait_http(
             return
         if proc is not None and proc.poll() is not None:
             tail = f"; log tail:\n{log_tail(Path(log_path), 40)}" if log_path else ""
-            raise RuntimeError(f"web server exited with code {proc.returncode} before {url} answered{tail}")
+            raise RuntimeError(
+                f"web server exited with code {proc.returncode} before {url} answered{tail}"
+            )
         last = http_status(url, timeout=5)
         if last == 200:
             return
         if time.monotonic() > deadline:
             tail = f"; log tail:\n{log_tail(Path(log_path), 40)}" if log_path else ""
-            raise TimeoutError(f"{url} did not return 200 within {timeout:.0f}s (last status {last}){tail}")
+            raise TimeoutError(
+                f"{url} did not return 200 within {timeout:.0f}s (last status {last}){tail}"
+            )
         time.sleep(0.25)
 
 

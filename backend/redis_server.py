@@ -10,6 +10,7 @@ Network exposure: Redis listens on 127.0.0.1 unless told otherwise, and refuses 
 other address without a password. The password goes into a config file readable only by its
 owner (never on the command line, which every local user can read in /proc).
 """
+
 from __future__ import annotations
 
 import os
@@ -49,7 +50,9 @@ def find_redis_server() -> str:
     explicit = redis_server_override()
     if explicit:
         if not os.access(explicit, os.X_OK):
-            raise RedisServerError(f"PERSONABOARD_REDIS_SERVER={explicit!r} is not an executable file")
+            raise RedisServerError(
+                f"PERSONABOARD_REDIS_SERVER={explicit!r} is not an executable file"
+            )
         return explicit
     found = shutil.which("redis-server")
     if found:
@@ -130,24 +133,39 @@ def start_redis_server(
     argv = [
         binary,
         str(auth_conf),
-        "--port", str(port),
-        "--bind", host,
-        "--dir", str(redis_dir),
-        "--daemonize", "no",
-        "--appendonly", "yes",
-        "--appendfsync", "everysec",
-        "--save", "",
-        "--pidfile", str(redis_dir / "redis.pid"),
-        "--logfile", str(redis_dir / "redis.log"),
+        "--port",
+        str(port),
+        "--bind",
+        host,
+        "--dir",
+        str(redis_dir),
+        "--daemonize",
+        "no",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--save",
+        "",
+        "--pidfile",
+        str(redis_dir / "redis.pid"),
+        "--logfile",
+        str(redis_dir / "redis.log"),
     ]
     proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
         **(popen_kwargs or {}),
     )
     server = RedisServer(proc=proc, host=host, port=port, dir=redis_dir, password=password)
     deadline = time.monotonic() + timeout
     client = redis.Redis.from_url(  # no retries: each failed PING is retried by this loop, after a poll()
-        server.url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0),
+        server.url,
+        socket_connect_timeout=1,
+        socket_timeout=1,
+        retry=Retry(NoBackoff(), 0),
     )
     while True:
         if proc.poll() is not None:

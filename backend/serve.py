@@ -13,6 +13,7 @@ The current PIDs are in DATA_DIR/run/supervisor.json (for operators and the faul
 On SIGINT/SIGTERM: web, workers, then Redis last, so every write reaches the append-only file;
 the exit code is 0.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,14 @@ from typing import Any, Callable
 from urllib.parse import urlparse
 
 from backend.processes import (
-    base_url, child_env, start_redis, start_web, start_worker, stop_process, stop_processes, wait_http,
+    base_url,
+    child_env,
+    start_redis,
+    start_web,
+    start_worker,
+    stop_process,
+    stop_processes,
+    wait_http,
 )
 from backend.settings import load_settings
 from leaderboard.results import configuration_problem
@@ -96,8 +104,11 @@ class Child:
 def write_pids(path, children: list[Child]) -> None:
     """DATA_DIR/run/supervisor.json: the PID of every child now (written atomically)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"supervisor": os.getpid(), **{c.name: c.pid for c in children},
-             "restarts": {c.name: c.restarts for c in children}}
+    state = {
+        "supervisor": os.getpid(),
+        **{c.name: c.pid for c in children},
+        "restarts": {c.name: c.restarts for c in children},
+    }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
     os.replace(tmp, path)
@@ -105,7 +116,9 @@ def write_pids(path, children: list[Child]) -> None:
 
 def main() -> int:
     settings = load_settings()
-    if problem := configuration_problem():  # e.g. a Hub results repo in offline mode: say so, do not loop restarting
+    if (
+        problem := configuration_problem()
+    ):  # e.g. a Hub results repo in offline mode: say so, do not loop restarting
         print(f"error: {problem}", file=sys.stderr)
         return 2
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -123,9 +136,19 @@ def main() -> int:
     parsed = urlparse(settings.redis_url)
     redis = None
     if parsed.hostname in LOCAL_HOSTS:
-        redis = Child("redis", lambda: start_redis(parsed.port or settings.redis_port, settings.redis_dir,
-                                                   host=settings.redis_host, password=settings.redis_password))
-    workers = [Child(f"worker-{i}", lambda: start_worker(settings.redis_url, env)) for i in range(settings.workers)]
+        redis = Child(
+            "redis",
+            lambda: start_redis(
+                parsed.port or settings.redis_port,
+                settings.redis_dir,
+                host=settings.redis_host,
+                password=settings.redis_password,
+            ),
+        )
+    workers = [
+        Child(f"worker-{i}", lambda: start_worker(settings.redis_url, env))
+        for i in range(settings.workers)
+    ]
     web = Child("web", lambda: start_web(settings.host, settings.port, env))
     children = [c for c in (redis, *workers, web) if c is not None]
     pids_file = settings.data_dir / "run" / "supervisor.json"
@@ -133,10 +156,14 @@ def main() -> int:
     try:
         if redis is not None:
             redis.launch()
-            log(f"redis pid {redis.pid} on {settings.redis_host}:{redis.handle.port}"
-                f"{' (password required)' if settings.redis_password else ''}, append-only file in {settings.redis_dir}")
+            log(
+                f"redis pid {redis.pid} on {settings.redis_host}:{redis.handle.port}"
+                f"{' (password required)' if settings.redis_password else ''}, append-only file in {settings.redis_dir}"
+            )
         else:
-            log(f"using external Redis at {parsed.hostname}:{parsed.port}")  # the URL may hold a password
+            log(
+                f"using external Redis at {parsed.hostname}:{parsed.port}"
+            )  # the URL may hold a password
         for worker in workers:
             worker.launch()
             log(f"{worker.name} pid {worker.pid}")

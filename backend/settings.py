@@ -5,6 +5,7 @@ submissions/settings.py: data folder, records, queue and Redis); this module add
 web node and the supervisor need (address, worker count) and is the one object the app and
 `make serve` read.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,7 +37,9 @@ def load_settings() -> Settings:
         host=env.get("PERSONABOARD_HOST", "127.0.0.1"),
         port=int(env.get("PERSONABOARD_PORT", "7860")),
         workers=int(env.get("PERSONABOARD_WORKERS", "2")),
-        health_port=int(env["PERSONABOARD_HEALTH_PORT"]) if env.get("PERSONABOARD_HEALTH_PORT") else None,
+        health_port=int(env["PERSONABOARD_HEALTH_PORT"])
+        if env.get("PERSONABOARD_HEALTH_PORT")
+        else None,
     )
 
 

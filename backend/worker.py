@@ -12,6 +12,7 @@ node (compose: the same data volume) it also serves the web node's own queue (up
 locally registered models); with PERSONABOARD_WORKER_REMOTE=1 (another machine, sharing only Redis
 and the Hub) it serves the hardware queues only, like `personaboard worker`.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,10 @@ def main() -> int:
     results = load_leaderboard_settings()
     problem = configuration_problem(results) or (
         f"a worker on another machine ({WORKER_REMOTE_ENV}=1) publishes to the Hub: set PERSONABOARD_RESULTS_REPO "
-        "and a token (HF_TOKEN)" if settings.worker_remote and not results.results_repo else None)
+        "and a token (HF_TOKEN)"
+        if settings.worker_remote and not results.results_repo
+        else None
+    )
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

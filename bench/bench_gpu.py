@@ -20,6 +20,7 @@ peak = the device's dense bf16 peak (table below, or --peak-tflops; on CPU a mea
 rate). Attention's own FLOPs are left out of the floor (a few % at these lengths), so the ratio is
 conservative. Goal: within 2x of the floor.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,10 +36,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evaluator.backends.base import ModelSpec  # noqa: E402
 from evaluator.backends.hf_transformers import TransformersBackend  # noqa: E402
 
-LLAMA3_8B = dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                 num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=8192, rope_theta=500000.0)
-TINY = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+LLAMA3_8B = dict(
+    vocab_size=128256,
+    hidden_size=4096,
+    intermediate_size=14336,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    max_position_embeddings=8192,
+    rope_theta=500000.0,
+)
+TINY = dict(
+    vocab_size=512,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=4096,
+)
 # dense bf16 peak FLOP/s (no sparsity), from the vendors' data sheets
 PEAK_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0}
 
@@ -63,8 +79,15 @@ def build_model(shape: dict, device: torch.device, dtype: torch.dtype):
     return model.eval()
 
 
-def workload(items: int, personas: int, profile_tokens: int, question_tokens: int, response_tokens: int,
-             vocab: int, seed: int = 0) -> list[list[int]]:
+def workload(
+    items: int,
+    personas: int,
+    profile_tokens: int,
+    question_tokens: int,
+    response_tokens: int,
+    vocab: int,
+    seed: int = 0,
+) -> list[list[int]]:
     """Both orders of every item; items spread evenly over personas, each persona's profile shared."""
     rng = np.random.default_rng(seed)
     profiles = [list(map(int, rng.integers(3, vocab, profile_tokens))) for _ in range(personas)]
@@ -117,11 +140,26 @@ def main(argv: list[str] | None = None) -> dict:
     if device.type == "cuda":
         torch.cuda.synchronize()
     built_s = time.perf_counter() - started
-    n_params = sum(p.numel() for name, p in model.named_parameters() if "embed_tokens" not in name and "lm_head" not in name)
-    backend = TransformersBackend.around(model, ModelSpec("random-llama", "", "generative"), pad_id=0,
-                                         max_batch_tokens=args.max_batch_tokens, reuse_prefix=not args.no_reuse)
-    prompts = workload(args.items, args.personas or max(1, args.items // 4), args.profile_tokens,
-                       args.question_tokens, args.response_tokens, shape["vocab_size"])
+    n_params = sum(
+        p.numel()
+        for name, p in model.named_parameters()
+        if "embed_tokens" not in name and "lm_head" not in name
+    )
+    backend = TransformersBackend.around(
+        model,
+        ModelSpec("random-llama", "", "generative"),
+        pad_id=0,
+        max_batch_tokens=args.max_batch_tokens,
+        reuse_prefix=not args.no_reuse,
+    )
+    prompts = workload(
+        args.items,
+        args.personas or max(1, args.items // 4),
+        args.profile_tokens,
+        args.question_tokens,
+        args.response_tokens,
+        shape["vocab_size"],
+    )
     prompt_tokens = sum(map(len, prompts))
     computed = [0]
 
@@ -137,28 +175,47 @@ def main(argv: list[str] | None = None) -> dict:
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started
-    groups = __import__("evaluator.backends.hf_transformers", fromlist=["group_by_shared_prefix"]).group_by_shared_prefix(prompts)
+    groups = __import__(
+        "evaluator.backends.hf_transformers", fromlist=["group_by_shared_prefix"]
+    ).group_by_shared_prefix(prompts)
     prefix_tokens = sum(len(g.prefix) for g in groups) if not args.no_reuse else 0
     computed_tokens = computed[0] + prefix_tokens
     peak, peak_source = peak_flops(device, args.peak_tflops)
     floor_s = 2 * n_params * prompt_tokens / peak
     result = {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "shape": "tiny" if args.tiny else "Llama-3-8B", "dtype": str(dtype).removeprefix("torch."),
-        "non_embedding_params": n_params, "build_s": built_s, "prompts": len(prompts),
-        "prompt_tokens": prompt_tokens, "computed_tokens": computed_tokens, "seconds": seconds,
-        "tokens_per_s": prompt_tokens / seconds, "mfu": 2 * n_params * computed_tokens / seconds / peak,
-        "peak_tflops": peak / 1e12, "peak_source": peak_source, "floor_s": floor_s,
-        "ratio_to_floor": seconds / floor_s, "finite": bool(np.isfinite(logprobs).all()),
+        "shape": "tiny" if args.tiny else "Llama-3-8B",
+        "dtype": str(dtype).removeprefix("torch."),
+        "non_embedding_params": n_params,
+        "build_s": built_s,
+        "prompts": len(prompts),
+        "prompt_tokens": prompt_tokens,
+        "computed_tokens": computed_tokens,
+        "seconds": seconds,
+        "tokens_per_s": prompt_tokens / seconds,
+        "mfu": 2 * n_params * computed_tokens / seconds / peak,
+        "peak_tflops": peak / 1e12,
+        "peak_source": peak_source,
+        "floor_s": floor_s,
+        "ratio_to_floor": seconds / floor_s,
+        "finite": bool(np.isfinite(logprobs).all()),
     }
     if device.type == "cuda":
         result["peak_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
-    print(f"{result['shape']} ({n_params / 1e6:.2f}M non-embedding params, {result['dtype']}) on {result['device']}, "
-          f"built in {built_s:.1f} s")
-    print(f"{len(prompts)} prompts, {prompt_tokens} prompt tokens, {computed_tokens} computed "
-          f"({'prefix reuse on' if not args.no_reuse else 'reuse off'}), {seconds:.2f} s")
-    print(f"tokens/s {result['tokens_per_s']:.0f}  MFU {result['mfu']:.3f} (peak {peak / 1e12:.1f} TFLOP/s, {peak_source})")
-    print(f"floor 2*N*tokens/peak = {floor_s:.2f} s; ratio to floor {result['ratio_to_floor']:.2f}x (goal <= 2x)")
+    print(
+        f"{result['shape']} ({n_params / 1e6:.2f}M non-embedding params, {result['dtype']}) on {result['device']}, "
+        f"built in {built_s:.1f} s"
+    )
+    print(
+        f"{len(prompts)} prompts, {prompt_tokens} prompt tokens, {computed_tokens} computed "
+        f"({'prefix reuse on' if not args.no_reuse else 'reuse off'}), {seconds:.2f} s"
+    )
+    print(
+        f"tokens/s {result['tokens_per_s']:.0f}  MFU {result['mfu']:.3f} (peak {peak / 1e12:.1f} TFLOP/s, {peak_source})"
+    )
+    print(
+        f"floor 2*N*tokens/peak = {floor_s:.2f} s; ratio to floor {result['ratio_to_floor']:.2f}x (goal <= 2x)"
+    )
     return result
 
 

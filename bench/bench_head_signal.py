@@ -11,6 +11,7 @@ in effect), in one run, interleaved, for the reader without a signal and with on
 
     .venv/bin/python bench/bench_head_signal.py [--calls 5000] [--publishes 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,13 +28,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ["HF_HUB_OFFLINE"] = "0"
 
 from hub_server import TEST_TOKEN, HubServerProcess  # noqa: E402
+from test_hub_store import make_record  # noqa: E402
 
 from backend import processes  # noqa: E402
 from evaluator.hub import DatasetRepo  # noqa: E402
 from leaderboard import hub_store  # noqa: E402
 from leaderboard.head_signal import RedisHeadSignal  # noqa: E402
 from leaderboard.hub_store import HubDatasetStore  # noqa: E402
-from test_hub_store import make_record  # noqa: E402
 
 REPO = "bench/results"
 
@@ -55,7 +56,9 @@ def per_call(reader: HubDatasetStore, calls: int) -> tuple[float, float, int]:
     return statistics.median(times) * 1e6, times[int(len(times) * 0.99)] * 1e6, len(resolves)
 
 
-def publish_then_read(publisher: HubDatasetStore, reader: HubDatasetStore, sid: str) -> tuple[bool, float]:
+def publish_then_read(
+    publisher: HubDatasetStore, reader: HubDatasetStore, sid: str
+) -> tuple[bool, float]:
     reader.head_revision()  # the reader holds the head (a request just before the publish)
     revision = publisher.publish(make_record(sid, 0.5))
     returned = time.perf_counter()
@@ -76,24 +79,43 @@ def main() -> None:
         redis = processes.start_redis(processes.free_port(), tmp / "redis")
         hub = HubServerProcess(tmp / "hub", [TEST_TOKEN], tmp / "hub.log").start()
         try:
+
             def store(name: str, signal: bool) -> HubDatasetStore:
-                return HubDatasetStore(DatasetRepo(REPO, TEST_TOKEN, hub.url, tmp / name),
-                                       head_signal=RedisHeadSignal(redis.url) if signal else None)
+                return HubDatasetStore(
+                    DatasetRepo(REPO, TEST_TOKEN, hub.url, tmp / name),
+                    head_signal=RedisHeadSignal(redis.url) if signal else None,
+                )
 
             publisher = store("publisher", True)
             publisher.ensure()
-            readers = {"no signal": store("reader-plain", False), "signal": store("reader-signal", True)}
-            print(f"load average {os.getloadavg()[0]:.2f}; HEAD_TTL_S {hub_store.HEAD_TTL_S}; {args.calls} calls")
+            readers = {
+                "no signal": store("reader-plain", False),
+                "signal": store("reader-signal", True),
+            }
+            print(
+                f"load average {os.getloadavg()[0]:.2f}; HEAD_TTL_S {hub_store.HEAD_TTL_S}; {args.calls} calls"
+            )
             for name, reader in [*readers.items(), *readers.items()]:  # interleaved, twice
                 median, p99, hub_reads = per_call(reader, args.calls)
-                print(f"head_revision() {name:9}: median {median:7.1f} us, p99 {p99:7.1f} us, "
-                      f"Hub head reads {hub_reads} in {args.calls} calls")
+                print(
+                    f"head_revision() {name:9}: median {median:7.1f} us, p99 {p99:7.1f} us, "
+                    f"Hub head reads {hub_reads} in {args.calls} calls"
+                )
             for name, reader in readers.items():
-                outcomes = [publish_then_read(publisher, reader, f"{name[:2]}-{i}") for i in range(args.publishes)]
+                outcomes = [
+                    publish_then_read(publisher, reader, f"{name[:2]}-{i}")
+                    for i in range(args.publishes)
+                ]
                 seen = sum(1 for at_once, _ in outcomes if at_once)
                 waits = [ms for at_once, ms in outcomes if not at_once]
-                print(f"after a publish, {name:9}: next read has it {seen}/{args.publishes}; "
-                      + (f"else seen after {min(waits):.0f}-{max(waits):.0f} ms" if waits else "never stale"))
+                print(
+                    f"after a publish, {name:9}: next read has it {seen}/{args.publishes}; "
+                    + (
+                        f"else seen after {min(waits):.0f}-{max(waits):.0f} ms"
+                        if waits
+                        else "never stale"
+                    )
+                )
             print(f"load average {os.getloadavg()[0]:.2f}")
         finally:
             hub.stop()

@@ -8,6 +8,7 @@ outcome (refused with a 4xx-style PredictionsError, or the exception that would 
 CPU seconds and the peak RSS increase. To compare with an older checkout, run this same script
 with PYTHONPATH pointing at it:  PYTHONPATH=/path/to/old/checkout python bench/bench_hostile_input.py
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,9 @@ def write_case(name: str, path: Path, megabytes: int) -> None:
         elif name == "one_long_line":
             out.write(b'{"id": "' + b"x" * size + b'"}')
         else:
-            out.writelines(json.dumps({"id": item.id, "answer": "A"}).encode() + b"\n" for item in items)
+            out.writelines(
+                json.dumps({"id": item.id, "answer": "A"}).encode() + b"\n" for item in items
+            )
 
 
 def check(path: str) -> None:
@@ -82,15 +85,21 @@ def main() -> int:
         for name, description in CASES.items():
             path = Path(tmp) / f"{name}.jsonl"
             write_case(name, path, args.megabytes)
-            proc = subprocess.run([sys.executable, __file__, "--check", str(path)], capture_output=True, text=True,
-                                  env=os.environ)
+            proc = subprocess.run(
+                [sys.executable, __file__, "--check", str(path)],
+                capture_output=True,
+                text=True,
+                env=os.environ,
+            )
             path.unlink()
             if proc.returncode != 0:
                 print(f"{name:<15} child failed: {proc.stderr.strip().splitlines()[-1:]}")
                 continue
             result = json.loads(proc.stdout.strip().splitlines()[-1])
-            print(f"{name:<15} {result['cpu_s']:>8.2f} {result['peak_rss_increase_mb']:>9.0f}  {result['outcome']}"
-                  f"   ({description})")
+            print(
+                f"{name:<15} {result['cpu_s']:>8.2f} {result['peak_rss_increase_mb']:>9.0f}  {result['outcome']}"
+                f"   ({description})"
+            )
     return 0
 
 

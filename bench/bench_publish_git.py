@@ -6,6 +6,7 @@ git command `LocalDatasetStore.publish` runs, and the whole publish, at each row
 Rows are seeded through the store's own API (`sync_group`) with the read-path bench's records.
 Issue 12's goal is a publish rate at 20,000 rows within 2x of the rate at 100 rows.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,14 @@ def measure(n_rows: int, publishes: int) -> tuple[float, dict[str, float]]:
 
     with tempfile.TemporaryDirectory(prefix="pb-bench-publish-") as tmp:
         store = store_module.LocalDatasetStore(Path(tmp) / "results-dataset")
-        store.sync_group(read_bench.PREFIX, [read_bench.make_record(i, groups, rng) for i in range(n_rows)], "Seed")
-        store.publish(read_bench.make_record(n_rows, groups, rng))  # first publish pays one-off work
+        store.sync_group(
+            read_bench.PREFIX,
+            [read_bench.make_record(i, groups, rng) for i in range(n_rows)],
+            "Seed",
+        )
+        store.publish(
+            read_bench.make_record(n_rows, groups, rng)
+        )  # first publish pays one-off work
         store_module.LocalDatasetStore._git = timed_git
         try:
             started = time.perf_counter()
@@ -62,12 +69,17 @@ def main(argv: list[str] | None = None) -> int:
         per_publish, per_command = measure(n_rows, args.publishes)
         results[n_rows] = per_publish
         commands = "  ".join(f"{c} {s * 1000:.1f}" for c, s in per_command.items())
-        print(f"{n_rows:>7} rows: publish {per_publish * 1000:7.1f} ms  (git ms: {commands};"
-              f" other {1000 * (per_publish - sum(per_command.values())):.1f})", flush=True)
+        print(
+            f"{n_rows:>7} rows: publish {per_publish * 1000:7.1f} ms  (git ms: {commands};"
+            f" other {1000 * (per_publish - sum(per_command.values())):.1f})",
+            flush=True,
+        )
     base = min(results)
     for n_rows, per_publish in results.items():
         if n_rows != base:
-            print(f"  publish time at {n_rows} / at {base} rows: {per_publish / results[base]:.2f}x")
+            print(
+                f"  publish time at {n_rows} / at {base} rows: {per_publish / results[base]:.2f}x"
+            )
     return 0
 
 

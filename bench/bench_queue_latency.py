@@ -12,6 +12,7 @@ Prints median and p90 in ms for both. The goal is a median under 1 s.
 
     .venv/bin/python bench/bench_queue_latency.py [--n 20] [--workers 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20, help="submissions to measure (default 20)")
     parser.add_argument("--workers", type=int, default=2, help="RQ workers (default 2)")
-    parser.add_argument("--warmup", type=int, default=1, help="unmeasured submissions first (default 1)")
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="unmeasured submissions first (default 1)"
+    )
     parser.add_argument("--json", action="store_true", help="also print the raw figures as JSON")
     args = parser.parse_args(argv)
 
@@ -62,13 +65,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="pb-bench-") as tmp:
         started = time.monotonic()
         svc = start_live_service(Path(tmp), n_workers=args.workers)
-        print(f"service up in {time.monotonic() - started:.1f} s: {svc.base_url}, {args.workers} workers")
+        print(
+            f"service up in {time.monotonic() - started:.1f} s: {svc.base_url}, {args.workers} workers"
+        )
         record_ms, rq_ms = [], []
         try:
             redis = svc.redis_client()
             with svc.http() as http:
                 for i in range(args.warmup + args.n):
-                    sid = submit_ok(http, reordered(body, i), model_name=f"bench-{i}")  # identical files: 409
+                    sid = submit_ok(
+                        http, reordered(body, i), model_name=f"bench-{i}"
+                    )  # identical files: 409
                     answered = time.time()  # the 201 has arrived
                     final = wait_finished(http, sid, timeout=120, logs=svc.logs)
                     if i < args.warmup:
@@ -83,8 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     def line(name: str, values: list[float]) -> str:
         if not values:
             return f"{name:>6}: no data"
-        return (f"{name:>6}: median {statistics.median(values):7.1f} ms   p90 {percentile(values, 0.9):7.1f} ms"
-                f"   min {min(values):7.1f}   max {max(values):7.1f}   (n={len(values)})")
+        return (
+            f"{name:>6}: median {statistics.median(values):7.1f} ms   p90 {percentile(values, 0.9):7.1f} ms"
+            f"   min {min(values):7.1f}   max {max(values):7.1f}   (n={len(values)})"
+        )
 
     print("POST answered -> job started, idle worker")
     print(line("record", record_ms))

@@ -26,6 +26,7 @@ Every loop is bounded in count and time; the servers are stopped by PID at the e
     .venv/bin/python bench/bench_read_path.py                       # 100, 2,000, 20,000 rows
     .venv/bin/python bench/bench_read_path.py --rows 100,2000 --seconds 5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backend.processes import (  # noqa: E402
-    base_url, child_env, free_port, http_status, start_redis, start_web, stop_process, wait_http,
+    base_url,
+    child_env,
+    free_port,
+    http_status,
+    start_redis,
+    start_web,
+    stop_process,
+    wait_http,
 )
 from leaderboard.store import LocalDatasetStore  # noqa: E402
 
@@ -65,15 +73,29 @@ def tier_groups() -> dict[str, list[str]]:
 def make_record(i: int, groups: dict[str, list[str]], rng: random.Random) -> dict:
     def stats() -> dict:
         value = round(rng.random(), 6)
-        return {"accuracy": {"value": value, "ci95": [max(0.0, value - 0.05), min(1.0, value + 0.05)], "n": 100}}
+        return {
+            "accuracy": {
+                "value": value,
+                "ci95": [max(0.0, value - 0.05), min(1.0, value + 0.05)],
+                "n": 100,
+            }
+        }
 
     return {
         "submission_id": f"{PREFIX}{i:07d}",
-        "suite": SUITE, "task": TASK, "setting": SETTINGS[i % len(SETTINGS)],
-        "model_name": f"bench-model-{i}", "model_link": "", "source": "predictions", "row_kind": "computed",
+        "suite": SUITE,
+        "task": TASK,
+        "setting": SETTINGS[i % len(SETTINGS)],
+        "model_name": f"bench-model-{i}",
+        "model_link": "",
+        "source": "predictions",
+        "row_kind": "computed",
         "submitted_at": f"2026-01-01T00:00:00.{i:06d}+00:00",
-        "metrics": {"metric": "accuracy", "total": stats(),
-                    "tiers": {group: {tier: stats() for tier in tiers} for group, tiers in groups.items()}},
+        "metrics": {
+            "metric": "accuracy",
+            "total": stats(),
+            "tiers": {group: {tier: stats() for tier in tiers} for group, tiers in groups.items()},
+        },
     }
 
 
@@ -123,7 +145,10 @@ class ResponseReader(asyncio.BufferedProtocol):
             end = self.head.find(b"\r\n\r\n" if self.state == "head" else b"\r\n")
             if end < 0:
                 return data[:0]
-            line, rest = bytes(self.head[:end]), memoryview(bytes(self.head[end + (4 if self.state == "head" else 2):]))
+            line, rest = (
+                bytes(self.head[:end]),
+                memoryview(bytes(self.head[end + (4 if self.state == "head" else 2) :])),
+            )
             self.head = bytearray()
             if self.state == "head":
                 self._parse_head(line)
@@ -180,7 +205,9 @@ class Connection:
         loop = asyncio.get_running_loop()
         for attempt in (0, 1):
             if self.transport is None or self.protocol.lost:
-                self.transport, self.protocol = await loop.create_connection(ResponseReader, self.host, self.port)
+                self.transport, self.protocol = await loop.create_connection(
+                    ResponseReader, self.host, self.port
+                )
             self.protocol._reset()
             self.protocol.waiter = loop.create_future()
             try:
@@ -223,7 +250,11 @@ class Stats:
         self.server_cpu_s: float | None = None  # the server process's CPU time during the scenario
 
     def cpu_ms_per_request(self) -> float:
-        return self.server_cpu_s * 1000 / max(1, len(self.latencies)) if self.server_cpu_s is not None else float("nan")
+        return (
+            self.server_cpu_s * 1000 / max(1, len(self.latencies))
+            if self.server_cpu_s is not None
+            else float("nan")
+        )
 
     def p(self, q: float) -> float:
         return percentile(self.latencies, q) * 1000
@@ -231,9 +262,15 @@ class Stats:
     def line(self) -> str:
         rate = len(self.latencies) / self.seconds if self.seconds else float("nan")
         size = self.bytes / max(1, len(self.latencies)) / 1024
-        return (f"  {self.name:<16} p50 {self.p(.5):8.1f}  p95 {self.p(.95):8.1f}  p99 {self.p(.99):8.1f} ms"
-                f"  {rate:8.1f} req/s  n={len(self.latencies):<6} failed={self.failures:<4} body {size:8.1f} KiB"
-                + (f"  server cpu {self.cpu_ms_per_request():6.2f} ms/req" if self.server_cpu_s is not None else ""))
+        return (
+            f"  {self.name:<16} p50 {self.p(0.5):8.1f}  p95 {self.p(0.95):8.1f}  p99 {self.p(0.99):8.1f} ms"
+            f"  {rate:8.1f} req/s  n={len(self.latencies):<6} failed={self.failures:<4} body {size:8.1f} KiB"
+            + (
+                f"  server cpu {self.cpu_ms_per_request():6.2f} ms/req"
+                if self.server_cpu_s is not None
+                else ""
+            )
+        )
 
 
 async def timed_get(conn: Connection, path: str, stats: Stats) -> None:
@@ -251,9 +288,18 @@ async def timed_get(conn: Connection, path: str, stats: Stats) -> None:
     stats.bytes += size
 
 
-async def load(host: str, port: int, path: str, name: str, clients: int, seconds: float, max_requests: int,
-               probe: Stats | None = None, server_pid: int | None = None,
-               port_probe: tuple[int, Stats] | None = None) -> Stats:
+async def load(
+    host: str,
+    port: int,
+    path: str,
+    name: str,
+    clients: int,
+    seconds: float,
+    max_requests: int,
+    probe: Stats | None = None,
+    server_pid: int | None = None,
+    port_probe: tuple[int, Stats] | None = None,
+) -> Stats:
     """`clients` closed-loop clients on `path` until `seconds` pass or `max_requests` were sent;
     with `probe`, a health request every HEALTH_EVERY_S on its own connection meanwhile; with
     `server_pid`, the CPU time that process used meanwhile (a cost the other sessions' load on
@@ -271,7 +317,9 @@ async def load(host: str, port: int, path: str, name: str, clients: int, seconds
             await timed_get(conn, path, stats)
 
     prober = HealthProber(host, port) if probe is not None else None
-    port_prober = HealthProber(host, port_probe[0]) if port_probe is not None else None  # the health port
+    port_prober = (
+        HealthProber(host, port_probe[0]) if port_probe is not None else None
+    )  # the health port
     started = time.perf_counter()
     await asyncio.gather(*(client(c) for c in conns))
     stats.seconds = time.perf_counter() - started
@@ -344,36 +392,68 @@ def run_size(n_rows: int, args, groups: dict[str, list[str]]) -> dict:
         data_dir = Path(tmp)
         store = LocalDatasetStore(data_dir / "results-dataset")
         started = time.perf_counter()
-        store.sync_group(PREFIX, [make_record(i, groups, rng) for i in range(n_rows)], f"Seed {n_rows} rows")
+        store.sync_group(
+            PREFIX, [make_record(i, groups, rng) for i in range(n_rows)], f"Seed {n_rows} rows"
+        )
         print(f"\n== {n_rows} rows (seeded in {time.perf_counter() - started:.1f} s)", flush=True)
 
         redis_port, port, host = free_port(), free_port(), "127.0.0.1"
         redis = start_redis(redis_port, data_dir / "redis")
-        health_port = free_port()  # PERSONABOARD_HEALTH_PORT: health off the web port (trees that have it)
-        env = child_env(data_dir, f"redis://127.0.0.1:{redis_port}/0", extra={"PERSONABOARD_HEALTH_PORT": str(health_port)})
+        health_port = (
+            free_port()
+        )  # PERSONABOARD_HEALTH_PORT: health off the web port (trees that have it)
+        env = child_env(
+            data_dir,
+            f"redis://127.0.0.1:{redis_port}/0",
+            extra={"PERSONABOARD_HEALTH_PORT": str(health_port)},
+        )
         web = start_web(host, port, env, log_path=data_dir / "web.log")
         result: dict = {"rows": n_rows}
         try:
             wait_http(base_url(host, port), timeout=180, proc=web, log_path=data_dir / "web.log")
             lb = "/api/v1/leaderboard"
-            result["health_idle"] = asyncio.run(sequential(host, port, "/api/v1/health", "health idle", args.health_requests))
+            result["health_idle"] = asyncio.run(
+                sequential(host, port, "/api/v1/health", "health idle", args.health_requests)
+            )
             print(result["health_idle"].line(), flush=True)
             port_probe = None
             if http_status(base_url(host, health_port) + "/api/v1/health") == 200:
-                result["health_port_idle"] = asyncio.run(sequential(host, health_port, "/api/v1/health", "health port idle",
-                                                                    args.health_requests))
+                result["health_port_idle"] = asyncio.run(
+                    sequential(
+                        host,
+                        health_port,
+                        "/api/v1/health",
+                        "health port idle",
+                        args.health_requests,
+                    )
+                )
                 print(result["health_port_idle"].line(), flush=True)
                 port_probe = (health_port, Stats("health port (load)"))
             probe = Stats("health (load)")
-            for key, path, name in (("json", f"{lb}?format=json", "leaderboard json"),
-                                    ("csv", f"{lb}?format=csv", "leaderboard csv"),
-                                    ("filtered", f"{lb}?{FILTER}", "filtered json"),
-                                    ("json_gz", f"{lb}?format=json gzip", "json, gzip"),
-                                    ("csv_gz", f"{lb}?format=csv gzip", "csv, gzip")):
-                asyncio.run(sequential(host, port, path, "warm-up", 1))  # first request of the revision
-                result[key] = asyncio.run(load(host, port, path, name, args.clients, args.seconds, args.max_requests,
-                                               probe=probe if key == "json" else None, server_pid=web.pid,
-                                               port_probe=port_probe if key == "json" else None))
+            for key, path, name in (
+                ("json", f"{lb}?format=json", "leaderboard json"),
+                ("csv", f"{lb}?format=csv", "leaderboard csv"),
+                ("filtered", f"{lb}?{FILTER}", "filtered json"),
+                ("json_gz", f"{lb}?format=json gzip", "json, gzip"),
+                ("csv_gz", f"{lb}?format=csv gzip", "csv, gzip"),
+            ):
+                asyncio.run(
+                    sequential(host, port, path, "warm-up", 1)
+                )  # first request of the revision
+                result[key] = asyncio.run(
+                    load(
+                        host,
+                        port,
+                        path,
+                        name,
+                        args.clients,
+                        args.seconds,
+                        args.max_requests,
+                        probe=probe if key == "json" else None,
+                        server_pid=web.pid,
+                        port_probe=port_probe if key == "json" else None,
+                    )
+                )
                 print(result[key].line(), flush=True)
                 if key == "json":
                     result["health_load"] = probe
@@ -415,12 +495,25 @@ def measure_floor(host: str, port: int, args, data_dir: Path, result: dict) -> d
         try:
             for key, encoding in FLOOR_SCENARIOS:
                 name = f"{key.replace('_gz', ' gz')} floor {mode}"
-                stats = asyncio.run(load(host, floor_port, f"/{key} {encoding}".rstrip(), name, args.clients,
-                                         args.seconds, args.max_requests, server_pid=server.pid))
+                stats = asyncio.run(
+                    load(
+                        host,
+                        floor_port,
+                        f"/{key} {encoding}".rstrip(),
+                        name,
+                        args.clients,
+                        args.seconds,
+                        args.max_requests,
+                        server_pid=server.pid,
+                    )
+                )
                 out[f"floor_{mode}_{key}"] = stats
-                print(f"{stats.line()}  service/floor: p99 {result[key].p(.99) / stats.p(.99):5.2f}x,"
-                      f" cpu/req {result[key].cpu_ms_per_request() / stats.cpu_ms_per_request():5.2f}x"
-                      f"  (load {os.getloadavg()[0]:.1f})", flush=True)
+                print(
+                    f"{stats.line()}  service/floor: p99 {result[key].p(0.99) / stats.p(0.99):5.2f}x,"
+                    f" cpu/req {result[key].cpu_ms_per_request() / stats.cpu_ms_per_request():5.2f}x"
+                    f"  (load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
         finally:
             server.terminate()
             server.join(10)
@@ -433,8 +526,11 @@ async def _get_raw(host: str, port: int, path: str, encoding: str) -> bytes:
     extra = f"Accept-Encoding: {encoding}\r\n" if encoding else ""
     writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n".encode())
     head = await reader.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length:"))
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
     body = await reader.readexactly(length)
     writer.close()
     return head + body
@@ -445,7 +541,10 @@ def _start_floor_server(mode: str, port: int, responses: dict[str, Path]):
 
     ready = multiprocessing.get_context("fork").Event()
     proc = multiprocessing.get_context("fork").Process(
-        target=_serve_floor, args=(mode, port, {f"/{k}": str(v) for k, v in responses.items()}, ready), daemon=True)
+        target=_serve_floor,
+        args=(mode, port, {f"/{k}": str(v) for k, v in responses.items()}, ready),
+        daemon=True,
+    )
     proc.start()
     if not ready.wait(30):
         proc.terminate()
@@ -460,7 +559,9 @@ def _serve_floor(mode: str, port: int, responses: dict[str, str], ready) -> None
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
-        opened = {path: open(file, "rb") for path, file in files.items()} if mode == "sendfile" else {}
+        opened = (
+            {path: open(file, "rb") for path, file in files.items()} if mode == "sendfile" else {}
+        )
         try:
             while True:
                 request = await reader.readuntil(b"\r\n\r\n")
@@ -471,7 +572,7 @@ def _serve_floor(mode: str, port: int, responses: dict[str, str], ready) -> None
                 elif mode == "chunks":
                     view = memoryview(blobs[path])
                     for start in range(0, len(view), FLOOR_CHUNK_BYTES):
-                        writer.write(view[start:start + FLOOR_CHUNK_BYTES])
+                        writer.write(view[start : start + FLOOR_CHUNK_BYTES])
                         await writer.drain()
                 else:
                     await loop.sendfile(writer.transport, opened[path], 0, len(blobs[path]))
@@ -483,7 +584,9 @@ def _serve_floor(mode: str, port: int, responses: dict[str, str], ready) -> None
             writer.close()
 
     async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", port, reuse_address=True, backlog=256)
+        server = await asyncio.start_server(
+            handle, "127.0.0.1", port, reuse_address=True, backlog=256
+        )
         ready.set()
         async with server:
             await server.serve_forever()
@@ -496,20 +599,29 @@ def print_health_and_floor_summary(results: list[dict]) -> None:
     one, the health port), and the complete CSV against its floor (the best bare server)."""
     for r in results:
         parts = []
-        for label, idle, busy in (("web port", "health_idle", "health_load"), ("health port", "health_port_idle", "health_port_load")):
+        for label, idle, busy in (
+            ("web port", "health_idle", "health_load"),
+            ("health port", "health_port_idle", "health_port_load"),
+        ):
             if busy in r:
-                parts.append(f"{label} p50 {r[busy].p(.5):.1f}/{r[idle].p(.5):.1f} ms = {r[busy].p(.5) / r[idle].p(.5):.1f}x,"
-                             f" p99 {r[busy].p(.99):.1f}/{r[idle].p(.99):.1f} ms = {r[busy].p(.99) / r[idle].p(.99):.1f}x")
+                parts.append(
+                    f"{label} p50 {r[busy].p(0.5):.1f}/{r[idle].p(0.5):.1f} ms = {r[busy].p(0.5) / r[idle].p(0.5):.1f}x,"
+                    f" p99 {r[busy].p(0.99):.1f}/{r[idle].p(0.99):.1f} ms = {r[busy].p(0.99) / r[idle].p(0.99):.1f}x"
+                )
         print(f"  {r['rows']:>7} health under load/idle: " + "; ".join(parts))
         for key in ("csv", "csv_gz"):
-            floors = [r[f"floor_{mode}_{key}"] for mode in FLOOR_MODES if r.get(f"floor_{mode}_{key}")]
+            floors = [
+                r[f"floor_{mode}_{key}"] for mode in FLOOR_MODES if r.get(f"floor_{mode}_{key}")
+            ]
             floors = [f for f in floors if f.latencies]
             if floors:
-                best = min(floors, key=lambda f: f.p(.99))
-                print(f"  {r['rows']:>7} {key:<6} p99 {r[key].p(.99):.1f} ms, floor ({best.name}) {best.p(.99):.1f} ms:"
-                      f" service/floor {r[key].p(.99) / best.p(.99):.2f}x; server cpu/req"
-                      f" {r[key].cpu_ms_per_request():.2f} vs {best.cpu_ms_per_request():.2f} ms"
-                      f" = {r[key].cpu_ms_per_request() / best.cpu_ms_per_request():.2f}x")
+                best = min(floors, key=lambda f: f.p(0.99))
+                print(
+                    f"  {r['rows']:>7} {key:<6} p99 {r[key].p(0.99):.1f} ms, floor ({best.name}) {best.p(0.99):.1f} ms:"
+                    f" service/floor {r[key].p(0.99) / best.p(0.99):.2f}x; server cpu/req"
+                    f" {r[key].cpu_ms_per_request():.2f} vs {best.cpu_ms_per_request():.2f} ms"
+                    f" = {r[key].cpu_ms_per_request() / best.cpu_ms_per_request():.2f}x"
+                )
 
 
 def measure_publish(store, n_rows: int, args, groups, rng, host: str, port: int) -> dict:
@@ -525,7 +637,9 @@ def measure_publish(store, n_rows: int, args, groups, rng, host: str, port: int)
     rate = len(times) / sum(times)
     # The next request must show the row the last publish added (and pays for the new revision).
     started = time.perf_counter()
-    body = asyncio.run(_get_body(host, port, f"/api/v1/leaderboard?suite={SUITE}&task={TASK}&format=json"))
+    body = asyncio.run(
+        _get_body(host, port, f"/api/v1/leaderboard?suite={SUITE}&task={TASK}&format=json")
+    )
     fresh_ms = (time.perf_counter() - started) * 1000
     seen = any(row.get("submission_id") == last["submission_id"] for row in json.loads(body))
     # one more publish, then the same request after a pause: what readers get once the web app has
@@ -535,10 +649,18 @@ def measure_publish(store, n_rows: int, args, groups, rng, host: str, port: int)
     started = time.perf_counter()
     asyncio.run(_get_body(host, port, "/api/v1/leaderboard?format=json"))
     noticed_ms = (time.perf_counter() - started) * 1000
-    print(f"  publish          {rate:8.2f} /s  (n={len(times)}, median {percentile(times, .5) * 1000:.0f} ms)"
-          f"   next request {fresh_ms:.0f} ms, new row {'seen' if seen else 'MISSING'};"
-          f" {PREBUILD_WAIT_S:.0f} s after a publish {noticed_ms:.0f} ms", flush=True)
-    return {"publish_rate": rate, "fresh_ms": fresh_ms, "fresh_seen": seen, "noticed_ms": noticed_ms}
+    print(
+        f"  publish          {rate:8.2f} /s  (n={len(times)}, median {percentile(times, 0.5) * 1000:.0f} ms)"
+        f"   next request {fresh_ms:.0f} ms, new row {'seen' if seen else 'MISSING'};"
+        f" {PREBUILD_WAIT_S:.0f} s after a publish {noticed_ms:.0f} ms",
+        flush=True,
+    )
+    return {
+        "publish_rate": rate,
+        "fresh_ms": fresh_ms,
+        "fresh_seen": seen,
+        "noticed_ms": noticed_ms,
+    }
 
 
 async def _get_body(host: str, port: int, path: str) -> bytes:
@@ -554,45 +676,71 @@ async def _get_body(host: str, port: int, path: str) -> bytes:
             size = int(size_line.split(b";")[0], 16)
             if size == 0:
                 return out
-            out, rest = out + rest[:size], rest[size + 2:]
+            out, rest = out + rest[:size], rest[size + 2 :]
     return body
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", default="100,2000,20000", help="comma-separated result-row counts")
+    parser.add_argument(
+        "--rows", default="100,2000,20000", help="comma-separated result-row counts"
+    )
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--seconds", type=float, default=8.0, help="per load scenario (in-flight requests finish)")
+    parser.add_argument(
+        "--seconds", type=float, default=8.0, help="per load scenario (in-flight requests finish)"
+    )
     parser.add_argument("--max-requests", type=int, default=5000, help="per load scenario")
     parser.add_argument("--health-requests", type=int, default=100)
     parser.add_argument("--publishes", type=int, default=30)
-    parser.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True,
-                        help="also serve the complete CSV's bytes from a bare server (service/floor ratio)")
-    parser.add_argument("--publish-seconds", type=float, default=30.0, help="stop publishing after this (>= 3 publishes)")
+    parser.add_argument(
+        "--floor",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also serve the complete CSV's bytes from a bare server (service/floor ratio)",
+    )
+    parser.add_argument(
+        "--publish-seconds",
+        type=float,
+        default=30.0,
+        help="stop publishing after this (>= 3 publishes)",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.rows.split(",") if s.strip()]
     groups = tier_groups()
-    print(f"{args.clients} clients, {args.seconds:.0f} s per scenario; rows are {SUITE}/{TASK} results "
-          f"with {sum(map(len, groups.values()))} tiers each")
+    print(
+        f"{args.clients} clients, {args.seconds:.0f} s per scenario; rows are {SUITE}/{TASK} results "
+        f"with {sum(map(len, groups.values()))} tiers each"
+    )
     results = [run_size(n, args, groups) for n in sizes]
 
     print("\nsummary (ms are p99)")
-    print(f"  {'rows':>7} {'json':>9} {'csv':>9} {'filtered':>9} {'json gz':>9} {'csv gz':>9} {'health idle':>12}"
-          f" {'health load':>12} {'load/idle':>10} {'publish/s':>10} {'json req/s':>11} {'next req':>9} {'2s after':>9}")
+    print(
+        f"  {'rows':>7} {'json':>9} {'csv':>9} {'filtered':>9} {'json gz':>9} {'csv gz':>9} {'health idle':>12}"
+        f" {'health load':>12} {'load/idle':>10} {'publish/s':>10} {'json req/s':>11} {'next req':>9} {'2s after':>9}"
+    )
     for r in results:
-        ratio = r["health_load"].p(.99) / r["health_idle"].p(.99)
+        ratio = r["health_load"].p(0.99) / r["health_idle"].p(0.99)
         rps = len(r["json"].latencies) / r["json"].seconds
-        print(f"  {r['rows']:>7} {r['json'].p(.99):9.1f} {r['csv'].p(.99):9.1f} {r['filtered'].p(.99):9.1f}"
-              f" {r['json_gz'].p(.99):9.1f} {r['csv_gz'].p(.99):9.1f} {r['health_idle'].p(.99):12.1f} {r['health_load'].p(.99):12.1f} {ratio:10.2f}"
-              f" {r['publish_rate']:10.2f} {rps:11.1f} {r['fresh_ms']:9.0f} {r['noticed_ms']:9.0f}")
+        print(
+            f"  {r['rows']:>7} {r['json'].p(0.99):9.1f} {r['csv'].p(0.99):9.1f} {r['filtered'].p(0.99):9.1f}"
+            f" {r['json_gz'].p(0.99):9.1f} {r['csv_gz'].p(0.99):9.1f} {r['health_idle'].p(0.99):12.1f} {r['health_load'].p(0.99):12.1f} {ratio:10.2f}"
+            f" {r['publish_rate']:10.2f} {rps:11.1f} {r['fresh_ms']:9.0f} {r['noticed_ms']:9.0f}"
+        )
     base = results[0]
     for r in results[1:]:
-        print(f"  publish rate at {base['rows']} / at {r['rows']}: {base['publish_rate'] / r['publish_rate']:.2f}x")
+        print(
+            f"  publish rate at {base['rows']} / at {r['rows']}: {base['publish_rate'] / r['publish_rate']:.2f}x"
+        )
     print_health_and_floor_summary(results)
-    failed = sum(r[k].failures for r in results
-                 for k in ("json", "csv", "filtered", "json_gz", "csv_gz", "health_load", "health_idle"))
-    print(f"  failed requests: {failed}; new row seen after publish: "
-          f"{all(r['fresh_seen'] for r in results)}")
+    failed = sum(
+        r[k].failures
+        for r in results
+        for k in ("json", "csv", "filtered", "json_gz", "csv_gz", "health_load", "health_idle")
+    )
+    print(
+        f"  failed requests: {failed}; new row seen after publish: "
+        f"{all(r['fresh_seen'] for r in results)}"
+    )
     return 0
 
 

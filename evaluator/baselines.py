@@ -10,6 +10,7 @@ scorer itself from constant answer sets, so they use exactly the metric the rows
 Only mean metrics are averaged; a task whose constant answers do not score (no label answers) has
 no reference line.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,10 @@ def _constant_scores(task: Task) -> dict[str, dict[str, Any]]:
     from evaluator.scoring import score_answers
 
     split = task.load_split()
-    return {label: score_answers(task, split, {item.id: label for item in split.items})
-            for label in task.answer_labels}
+    return {
+        label: score_answers(task, split, {item.id: label for item in split.items})
+        for label in task.answer_labels
+    }
 
 
 def _value(block: dict[str, Any], metric: str) -> float | None:
@@ -38,7 +41,11 @@ def _mean_line(scores: list[dict[str, Any]], metric: str) -> dict[str, Any]:
         values = [_value(b, metric) for b in blocks]
         if any(v is None for v in values):
             return None
-        return {"value": sum(values) / len(values), "ci95": [None, None], "n": blocks[0][metric]["n"]}
+        return {
+            "value": sum(values) / len(values),
+            "ci95": [None, None],
+            "n": blocks[0][metric]["n"],
+        }
 
     total = {}
     if (line := average([s["total"] for s in scores])) is not None:
@@ -55,21 +62,49 @@ def _mean_line(scores: list[dict[str, Any]], metric: str) -> dict[str, Any]:
 def reference_lines(task: Task) -> list[dict[str, Any]]:
     """[{"kind": "chance"|"majority", "label": ..., "metrics": {...}, "n_items": ...}] for a label task
     whose split is available; [] otherwise."""
-    if task.answer_kind != "label" or len(task.answer_labels) < 2 or task.judge or not task.split_available():
+    if (
+        task.answer_kind != "label"
+        or len(task.answer_labels) < 2
+        or task.judge
+        or not task.split_available()
+    ):
         return []
     by_label = _constant_scores(task)
     metric = task.metric
-    scored = {label: result for label, result in by_label.items() if _value(result["total"], metric) is not None}
+    scored = {
+        label: result
+        for label, result in by_label.items()
+        if _value(result["total"], metric) is not None
+    }
     if not scored:
         return []
     n_items = next(iter(scored.values()))["n_items"]
-    best = max(scored, key=lambda label: (_value(scored[label]["total"], metric), -task.answer_labels.index(label)))
+    best = max(
+        scored,
+        key=lambda label: (
+            _value(scored[label]["total"], metric),
+            -task.answer_labels.index(label),
+        ),
+    )
     majority = scored[best]
     return [
-        {"kind": "chance", "label": None, "n_items": n_items,
-         "metrics": _mean_line(list(scored.values()), metric)},
-        {"kind": "majority", "label": best, "n_items": n_items,
-         "metrics": {"metric": metric, "total": {metric: majority["total"][metric]},
-                     "tiers": {g: {t: {metric: s[metric]} for t, s in by_tier.items() if metric in s}
-                               for g, by_tier in majority["tiers"].items()}}},
+        {
+            "kind": "chance",
+            "label": None,
+            "n_items": n_items,
+            "metrics": _mean_line(list(scored.values()), metric),
+        },
+        {
+            "kind": "majority",
+            "label": best,
+            "n_items": n_items,
+            "metrics": {
+                "metric": metric,
+                "total": {metric: majority["total"][metric]},
+                "tiers": {
+                    g: {t: {metric: s[metric]} for t, s in by_tier.items() if metric in s}
+                    for g, by_tier in majority["tiers"].items()
+                },
+            },
+        },
     ]

@@ -8,6 +8,7 @@ suite's units and a sign-flip p-value (evaluator/statistics.py). On a hidden spl
 rounded to the split's noise level like any released score, so two uploads that differ in one
 answer learn nothing about that item.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,25 +25,42 @@ class ComparisonError(ValueError):
     pass
 
 
-def compare_answers(task: Task, answers_a: dict[str, Any], answers_b: dict[str, Any]) -> dict[str, Any]:
+def compare_answers(
+    task: Task, answers_a: dict[str, Any], answers_b: dict[str, Any]
+) -> dict[str, Any]:
     if task.judge:
-        raise ComparisonError(f"{task.key} is scored by a judge model; its rows are compared by their intervals only")
+        raise ComparisonError(
+            f"{task.key} is scored by a judge model; its rows are compared by their intervals only"
+        )
     spec = get_metric(task.metric)
     if spec.kind == "statistic":
-        raise ComparisonError(f"{task.key}'s metric {task.metric!r} is not a mean over items: no paired comparison")
+        raise ComparisonError(
+            f"{task.key}'s metric {task.metric!r} is not a mean over items: no paired comparison"
+        )
     split = task.load_split()
     common = [item for item in split.items if item.id in answers_a and item.id in answers_b]
     if not common:
         raise ComparisonError("the two rows share no items")
     shared = Split(split.name, common)
     field = spec.reads[0]
-    a = np.asarray(item_arrays(task, shared, {i.id: answers_a[i.id] for i in common})[field], dtype=float)
-    b = np.asarray(item_arrays(task, shared, {i.id: answers_b[i.id] for i in common})[field], dtype=float)
+    a = np.asarray(
+        item_arrays(task, shared, {i.id: answers_a[i.id] for i in common})[field], dtype=float
+    )
+    b = np.asarray(
+        item_arrays(task, shared, {i.id: answers_b[i.id] for i in common})[field], dtype=float
+    )
     keep = ~(np.isnan(a) | np.isnan(b))
     kept = Split(split.name, [item for item, k in zip(common, keep) if k])
-    result = paired_comparison(a[keep], b[keep], item_units(task, kept), np.random.default_rng(BOOTSTRAP_SEED))
-    result.update({"metric": task.metric, "unit": task.bootstrap_unit.get("name", "item"),
-                   "split_items": len(split.items)})
+    result = paired_comparison(
+        a[keep], b[keep], item_units(task, kept), np.random.default_rng(BOOTSTRAP_SEED)
+    )
+    result.update(
+        {
+            "metric": task.metric,
+            "unit": task.bootstrap_unit.get("name", "item"),
+            "split_items": len(split.items),
+        }
+    )
     return _released(task, result) if task.suite.split_hidden else result
 
 

@@ -6,6 +6,7 @@ holds no secret: only the NAME of the environment variable that holds the key, w
 reads when it calls the endpoint. So a key is in the operator's settings (the environment), never
 in the registry, a submission record, a result or a log line.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -32,7 +33,9 @@ class EndpointConfig:
     base_url: str  # e.g. http://127.0.0.1:8000/v1
     model: str  # the model id the endpoint serves
     api_key_env: str | None = None  # the environment variable holding the key (None: no key)
-    logprobs: bool = True  # the endpoint returns top log-probabilities (else: generate-and-parse only)
+    logprobs: bool = (
+        True  # the endpoint returns top log-probabilities (else: generate-and-parse only)
+    )
     requests_per_minute: float = 600.0
     max_concurrency: int = 4
     max_retries: int = 5  # retries with exponential backoff on 429, 5xx and connection errors
@@ -49,8 +52,10 @@ class EndpointConfig:
             return "none"  # the client library insists on a string; keyless local servers ignore it
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise EndpointError(f"endpoint {self.name!r} needs its key in the environment variable "
-                                f"{self.api_key_env}, which is not set on this worker")
+            raise EndpointError(
+                f"endpoint {self.name!r} needs its key in the environment variable "
+                f"{self.api_key_env}, which is not set on this worker"
+            )
         return key
 
     def public(self) -> dict[str, Any]:
@@ -62,15 +67,21 @@ def check_config(config: EndpointConfig) -> EndpointConfig:
     if not re.match(r"^https?://[^\s]+$", config.base_url):
         raise EndpointError(f"base_url must be an http(s) URL, not {config.base_url!r}")
     if "@" in config.base_url.split("//", 1)[1].split("/", 1)[0]:
-        raise EndpointError("base_url must not carry credentials; put the key in an environment variable "
-                            "and give its name with --api-key-env")
+        raise EndpointError(
+            "base_url must not carry credentials; put the key in an environment variable "
+            "and give its name with --api-key-env"
+        )
     if config.api_key_env is not None and not ENV_NAME.match(config.api_key_env):
-        raise EndpointError(f"api_key_env must name an environment variable (A-Z, 0-9, _), not {config.api_key_env!r}; "
-                            "the key itself is never registered")
+        raise EndpointError(
+            f"api_key_env must name an environment variable (A-Z, 0-9, _), not {config.api_key_env!r}; "
+            "the key itself is never registered"
+        )
     if not config.model.strip():
         raise EndpointError("model (the id the endpoint serves) is required")
     if config.requests_per_minute <= 0 or config.max_concurrency < 1 or config.max_retries < 0:
-        raise EndpointError("requests_per_minute must be > 0, max_concurrency >= 1, max_retries >= 0")
+        raise EndpointError(
+            "requests_per_minute must be > 0, max_concurrency >= 1, max_retries >= 0"
+        )
     return config
 
 

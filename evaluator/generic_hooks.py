@@ -19,6 +19,7 @@ named in the prompt. Models run with choice_logprobs / pairwise_logprobs (one to
 generate_parse (the first label found as a whole word in the text). Scoring is exact match
 (accuracy). Anything else (a reward model's responses, both orders, custom parsing) is a hooks module.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,27 +39,45 @@ def build_items(task: Task, folder: Path) -> list[Item]:
         where = f"{spec.file}, line {number}"
         item_id = str(require(record, spec.id, where))
         if item_id in seen:
-            raise SplitFormatError(f"{where}: duplicate id {item_id!r} (first on line {seen[item_id]})")
+            raise SplitFormatError(
+                f"{where}: duplicate id {item_id!r} (first on line {seen[item_id]})"
+            )
         seen[item_id] = number
         gold = require(record, spec.gold, where)
         if task.answer_kind == "rating":
             gold = float(gold)
         elif str(gold) not in task.answer_labels:
-            raise SplitFormatError(f"{where}: field '{spec.gold}' is not one of the labels {', '.join(task.answer_labels)}")
-        public: dict[str, Any] = {"id": item_id, **{name: require(record, name, where) for name in spec.public}}
+            raise SplitFormatError(
+                f"{where}: field '{spec.gold}' is not one of the labels {', '.join(task.answer_labels)}"
+            )
+        public: dict[str, Any] = {
+            "id": item_id,
+            **{name: require(record, name, where) for name in spec.public},
+        }
         if spec.options:
             options = require(record, spec.options, where)
             if not isinstance(options, list) or len(options) != len(task.answer_labels):
-                raise SplitFormatError(f"{where}: field '{spec.options}' must list {len(task.answer_labels)} options")
+                raise SplitFormatError(
+                    f"{where}: field '{spec.options}' must list {len(task.answer_labels)} options"
+                )
         tiers = {group: str(require(record, name, where)) for group, name in spec.tiers.items()}
-        items.append(Item(id=item_id, tiers=tiers, public=public, gold=gold if task.answer_kind == "rating" else str(gold)))
+        items.append(
+            Item(
+                id=item_id,
+                tiers=tiers,
+                public=public,
+                gold=gold if task.answer_kind == "rating" else str(gold),
+            )
+        )
     return items
 
 
 def _prompt(task: Task) -> dict[str, Any]:
     prompts = load_prompts(task.suite.folder)
     if task.name not in prompts or "user" not in prompts[task.name]:
-        raise SplitFormatError(f"{task.suite.folder / 'prompts.yaml'}: {task.name}.user: missing (the generic hooks' prompt)")
+        raise SplitFormatError(
+            f"{task.suite.folder / 'prompts.yaml'}: {task.name}.user: missing (the generic hooks' prompt)"
+        )
     return prompts[task.name]
 
 
@@ -69,23 +88,39 @@ def _lettered(task: Task, options: list) -> str:
 def hooks_for(task: Task) -> dict[str, Callable]:
     """The hooks of one generic task (they close over the task's labels and prompt)."""
     labels = tuple(task.answer_labels)
-    pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(re.escape(label) for label in labels) + r")(?![A-Za-z0-9_])")
+    pattern = re.compile(
+        r"(?<![A-Za-z0-9_])("
+        + "|".join(re.escape(label) for label in labels)
+        + r")(?![A-Za-z0-9_])"
+    )
 
-    def build_requests(task_: Task, publics: list[dict], setting: str, tools: Any) -> list[ChoiceRequest]:
+    def build_requests(
+        task_: Task, publics: list[dict], setting: str, tools: Any
+    ) -> list[ChoiceRequest]:
         prompt = _prompt(task_)
         extra = (prompt.get("settings") or {}).get(setting, "")
         requests = []
         for public in publics:
             fields = dict(public)
             if task_.items_spec.options:
-                fields[task_.items_spec.options] = _lettered(task_, public[task_.items_spec.options])
+                fields[task_.items_spec.options] = _lettered(
+                    task_, public[task_.items_spec.options]
+                )
             user = prompt["user"].format(**fields) + (f"\n{extra}" if extra else "")
-            messages = ([{"role": "system", "content": prompt["system"]}] if prompt.get("system") else [])
-            requests.append(ChoiceRequest(public["id"], [*messages, {"role": "user", "content": user}], labels))
+            messages = (
+                [{"role": "system", "content": prompt["system"]}] if prompt.get("system") else []
+            )
+            requests.append(
+                ChoiceRequest(public["id"], [*messages, {"role": "user", "content": user}], labels)
+            )
         return requests
 
     def parse_answer(text: str) -> str | None:
         match = pattern.search(text or "")
         return match.group(1) if match else None
 
-    return {"build_items": build_items, "build_requests": build_requests, "parse_answer": parse_answer}
+    return {
+        "build_items": build_items,
+        "build_requests": build_requests,
+        "parse_answer": parse_answer,
+    }

@@ -8,6 +8,7 @@ docstring per hook. `bind_hooks` looks every hook up once, checks that each defi
 arguments its contract names and that the hooks the manifest implies exist, and fills in the
 defaults, so the rest of the service calls `task.hooks.<hook>(...)` and never looks a name up.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -45,12 +46,20 @@ class SuiteHooks(Protocol):
         PredictionProblem(field, message) (message must not reveal gold). Default: the manifest's
         `answer` check (a label of `answer.labels`, or a number in `answer.range`)."""
 
-    def item_arrays(self, task: "Task", items: "list[Item]", answers: dict[str, Any], judge: "Judge | None" = None) -> dict[str, np.ndarray]:
+    def item_arrays(
+        self,
+        task: "Task",
+        items: "list[Item]",
+        answers: dict[str, Any],
+        judge: "Judge | None" = None,
+    ) -> dict[str, np.ndarray]:
         """Optional. Per-item arrays the metrics read (evaluator/metrics.yaml `reads`), one value per
         item in order. Default: `correct` = (answer == gold). A judge-scored task (manifest `judge:`)
         receives the operator's judge as the fourth argument; other tasks get three arguments."""
 
-    def build_requests(self, task: "Task", publics: list[dict], setting: str, tools: Any) -> "list[ChoiceRequest]":
+    def build_requests(
+        self, task: "Task", publics: list[dict], setting: str, tools: Any
+    ) -> "list[ChoiceRequest]":
         """Required when the manifest lists model protocols. The requests (chat messages, the labels
         to choose from, responses for reward models) for the public inputs of a batch, in
         `setting`; `tools.protocol` names the protocol, `tools.generate` / `tools.retrieve` reach
@@ -67,7 +76,9 @@ class SuiteHooks(Protocol):
         """Optional. Why a setting the manifest declares is unavailable for the installed split (a
         message refuses it: 422, field "setting"), or None. None also when the split is not installed."""
 
-    def fit_model(self, task: "Task", split: "Split", setting: str, backend: "Backend") -> "tuple[Split, dict]":
+    def fit_model(
+        self, task: "Task", split: "Split", setting: str, backend: "Backend"
+    ) -> "tuple[Split, dict]":
         """Optional. The items this model can run, and notes on what is n/a (they mark the row partial
         and go into the provenance). Called before a limit is applied. Default: every item."""
 
@@ -88,7 +99,9 @@ class SuiteHooks(Protocol):
 
 HOOK_NAMES = tuple(name for name in SuiteHooks.__dict__ if not name.startswith("_"))
 # The positional arguments each hook takes (the judge of item_arrays is the optional fourth).
-_ARITY = {name: len(inspect.signature(getattr(SuiteHooks, name)).parameters) - 1 for name in HOOK_NAMES}
+_ARITY = {
+    name: len(inspect.signature(getattr(SuiteHooks, name)).parameters) - 1 for name in HOOK_NAMES
+}
 
 
 def _takes(function: Callable, count: int) -> bool:
@@ -99,8 +112,14 @@ def _takes(function: Callable, count: int) -> bool:
     return True
 
 
-def _exact_match(task: "Task", items: "list[Item]", answers: dict[str, Any], judge: "Judge | None" = None) -> dict[str, np.ndarray]:
-    return {"correct": np.fromiter((answers[item.id] == item.gold for item in items), dtype=bool, count=len(items))}
+def _exact_match(
+    task: "Task", items: "list[Item]", answers: dict[str, Any], judge: "Judge | None" = None
+) -> dict[str, np.ndarray]:
+    return {
+        "correct": np.fromiter(
+            (answers[item.id] == item.gold for item in items), dtype=bool, count=len(items)
+        )
+    }
 
 
 @dataclass(frozen=True)
@@ -129,41 +148,60 @@ def bind_hooks(task: "Task") -> TaskHooks:
         module = importlib.import_module(task.hooks_module)
     except ModuleNotFoundError as exc:
         if exc.name and task.hooks_module.startswith(exc.name):
-            raise ManifestError(f"{task.suite.folder / 'manifest.yaml'}: tasks.{task.name}.hooks: no module "
-                                f"{task.hooks_module!r} (a .py file in the suite folder, or give `items:` for the generic hooks)") from None
+            raise ManifestError(
+                f"{task.suite.folder / 'manifest.yaml'}: tasks.{task.name}.hooks: no module "
+                f"{task.hooks_module!r} (a .py file in the suite folder, or give `items:` for the generic hooks)"
+            ) from None
         raise
     where = f"{getattr(module, '__file__', task.hooks_module)} (hooks of {task.key})"
     # A module serving several tasks (the generic hooks) gives each task its own: hooks_for(task) -> {name: hook}.
-    source = module.hooks_for(task) if callable(getattr(module, "hooks_for", None)) else vars(module)
+    source = (
+        module.hooks_for(task) if callable(getattr(module, "hooks_for", None)) else vars(module)
+    )
     found: dict[str, Callable] = {}
     for name in HOOK_NAMES:
         function = source.get(name)
         if function is None:
             continue
         if not callable(function):
-            raise ManifestError(f"{where}: {name} must be a function, not {type(function).__name__}")
+            raise ManifestError(
+                f"{where}: {name} must be a function, not {type(function).__name__}"
+            )
         arity = _ARITY[name] - (1 if name == "item_arrays" and not task.judge else 0)
         if not _takes(function, arity):
-            params = list(inspect.signature(getattr(SuiteHooks, name)).parameters)[1:1 + arity]
-            raise ManifestError(f"{where}: {name} must take ({', '.join(params)}), not {inspect.signature(function)}")
+            params = list(inspect.signature(getattr(SuiteHooks, name)).parameters)[1 : 1 + arity]
+            raise ManifestError(
+                f"{where}: {name} must take ({', '.join(params)}), not {inspect.signature(function)}"
+            )
         found[name] = function
 
     def require(name: str, why: str) -> None:
         if name not in found:
-            raise ManifestError(f"{where}: {name} is missing; {why} (contract: evaluator/hooks.py SuiteHooks.{name})")
+            raise ManifestError(
+                f"{where}: {name} is missing; {why} (contract: evaluator/hooks.py SuiteHooks.{name})"
+            )
 
     require("build_items", "every task builds its items")
     if task.model_protocols:
-        require("build_requests", f"the manifest lists model protocols ({', '.join(task.model_protocols)})")
+        require(
+            "build_requests",
+            f"the manifest lists model protocols ({', '.join(task.model_protocols)})",
+        )
     if "generate_parse" in task.model_protocols:
         require("parse_answer", "the task runs generate_parse")
     if task.judge:
-        require("item_arrays", "a judge-scored task turns the judge's verdicts into per-item arrays")
+        require(
+            "item_arrays", "a judge-scored task turns the judge's verdicts into per-item arrays"
+        )
     if task.answer_kind == "label" and not task.answer_labels:
-        require("parse_prediction", "the manifest's answer has no labels to check predictions against")
+        require(
+            "parse_prediction", "the manifest's answer has no labels to check predictions against"
+        )
 
     def default_gold(task_: "Task", item: "Item") -> Any:
-        return item.gold if task_.answer_kind == "label" and item.gold in task_.answer_labels else None
+        return (
+            item.gold if task_.answer_kind == "label" and item.gold in task_.answer_labels else None
+        )
 
     return TaskHooks(
         module=module,

@@ -9,6 +9,7 @@ timeouts, 5xx: "try again later", with the library's own text in the log only).
 Every HTTP call has a timeout: the library's default is none, so a Hub that does not answer would
 hang a request forever; here an unreachable Hub is reported within seconds (a 503 to submitters).
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,11 @@ def _configure_client() -> None:
     from huggingface_hub.utils._http import hf_request_event_hook
 
     timeout = httpx2.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
-    set_client_factory(lambda: httpx2.Client(event_hooks={"request": [hf_request_event_hook]},
-                                             follow_redirects=True, timeout=timeout))
+    set_client_factory(
+        lambda: httpx2.Client(
+            event_hooks={"request": [hf_request_event_hook]}, follow_redirects=True, timeout=timeout
+        )
+    )
 
 
 _configured = False
@@ -67,8 +71,10 @@ class HubUnreachable(ValueError):
 
     def __init__(self, detail: str, name: str | None = None):
         about = f"{name!r} is not a model registered on this server, and " if name else ""
-        super().__init__(f"{about}the Hugging Face Hub cannot be reached from this server right now; "
-                         "submit again later, or ask the operator to register the model locally")
+        super().__init__(
+            f"{about}the Hugging Face Hub cannot be reached from this server right now; "
+            "submit again later, or ask the operator to register the model locally"
+        )
         log.warning("Hub unreachable%s: %s", f" while resolving {name}" if name else "", detail)
 
 
@@ -80,7 +86,11 @@ def _first_line(exc: BaseException) -> str:
 def _classified(exc: Exception, name: str | None = None) -> Exception:
     """The Hub library's exception as HubRefused or HubUnreachable."""
     from huggingface_hub.errors import (
-        GatedRepoError, HfHubHTTPError, HFValidationError, RepositoryNotFoundError, RevisionNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        HFValidationError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
     )
 
     if isinstance(exc, HFValidationError):
@@ -103,7 +113,9 @@ def _classified(exc: Exception, name: str | None = None) -> Exception:
 def model_info(repo_id: str, revision: str | None) -> Any:
     """A model repo's metadata at a revision (config, files, card, safetensors size, commit sha)."""
     try:
-        return _api(None, None).model_info(repo_id, revision=revision or None, files_metadata=False, timeout=INFO_TIMEOUT_S)
+        return _api(None, None).model_info(
+            repo_id, revision=revision or None, files_metadata=False, timeout=INFO_TIMEOUT_S
+        )
     except Exception as exc:  # noqa: BLE001 - classified: refused or unreachable
         raise _classified(exc, repo_id) from None
 
@@ -129,6 +141,7 @@ def download_dataset(repo_id: str, revision: str | None) -> tuple[str, str]:
 
 # -- the results dataset (leaderboard/hub_store.py) and private split datasets ------------------------
 
+
 class HubUnavailable(RuntimeError):
     """The Hub could not be reached or failed (offline, refused connection, timeout, 5xx): try later."""
 
@@ -143,7 +156,10 @@ class HubNotFound(LookupError):
 
 def _translated(exc: Exception) -> Exception:
     from huggingface_hub.errors import (
-        EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError,
+        EntryNotFoundError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
     )
 
     if isinstance(exc, (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError)):
@@ -155,7 +171,9 @@ def _translated(exc: Exception) -> Exception:
         if status in (401, 403):
             return HubNotFound(f"the Hub refused the token ({status})")
         if status and status < 500 and status not in (408, 429):
-            return RuntimeError(f"the Hub refused the request ({status}): {str(exc).splitlines()[0]}")
+            return RuntimeError(
+                f"the Hub refused the request ({status}): {str(exc).splitlines()[0]}"
+            )
     import httpx2
     from huggingface_hub.errors import OfflineModeIsEnabled
 
@@ -181,7 +199,13 @@ class Tag:
 class DatasetRepo:
     """One Hub dataset repository: read any revision, commit on top of a known parent, tag releases."""
 
-    def __init__(self, repo_id: str, token: str | None, endpoint: str | None = None, cache_dir: Path | None = None):
+    def __init__(
+        self,
+        repo_id: str,
+        token: str | None,
+        endpoint: str | None = None,
+        cache_dir: Path | None = None,
+    ):
         self.repo_id = repo_id
         self.token = token
         self.endpoint = endpoint
@@ -189,21 +213,30 @@ class DatasetRepo:
 
     def _call(self, method: str, *args, **kwargs):
         try:
-            return getattr(_api(self.endpoint, self.token), method)(*args, repo_type="dataset", **kwargs)
+            return getattr(_api(self.endpoint, self.token), method)(
+                *args, repo_type="dataset", **kwargs
+            )
         except Exception as exc:  # noqa: BLE001 - translated: not found | conflict | unavailable | refused
             raise _translated(exc) from None
 
     def create(self, private: bool) -> None:
         try:
-            _api(self.endpoint, self.token).create_repo(self.repo_id, repo_type="dataset", private=private, exist_ok=True)
+            _api(self.endpoint, self.token).create_repo(
+                self.repo_id, repo_type="dataset", private=private, exist_ok=True
+            )
         except Exception as exc:  # noqa: BLE001
             raise _translated(exc) from None
 
     def resolve(self, revision: str | None = None) -> str:
         """The commit sha a branch, tag or sha names (default: main's head)."""
         try:
-            return _api(self.endpoint, self.token).dataset_info(self.repo_id, revision=revision or None,
-                                                               timeout=CONNECT_TIMEOUT_S * 2).sha
+            return (
+                _api(self.endpoint, self.token)
+                .dataset_info(
+                    self.repo_id, revision=revision or None, timeout=CONNECT_TIMEOUT_S * 2
+                )
+                .sha
+            )
         except Exception as exc:  # noqa: BLE001
             raise _translated(exc) from None
 
@@ -212,8 +245,15 @@ class DatasetRepo:
         try:
             try:  # the listing is a lazy iterator: its errors arrive while iterating
                 entries = _api(self.endpoint, self.token).list_repo_tree(
-                    self.repo_id, path_in_repo=prefix, recursive=True, revision=revision, repo_type="dataset")
-                return {e.path: e.blob_id for e in entries if getattr(e, "blob_id", None) is not None}
+                    self.repo_id,
+                    path_in_repo=prefix,
+                    recursive=True,
+                    revision=revision,
+                    repo_type="dataset",
+                )
+                return {
+                    e.path: e.blob_id for e in entries if getattr(e, "blob_id", None) is not None
+                }
             except Exception as exc:  # noqa: BLE001
                 raise _translated(exc) from None
         except HubNotFound:
@@ -226,11 +266,22 @@ class DatasetRepo:
         from huggingface_hub import hf_hub_download
 
         try:
-            local = hf_hub_download(self.repo_id, path, repo_type="dataset", revision=revision, token=self.token,
-                                    endpoint=self.endpoint, cache_dir=self.cache_dir, etag_timeout=CONNECT_TIMEOUT_S * 2)
+            local = hf_hub_download(
+                self.repo_id,
+                path,
+                repo_type="dataset",
+                revision=revision,
+                token=self.token,
+                endpoint=self.endpoint,
+                cache_dir=self.cache_dir,
+                etag_timeout=CONNECT_TIMEOUT_S * 2,
+            )
         except Exception as exc:  # noqa: BLE001
             translated = _translated(exc)
-            if isinstance(translated, HubNotFound) and type(exc).__name__ in ("EntryNotFoundError", "RemoteEntryNotFoundError"):
+            if isinstance(translated, HubNotFound) and type(exc).__name__ in (
+                "EntryNotFoundError",
+                "RemoteEntryNotFoundError",
+            ):
                 return None
             raise translated from None
         return Path(local).read_bytes()
@@ -241,28 +292,48 @@ class DatasetRepo:
 
         _api(self.endpoint, self.token)  # the client with timeouts
         try:
-            return Path(snapshot_download(self.repo_id, repo_type="dataset", revision=revision, token=self.token,
-                                          endpoint=self.endpoint, cache_dir=self.cache_dir,
-                                          etag_timeout=CONNECT_TIMEOUT_S * 2))
+            return Path(
+                snapshot_download(
+                    self.repo_id,
+                    repo_type="dataset",
+                    revision=revision,
+                    token=self.token,
+                    endpoint=self.endpoint,
+                    cache_dir=self.cache_dir,
+                    etag_timeout=CONNECT_TIMEOUT_S * 2,
+                )
+            )
         except Exception as exc:  # noqa: BLE001
             raise _translated(exc) from None
 
-    def commit(self, files: dict[str, bytes], message: str, parent: str, deletions: list[str] = ()) -> str:
+    def commit(
+        self, files: dict[str, bytes], message: str, parent: str, deletions: list[str] = ()
+    ) -> str:
         """One commit on main, refused (HubCommitConflict) unless main is still at `parent`."""
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-        operations = [CommitOperationAdd(path_in_repo=path, path_or_fileobj=data) for path, data in files.items()]
+        operations = [
+            CommitOperationAdd(path_in_repo=path, path_or_fileobj=data)
+            for path, data in files.items()
+        ]
         operations += [CommitOperationDelete(path_in_repo=path) for path in deletions]
-        return self._call("create_commit", self.repo_id, operations, commit_message=message,
-                          parent_commit=parent).oid
+        return self._call(
+            "create_commit", self.repo_id, operations, commit_message=message, parent_commit=parent
+        ).oid
 
     def commits(self) -> list[Commit]:
         """main's history, newest first."""
-        return [Commit(c.commit_id, c.created_at.isoformat(), c.title)
-                for c in self._call("list_repo_commits", self.repo_id)]
+        return [
+            Commit(c.commit_id, c.created_at.isoformat(), c.title)
+            for c in self._call("list_repo_commits", self.repo_id)
+        ]
 
     def tags(self) -> list[Tag]:
-        return [Tag(t.name, t.target_commit) for t in self._call("list_repo_refs", self.repo_id).tags]
+        return [
+            Tag(t.name, t.target_commit) for t in self._call("list_repo_refs", self.repo_id).tags
+        ]
 
     def tag(self, name: str, revision: str, message: str) -> None:
-        self._call("create_tag", self.repo_id, tag=name, tag_message=message or None, revision=revision)
+        self._call(
+            "create_tag", self.repo_id, tag=name, tag_message=message or None, revision=revision
+        )

@@ -6,6 +6,7 @@ CLI build the `Judge` (here) and hand it to `score_answers`; a suite's hooks rec
 look it up themselves. The judge's name and revision go into the result's provenance and into the
 row's setting: results are comparable only under the same judge.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,9 +28,15 @@ class Judge:
 
     def provenance(self, task: "Task") -> dict[str, Any]:
         """What the result records of the judge: who judged, at which revision, how (the manifest's words)."""
-        prompt_hash = task.hooks.judge_prompt_sha256  # the judge's own texts, where the suite has them
-        return {"model": self.name, "revision": self.revision, **task.judge,
-                **({"prompt_sha256": prompt_hash()} if prompt_hash else {})}
+        prompt_hash = (
+            task.hooks.judge_prompt_sha256
+        )  # the judge's own texts, where the suite has them
+        return {
+            "model": self.name,
+            "revision": self.revision,
+            **task.judge,
+            **({"prompt_sha256": prompt_hash()} if prompt_hash else {}),
+        }
 
 
 def judge_unavailable_reason(task: "Task", settings: EvaluatorSettings | None = None) -> str | None:
@@ -38,8 +45,10 @@ def judge_unavailable_reason(task: "Task", settings: EvaluatorSettings | None = 
         return None
     settings = settings or load_evaluator_settings()
     if settings.judge_model is None:
-        return (f"{task.key} is scored by an LLM judge and no judge model is configured on this server; "
-                f"the operator registers one (`personaboard models add NAME PATH`) and sets {JUDGE_ENV}=NAME")
+        return (
+            f"{task.key} is scored by an LLM judge and no judge model is configured on this server; "
+            f"the operator registers one (`personaboard models add NAME PATH`) and sets {JUDGE_ENV}=NAME"
+        )
     return None
 
 
@@ -59,9 +68,8 @@ def _load_judge(name: str, data_dir: str, backend_name: str) -> Judge:
     from pathlib import Path
 
     from evaluator.backends import ModelSpec, load_backend
-    from evaluator.models import ModelRegistry
-
     from evaluator.endpoints import EndpointRegistry, endpoint_backend
+    from evaluator.models import ModelRegistry
 
     endpoint = EndpointRegistry(Path(data_dir)).get(name)
     if endpoint is not None:  # a judge behind an OpenAI-compatible endpoint (e.g. a hosted model)
@@ -69,6 +77,10 @@ def _load_judge(name: str, data_dir: str, backend_name: str) -> Judge:
         return Judge(name, backend.spec.revision, backend)
     entry = ModelRegistry(Path(data_dir)).get(name)
     if entry is None or entry.get("model_type") != "generative":
-        raise BackendError(f"judge model {name!r} ({JUDGE_ENV}) is not a registered generative model on this server")
-    backend = load_backend(ModelSpec(name, entry["path"], "generative", entry["revision"]), backend_name)
+        raise BackendError(
+            f"judge model {name!r} ({JUDGE_ENV}) is not a registered generative model on this server"
+        )
+    backend = load_backend(
+        ModelSpec(name, entry["path"], "generative", entry["revision"]), backend_name
+    )
     return Judge(name, entry["revision"], backend)

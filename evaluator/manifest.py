@@ -7,6 +7,7 @@ evaluator/protocols.py, after the suite's own additions are loaded); tier groups
 the file, the key and the allowed values, raised at discovery (`personaboard suites check`, app
 start, worker start), never at scoring time.
 """
+
 from __future__ import annotations
 
 import types
@@ -29,8 +30,13 @@ class Strict(BaseModel):
 class AnswerSpec(Strict):
     field: str = Field(description="the predictions file's answer field")
     kind: Literal["label", "rating"] = "label"
-    labels: tuple[str, ...] = ()  # label: the allowed answers (a suite with its own parse_prediction may omit them)
-    range: tuple[int | float, int | float] = (1, 5)  # rating: the inclusive range (ints stay ints in messages)
+    labels: tuple[
+        str, ...
+    ] = ()  # label: the allowed answers (a suite with its own parse_prediction may omit them)
+    range: tuple[int | float, int | float] = (
+        1,
+        5,
+    )  # rating: the inclusive range (ints stay ints in messages)
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -51,10 +57,14 @@ class TierGroupSpec(Strict):
     @model_validator(mode="after")
     def _labels_name_tiers(self) -> "TierGroupSpec":
         if len(set(self.tiers)) != len(self.tiers):
-            raise ValueError(f"tiers are listed twice: {', '.join(sorted({t for t in self.tiers if self.tiers.count(t) > 1}))}")
+            raise ValueError(
+                f"tiers are listed twice: {', '.join(sorted({t for t in self.tiers if self.tiers.count(t) > 1}))}"
+            )
         unknown = sorted(set(self.labels) - set(self.tiers))
         if unknown:
-            raise ValueError(f"labels name tier {unknown[0]!r}, which is not one of tiers: {', '.join(self.tiers)}")
+            raise ValueError(
+                f"labels name tier {unknown[0]!r}, which is not one of tiers: {', '.join(self.tiers)}"
+            )
         return self
 
 
@@ -77,7 +87,9 @@ class GenericItemsSpec(Strict):
     gold: str  # the field holding the gold answer (never public)
     public: tuple[str, ...]  # the fields submitters see, besides the id
     tiers: dict[str, str] = {}  # tier group -> the field holding the item's tier
-    options: str | None = None  # a field holding a list of option texts, lettered with answer.labels in order
+    options: str | None = (
+        None  # a field holding a list of option texts, lettered with answer.labels in order
+    )
 
     @model_validator(mode="after")
     def _gold_not_public(self) -> "GenericItemsSpec":
@@ -89,15 +101,21 @@ class GenericItemsSpec(Strict):
 class TaskSpec(Strict):
     title: str | None = None
     description: str = ""
-    hooks: str | None = None  # module in the suite folder; default: the task's name, or the generic hooks with `items`
+    hooks: str | None = (
+        None  # module in the suite folder; default: the task's name, or the generic hooks with `items`
+    )
     items: GenericItemsSpec | None = None
     answer: AnswerSpec
     metric: str | None = None  # the primary metric; default: the first of `metrics`
     metrics: tuple[str, ...] = ()
     model: ModelRunSpec | None = None
-    judge: dict[str, str] | None = None  # scored by the operator's judge model; these words go into the provenance
+    judge: dict[str, str] | None = (
+        None  # scored by the operator's judge model; these words go into the provenance
+    )
     bootstrap_unit: BootstrapUnitSpec | None = None
-    options: dict[str, Any] = {}  # the suite's own settings for its hooks (split name, seeds, file layout)
+    options: dict[
+        str, Any
+    ] = {}  # the suite's own settings for its hooks (split name, seeds, file layout)
     tier_groups: dict[str, TierGroupSpec]
 
     @model_validator(mode="after")
@@ -105,9 +123,13 @@ class TaskSpec(Strict):
         if not self.metric and not self.metrics:
             raise ValueError("give `metric` (the primary metric) or `metrics` (primary first)")
         if self.metric and self.metrics and self.metric != self.metrics[0]:
-            raise ValueError(f"metric {self.metric!r} must be the first of metrics ({', '.join(self.metrics)})")
+            raise ValueError(
+                f"metric {self.metric!r} must be the first of metrics ({', '.join(self.metrics)})"
+            )
         if self.hooks and self.items:
-            raise ValueError("give `hooks` (a module in the suite folder) or `items` (the generic hooks), not both")
+            raise ValueError(
+                "give `hooks` (a module in the suite folder) or `items` (the generic hooks), not both"
+            )
         return self
 
     @property
@@ -117,7 +139,9 @@ class TaskSpec(Strict):
 
 class SplitSpec(Strict):
     source: Literal["bundled", "installed"] = "bundled"
-    visibility: Literal["hidden", "public"] = "hidden"  # public: gold published upstream, scores released exactly
+    visibility: Literal["hidden", "public"] = (
+        "hidden"  # public: gold published upstream, scores released exactly
+    )
     hub_id: str | None = None
     fields: dict[str, str] = {}  # our field name -> the split's field name
 
@@ -136,6 +160,7 @@ class SuiteManifest(Strict):
 
 
 # -- reading, with messages that name the file, the key and the allowed values ---------------------
+
 
 def _unwrap(annotation: Any) -> Any:
     """X from X | None."""
@@ -196,30 +221,47 @@ def dump_manifest(manifest: SuiteManifest) -> dict[str, Any]:
     return manifest.model_dump(mode="json", exclude_unset=True)
 
 
-def check_names(manifest: SuiteManifest, path: Path | str, metrics: tuple[str, ...], protocols: tuple[str, ...]) -> None:
+def check_names(
+    manifest: SuiteManifest, path: Path | str, metrics: tuple[str, ...], protocols: tuple[str, ...]
+) -> None:
     """Names the registries must know: every metric and protocol a task uses."""
     for task_name, task in manifest.tasks.items():
         where = f"{path}: tasks.{task_name}"
         for index, metric in enumerate(task.all_metrics):
             if metric not in metrics:
                 key = f"metrics[{index}]" if task.metrics else "metric"
-                raise ManifestError(f"{where}.{key}: unknown metric {metric!r}; allowed: {', '.join(metrics)}")
+                raise ManifestError(
+                    f"{where}.{key}: unknown metric {metric!r}; allowed: {', '.join(metrics)}"
+                )
         if task.model is not None:
             for index, protocol in enumerate(task.model.protocols):
                 if protocol not in protocols:
-                    raise ManifestError(f"{where}.model.protocols[{index}]: unknown protocol {protocol!r}; "
-                                        f"allowed: {', '.join(protocols)}")
-            if task.model.default_protocol is not None and task.model.default_protocol not in task.model.protocols:
-                raise ManifestError(f"{where}.model.default_protocol: {task.model.default_protocol!r} is not one of "
-                                    f"this task's protocols; allowed: {', '.join(task.model.protocols)}")
+                    raise ManifestError(
+                        f"{where}.model.protocols[{index}]: unknown protocol {protocol!r}; "
+                        f"allowed: {', '.join(protocols)}"
+                    )
+            if (
+                task.model.default_protocol is not None
+                and task.model.default_protocol not in task.model.protocols
+            ):
+                raise ManifestError(
+                    f"{where}.model.default_protocol: {task.model.default_protocol!r} is not one of "
+                    f"this task's protocols; allowed: {', '.join(task.model.protocols)}"
+                )
         if task.items is not None:
             for group in task.items.tiers:
                 if group not in task.tier_groups:
-                    raise ManifestError(f"{where}.items.tiers.{group}: unknown tier group; allowed: "
-                                        f"{', '.join(task.tier_groups)}")
+                    raise ManifestError(
+                        f"{where}.items.tiers.{group}: unknown tier group; allowed: "
+                        f"{', '.join(task.tier_groups)}"
+                    )
             missing = [g for g in task.tier_groups if g not in task.items.tiers]
             if missing:
-                raise ManifestError(f"{where}.items.tiers: no field for tier group {missing[0]!r}; "
-                                    f"every tier group needs one ({', '.join(task.tier_groups)})")
+                raise ManifestError(
+                    f"{where}.items.tiers: no field for tier group {missing[0]!r}; "
+                    f"every tier group needs one ({', '.join(task.tier_groups)})"
+                )
         if task.answer.kind == "label" and task.items is not None and not task.answer.labels:
-            raise ManifestError(f"{where}.answer.labels: the generic hooks need the labels an answer may take")
+            raise ManifestError(
+                f"{where}.answer.labels: the generic hooks need the labels an answer may take"
+            )

@@ -8,6 +8,7 @@ What each metric reads, its label and its scale are data (metrics.yaml, and a su
 metrics.yaml); a metric that is not a mean is a function registered with @register_statistic.
 Manifests are checked against this registry at discovery, so an unknown metric fails at start.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,11 +48,15 @@ _STATISTICS: dict[str, Statistic] = {}
 
 def register_statistic(name: str) -> Callable[[Statistic], Statistic]:
     """Decorator: the function computing metric `name` from the arrays at item indices (NaN: undefined)."""
+
     def register(function: Statistic) -> Statistic:
         if _STATISTICS.get(name, function) is not function:
-            raise MetricError(f"statistic {name!r} is registered twice ({_STATISTICS[name].__module__} and {function.__module__})")
+            raise MetricError(
+                f"statistic {name!r} is registered twice ({_STATISTICS[name].__module__} and {function.__module__})"
+            )
         _STATISTICS[name] = function
         return function
+
     return register
 
 
@@ -66,21 +71,43 @@ def load_metric_table(path: Path) -> list[str]:
             raise MetricError(f"{where}: expected a mapping with label, kind, reads, scale")
         unknown = sorted(set(entry) - {"label", "kind", "reads", "scale"})
         if unknown:
-            raise MetricError(f"{where}.{unknown[0]}: unknown key; allowed: label, kind, reads, scale")
-        kind, scale, reads = entry.get("kind"), entry.get("scale", "raw"), tuple(entry.get("reads") or ())
+            raise MetricError(
+                f"{where}.{unknown[0]}: unknown key; allowed: label, kind, reads, scale"
+            )
+        kind, scale, reads = (
+            entry.get("kind"),
+            entry.get("scale", "raw"),
+            tuple(entry.get("reads") or ()),
+        )
         if kind not in METRIC_KINDS:
-            raise MetricError(f"{where}.kind: {kind!r} is not a metric kind; allowed: {', '.join(METRIC_KINDS)}")
+            raise MetricError(
+                f"{where}.kind: {kind!r} is not a metric kind; allowed: {', '.join(METRIC_KINDS)}"
+            )
         if scale not in SCALES:
-            raise MetricError(f"{where}.scale: {scale!r} is not a scale; allowed: {', '.join(SCALES)}")
+            raise MetricError(
+                f"{where}.scale: {scale!r} is not a scale; allowed: {', '.join(SCALES)}"
+            )
         if not reads or (kind != "statistic" and len(reads) != 1):
-            raise MetricError(f"{where}.reads: a {kind} reads {'one array' if kind != 'statistic' else 'one or more arrays'}")
+            raise MetricError(
+                f"{where}.reads: a {kind} reads {'one array' if kind != 'statistic' else 'one or more arrays'}"
+            )
         function = _STATISTICS.get(name) if kind == "statistic" else None
         if kind == "statistic" and function is None:
-            raise MetricError(f"{where}: kind statistic, but no function is registered with @register_statistic({name!r})")
-        metric = Metric(name, str(entry.get("label", name)), kind, reads, scale, function, str(path))
+            raise MetricError(
+                f"{where}: kind statistic, but no function is registered with @register_statistic({name!r})"
+            )
+        metric = Metric(
+            name, str(entry.get("label", name)), kind, reads, scale, function, str(path)
+        )
         previous = _METRICS.get(name)
-        if previous is not None and (previous.kind, previous.reads, previous.function) != (kind, reads, function):
-            raise MetricError(f"{where}: metric {name!r} is already declared differently in {previous.origin}")
+        if previous is not None and (previous.kind, previous.reads, previous.function) != (
+            kind,
+            reads,
+            function,
+        ):
+            raise MetricError(
+                f"{where}: metric {name!r} is already declared differently in {previous.origin}"
+            )
         _METRICS[name] = metric
         names.append(name)
     return names
@@ -90,7 +117,9 @@ def get_metric(name: str) -> Metric:
     try:
         return _METRICS[name]
     except KeyError:
-        raise MetricError(f"unknown metric {name!r}; known metrics: {', '.join(_METRICS)}") from None
+        raise MetricError(
+            f"unknown metric {name!r}; known metrics: {', '.join(_METRICS)}"
+        ) from None
 
 
 def known_metrics() -> tuple[str, ...]:
@@ -110,8 +139,6 @@ def metric_scale(name: str) -> int:
 
 def available(metric: str, arrays: Arrays) -> bool:
     return all(name in arrays for name in get_metric(metric).reads)
-
-
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -161,7 +188,9 @@ def spearman(a: Arrays, idx: np.ndarray) -> float:
     return float(np.corrcoef(rp, rg)[0, 1])
 
 
-def _mean_stats(metric: str, values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
+def _mean_stats(
+    metric: str, values: np.ndarray, units: Units, rng: np.random.Generator
+) -> dict[str, Any]:
     if values.dtype.kind == "f":
         keep = ~np.isnan(values)
         values, units = values[keep], units.subset(np.flatnonzero(keep))
@@ -172,8 +201,13 @@ def _mean_stats(metric: str, values: np.ndarray, units: Units, rng: np.random.Ge
     return mean_stats(values, units, rng)
 
 
-def metric_stats(metric: str, arrays: Arrays, idx: np.ndarray, rng: np.random.Generator,
-                 units: Units | None = None) -> dict[str, Any]:
+def metric_stats(
+    metric: str,
+    arrays: Arrays,
+    idx: np.ndarray,
+    rng: np.random.Generator,
+    units: Units | None = None,
+) -> dict[str, Any]:
     """The metric over the items at `idx`, with its 95 % interval over the units those items
     belong to (`units` covers all items; None: every item is its own unit)."""
     n = len(idx)
@@ -187,12 +221,21 @@ def metric_stats(metric: str, arrays: Arrays, idx: np.ndarray, rng: np.random.Ge
     if n == 0:
         return {"value": None, "ci95": [None, None], "n": 0}
     value = function(arrays, idx)
-    low, high = statistic_interval(lambda positions: function(arrays, idx[positions]), here, rng, RESAMPLE_SAMPLES)
+    low, high = statistic_interval(
+        lambda positions: function(arrays, idx[positions]), here, rng, RESAMPLE_SAMPLES
+    )
     clean = lambda x: None if np.isnan(x) else float(x)  # noqa: E731
-    stats = {"value": clean(value), "ci95": [clean(low), clean(high)], "n": n, "interval": "bootstrap"}
+    stats = {
+        "value": clean(value),
+        "ci95": [clean(low), clean(high)],
+        "n": n,
+        "interval": "bootstrap",
+    }
     if not here.independent:
         stats["n_units"] = here.n_units
     return stats
 
 
-load_metric_table(Path(__file__).with_name("metrics.yaml"))  # the built-in metrics; suites add theirs at discovery
+load_metric_table(
+    Path(__file__).with_name("metrics.yaml")
+)  # the built-in metrics; suites add theirs at discovery

@@ -4,6 +4,7 @@ The same function serves the queue workers and `personaboard evaluate`. Decision
 to a checkpoint file as batches finish, so a worker killed mid-run resumes where it stopped.
 The checkpoint holds the model's answers only; gold labels stay in the split, read by the scorer.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,20 +20,31 @@ from typing import Any, Callable
 
 from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
 from evaluator.protocols import (
-    CIRCULAR, PROTOCOL_VERSION, Decision, circular_publics, combine_rotations, default_protocol, get_protocol,
-    protocol_problem, setting_problem,
+    CIRCULAR,
+    PROTOCOL_VERSION,
+    Decision,
+    circular_publics,
+    combine_rotations,
+    default_protocol,
+    get_protocol,
+    protocol_problem,
+    setting_problem,
 )
 from evaluator.suite import Item, Split, Task
 
 BATCH_ITEMS = 64  # the default per backend call; a backend may ask for more (Backend.batch_items)
-PROGRESS_EVERY_S = 1.0  # progress inside a chunk of items, at most this often (the UI polls each second)
+PROGRESS_EVERY_S = (
+    1.0  # progress inside a chunk of items, at most this often (the UI polls each second)
+)
 
 
 class ModelTools:
     """What suite hooks may ask of the model while building requests (e.g. PrefEval's explicit
     form needs the model's own reply to the preference; `rag` needs retrieval)."""
 
-    def __init__(self, backend: Backend, protocol: str, embedder_factory: Callable[[], Any] | None = None):
+    def __init__(
+        self, backend: Backend, protocol: str, embedder_factory: Callable[[], Any] | None = None
+    ):
         self.backend = backend
         self.protocol = protocol
         self._embedder_factory = embedder_factory
@@ -87,12 +99,17 @@ class Checkpoint:
         if self.path.exists() and self.path.stat().st_size:
             with open(self.path, "rb") as existing:
                 existing.seek(-1, os.SEEK_END)
-                torn = existing.read(1) != b"\n"  # a write cut short: end it, or the next record joins it
+                torn = (
+                    existing.read(1) != b"\n"
+                )  # a write cut short: end it, or the next record joins it
         with open(self.path, "a", encoding="utf-8") as stream:
             if torn:
                 stream.write("\n")
             for d in decisions:
-                stream.write(json.dumps({"id": d.id, "answer": d.answer, "prompt_tokens": d.prompt_tokens}) + "\n")
+                stream.write(
+                    json.dumps({"id": d.id, "answer": d.answer, "prompt_tokens": d.prompt_tokens})
+                    + "\n"
+                )
             stream.flush()
             os.fsync(stream.fileno())
 
@@ -103,7 +120,9 @@ class CheckpointWriter:
     end are never delivered out of order, so progress never goes backwards. A failure there stops
     the run at the engine's next chunk."""
 
-    def __init__(self, checkpoint: Checkpoint | None, on_progress: Callable[[dict[str, Any]], None] | None):
+    def __init__(
+        self, checkpoint: Checkpoint | None, on_progress: Callable[[dict[str, Any]], None] | None
+    ):
         self.checkpoint, self.on_progress = checkpoint, on_progress
         self.error: BaseException | None = None
         self._queue: queue.Queue = queue.Queue()
@@ -147,7 +166,9 @@ class CheckpointWriter:
 class _Prepared:
     chunk: list[Item]
     requests: list
-    rendered: dict[int, list[int]]  # id(request.messages) -> token ids, rendered on the preparer thread
+    rendered: dict[
+        int, list[int]
+    ]  # id(request.messages) -> token ids, rendered on the preparer thread
     generated: bool  # its build asked the model for text (the next build likely will too)
 
 
@@ -177,7 +198,9 @@ class _FedBackend:
         return self._with_riders(EngineCall("logprobs", prompts, list(choice_ids)), progress)
 
     def generate(self, prompts, max_new_tokens, progress=None):
-        return self._with_riders(EngineCall("generate", prompts, max_new_tokens=max_new_tokens), progress)
+        return self._with_riders(
+            EngineCall("generate", prompts, max_new_tokens=max_new_tokens), progress
+        )
 
 
 def run_calls(backend: Backend, calls: list[EngineCall], progress=None) -> list:
@@ -185,12 +208,23 @@ def run_calls(backend: Backend, calls: list[EngineCall], progress=None) -> list:
     (called on `backend` itself, so a wrapper around a backend sees every call)."""
     if getattr(type(backend), "run_calls", Backend.run_calls) is not Backend.run_calls:
         return backend.run_calls(calls, progress)
-    return [backend.choice_logprobs(c.prompts, c.choice_ids, progress) if c.kind == "logprobs"
-            else backend.generate(c.prompts, c.max_new_tokens, progress) for c in calls]
+    return [
+        backend.choice_logprobs(c.prompts, c.choice_ids, progress)
+        if c.kind == "logprobs"
+        else backend.generate(c.prompts, c.max_new_tokens, progress)
+        for c in calls
+    ]
 
 
-def feed_engine(backend: Backend, tools: ModelTools, chunks: list[list[Item]], build, decide, finished,
-                writer: CheckpointWriter) -> None:
+def feed_engine(
+    backend: Backend,
+    tools: ModelTools,
+    chunks: list[list[Item]],
+    build,
+    decide,
+    finished,
+    writer: CheckpointWriter,
+) -> None:
     """Run the chunks so that the engine never waits on Python.
 
     A preparer thread builds and tokenizes the next chunk while the engine runs this one; the
@@ -204,7 +238,9 @@ def feed_engine(backend: Backend, tools: ModelTools, chunks: list[list[Item]], b
 
     def route_generation(prompts: list[list[int]], max_new_tokens: int) -> list[str]:
         future: Future = Future()
-        inbox.put(("generate", EngineCall("generate", prompts, max_new_tokens=max_new_tokens), future))
+        inbox.put(
+            ("generate", EngineCall("generate", prompts, max_new_tokens=max_new_tokens), future)
+        )
         return future.result()
 
     def prepare() -> None:
@@ -215,8 +251,15 @@ def feed_engine(backend: Backend, tools: ModelTools, chunks: list[list[Item]], b
                     return
                 asked = tools.generation_requests
                 requests = build(chunk)
-                rendered = {id(r.messages): backend.render(r.messages) for r in requests if not r.responses}
-                inbox.put(("chunk", _Prepared(chunk, requests, rendered, tools.generation_requests != asked)))
+                rendered = {
+                    id(r.messages): backend.render(r.messages) for r in requests if not r.responses
+                }
+                inbox.put(
+                    (
+                        "chunk",
+                        _Prepared(chunk, requests, rendered, tools.generation_requests != asked),
+                    )
+                )
             inbox.put(("done",))
         except BaseException as exc:  # noqa: BLE001 - re-raised on the engine thread
             inbox.put(("error", exc))
@@ -243,7 +286,10 @@ def feed_engine(backend: Backend, tools: ModelTools, chunks: list[list[Item]], b
         while not done or ready or riders:
             # Wait when nothing can run, and when the chunk at hand came from a build that generated:
             # the build now under way will ask for its generation, which then rides with this chunk.
-            while not done and ((not ready and not riders) or (len(ready) == 1 and ready[0].generated and not riders)):
+            while not done and (
+                (not ready and not riders)
+                or (len(ready) == 1 and ready[0].generated and not riders)
+            ):
                 take(inbox.get())
             while True:
                 try:
@@ -253,7 +299,11 @@ def feed_engine(backend: Backend, tools: ModelTools, chunks: list[list[Item]], b
             writer.raise_if_failed()
             if ready:
                 prepared = ready.pop(0)
-                decisions = decide(_FedBackend(backend, prepared.rendered, riders), prepared.requests, prepared.chunk)
+                decisions = decide(
+                    _FedBackend(backend, prepared.rendered, riders),
+                    prepared.requests,
+                    prepared.chunk,
+                )
                 slots.release()
                 writer.put(decisions, finished(prepared.chunk, decisions))
             elif riders:
@@ -296,8 +346,12 @@ class ProgressMeter:
         fresh = done - self.resumed
         rate = fresh / elapsed if fresh else 0.0
         return {
-            "done": done, "total": self.total, "in_flight": in_flight, "tokens_per_s": self.tokens / elapsed,
-            "items_per_s": rate, "eta_s": (self.total - done) / rate if rate else None,
+            "done": done,
+            "total": self.total,
+            "in_flight": in_flight,
+            "tokens_per_s": self.tokens / elapsed,
+            "items_per_s": rate,
+            "eta_s": (self.total - done) / rate if rate else None,
         }
 
 
@@ -337,8 +391,17 @@ def select_items(split: Split, limit: int | None, seed: int = 0) -> Split:
         for pool in queues:
             if pool and len(chosen) < limit:
                 pick = len(pool) - 1
-                if missing:  # the last (random) item that brings an uncovered tier, else the last one
-                    pick = next((i for i in range(len(pool) - 1, -1, -1) if not missing.isdisjoint(pool[i].tiers.items())), pick)
+                if (
+                    missing
+                ):  # the last (random) item that brings an uncovered tier, else the last one
+                    pick = next(
+                        (
+                            i
+                            for i in range(len(pool) - 1, -1, -1)
+                            if not missing.isdisjoint(pool[i].tiers.items())
+                        ),
+                        pick,
+                    )
                 item = pool.pop(pick)
                 missing.difference_update(item.tiers.items())
                 chosen.append(item)
@@ -393,8 +456,12 @@ def run_model(
     batch_items: int | None = None,
 ) -> ModelRun:
     logprobs = getattr(backend, "supports_logprobs", True)  # an endpoint may return none
-    protocol = protocol or default_protocol(task, backend.spec.model_type, logprobs)  # the same rule as at intake
-    problem = protocol_problem(task, protocol, backend.spec.model_type, logprobs) or setting_problem(task, setting, protocol)
+    protocol = protocol or default_protocol(
+        task, backend.spec.model_type, logprobs
+    )  # the same rule as at intake
+    problem = protocol_problem(
+        task, protocol, backend.spec.model_type, logprobs
+    ) or setting_problem(task, setting, protocol)
     if problem:
         raise BackendError(problem)
     run_protocol = get_protocol(protocol).run
@@ -422,20 +489,28 @@ def run_model(
         in_chunk["prompts"] += prompts
         if on_progress and time.monotonic() - in_chunk["reported"] >= PROGRESS_EVERY_S:
             running = int(in_chunk["prompts"] * in_chunk["items_per_prompt"])
-            writer.report(meter.report(in_flight=max(0, min(running, size - 1, meter.total - meter.done - 1))))
+            writer.report(
+                meter.report(in_flight=max(0, min(running, size - 1, meter.total - meter.done - 1)))
+            )
             in_chunk["reported"] = time.monotonic()
 
     def decide(engine: Backend, requests: list, chunk: list[Item]) -> list[Decision]:
         in_chunk["items_per_prompt"] = len(chunk) / max(len(requests), 1)
         return run_protocol(engine, requests, task, count)
 
-    circular = protocol == CIRCULAR  # every rotation of the options is asked, then combined per item
+    circular = (
+        protocol == CIRCULAR
+    )  # every rotation of the options is asked, then combined per item
 
     def build(chunk: list[Item]) -> list:
         publics = [i.public for i in chunk]
-        return task.hooks.build_requests(task, circular_publics(publics) if circular else publics, setting, tools)
+        return task.hooks.build_requests(
+            task, circular_publics(publics) if circular else publics, setting, tools
+        )
 
-    refused: set[str] = set()  # items whose prompts the backend could not run (over its window): n/a
+    refused: set[str] = (
+        set()
+    )  # items whose prompts the backend could not run (over its window): n/a
 
     def finished(chunk: list[Item], decisions: list[Decision]) -> dict | None:
         over = {d.id.partition("::")[0] for d in decisions if d.not_applicable}
@@ -456,12 +531,20 @@ def run_model(
     writer = CheckpointWriter(checkpoint, on_progress)  # count() reports through it too
     feed_engine(backend, tools, chunks, build, decide, finished, writer)
     if refused:
-        split = Split(f"{split.name}[within the window]", [i for i in split.items if i.id not in refused])
+        split = Split(
+            f"{split.name}[within the window]", [i for i in split.items if i.id not in refused]
+        )
         if not split.items:
-            raise BackendError(f"{backend.spec.name} refused every prompt as longer than its context window: nothing to score")
-        not_applicable = {**not_applicable, "over_the_context_window": (
-            f"n/a: {len(refused)} items whose prompts {backend.spec.name} refused as longer than its context window "
-            "(never truncated)")}
+            raise BackendError(
+                f"{backend.spec.name} refused every prompt as longer than its context window: nothing to score"
+            )
+        not_applicable = {
+            **not_applicable,
+            "over_the_context_window": (
+                f"n/a: {len(refused)} items whose prompts {backend.spec.name} refused as longer than its context window "
+                "(never truncated)"
+            ),
+        }
     stats = {
         "protocol": protocol,
         "protocol_version": PROTOCOL_VERSION,
@@ -477,4 +560,9 @@ def run_model(
         stats["not_applicable"] = not_applicable
     if split is not full and (missing := uncovered_tiers(full, split)):
         stats["tiers_not_covered"] = missing  # a limit too small for every tier: said, not hidden
-    return ModelRun(split=split, answers=answers, stats=stats, partial=len(split.items) < len(task.load_split().items))
+    return ModelRun(
+        split=split,
+        answers=answers,
+        stats=stats,
+        partial=len(split.items) < len(task.load_split().items),
+    )

@@ -4,6 +4,7 @@ Resolution pins everything a result depends on (the commit sha, or a content has
 folder) and refuses what the service will not run (remote code, a generative model without a
 chat template), so a bad submission fails at the door, not an hour into a GPU job.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -18,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from evaluator import hub
-from evaluator.hub import HubUnreachable  # noqa: F401 - callers catch it with ModelError
-
 from evaluator.endpoints import EndpointRegistry
+from evaluator.hub import HubUnreachable  # noqa: F401 - callers catch it with ModelError
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,9 @@ class ResolvedModel:
     source: str  # "hub" | "local" | "endpoint"
     revision: str  # commit sha, or "sha256:<content hash>" for a local folder
     model_type: str  # "generative" | "reward"
-    path: str | None = None  # local folder (local models only; Hub models are downloaded by the worker)
+    path: str | None = (
+        None  # local folder (local models only; Hub models are downloaded by the worker)
+    )
     gguf_file: str | None = None
     license: str | None = None
     parameters: int | None = None
@@ -53,6 +55,7 @@ class ResolvedModel:
 
 
 # -- model facts from files ---------------------------------------------------------------------
+
 
 def model_type_from_config(config: dict[str, Any]) -> str:
     architectures = config.get("architectures") or []
@@ -91,7 +94,9 @@ def local_chat_template(folder: Path) -> bool:
     if (folder / "chat_template.jinja").exists():
         return True
     config = folder / "tokenizer_config.json"
-    return config.exists() and bool(json.loads(config.read_text(encoding="utf-8")).get("chat_template"))
+    return config.exists() and bool(
+        json.loads(config.read_text(encoding="utf-8")).get("chat_template")
+    )
 
 
 def folder_hash(folder: Path) -> str:
@@ -105,6 +110,7 @@ def folder_hash(folder: Path) -> str:
 
 
 # -- the operator's registry --------------------------------------------------------------------
+
 
 class ModelRegistry:
     """Local models the operator registered (`personaboard models add NAME PATH`), kept in the data folder."""
@@ -129,13 +135,19 @@ class ModelRegistry:
         ggufs = sorted(folder.glob("*.gguf"))
         if not (folder / "config.json").exists() and ggufs:
             if converted_dir is None:
-                raise ModelError(f"{folder} holds a GGUF checkpoint; give a folder to convert it into")
+                raise ModelError(
+                    f"{folder} holds a GGUF checkpoint; give a folder to convert it into"
+                )
             folder = convert_gguf(folder, ggufs[0].name, Path(converted_dir))
         if not (folder / "config.json").exists():
-            raise ModelError(f"{folder} has no config.json (nor a .gguf file): not a transformers model folder")
+            raise ModelError(
+                f"{folder} has no config.json (nor a .gguf file): not a transformers model folder"
+            )
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         if config.get("auto_map"):
-            raise ModelError(f"{folder} needs remote code (auto_map in config.json), which the service does not run")
+            raise ModelError(
+                f"{folder} needs remote code (auto_map in config.json), which the service does not run"
+            )
         entry = {
             "path": str(folder),
             "model_type": model_type_from_config(config),
@@ -177,27 +189,46 @@ def convert_gguf(folder: Path, gguf_file: str, target: Path) -> Path:
 
 # -- resolution -------------------------------------------------------------------------------
 
-def resolve_model(name: str, revision: str | None, model_type: str, registry: ModelRegistry) -> ResolvedModel:
+
+def resolve_model(
+    name: str, revision: str | None, model_type: str, registry: ModelRegistry
+) -> ResolvedModel:
     name = (name or "").strip()
     if not name:
-        raise ModelError("model is required: a Hugging Face Hub id or a registered local model name")
+        raise ModelError(
+            "model is required: a Hugging Face Hub id or a registered local model name"
+        )
     entry = registry.get(name)
     if entry is not None:
         if revision and revision not in (entry["revision"], "main"):
-            raise ModelError(f"local model {name!r} is at revision {entry['revision']}, not {revision!r}")
+            raise ModelError(
+                f"local model {name!r} is at revision {entry['revision']}, not {revision!r}"
+            )
         resolved = ResolvedModel(
-            name=name, source="local", revision=entry["revision"], path=entry["path"],
-            model_type=_check_type(model_type, entry["model_type"], name), license=entry.get("license"),
-            parameters=entry.get("parameters"), has_chat_template=entry.get("has_chat_template"),
+            name=name,
+            source="local",
+            revision=entry["revision"],
+            path=entry["path"],
+            model_type=_check_type(model_type, entry["model_type"], name),
+            license=entry.get("license"),
+            parameters=entry.get("parameters"),
+            has_chat_template=entry.get("has_chat_template"),
         )
     elif (endpoint := EndpointRegistry(registry.path.parent).get(name)) is not None:
         # an operator-registered OpenAI-compatible endpoint: no files, no pinned weights; the served
         # model id is its revision (the ids the endpoint reports are recorded with the run)
         if model_type not in ("auto", "generative"):
-            raise ModelError(f"{name} is an OpenAI-compatible chat endpoint: a generative model, not {model_type}")
-        resolved = ResolvedModel(name=name, source="endpoint", revision=f"endpoint:{endpoint.model}",
-                                 model_type="generative", has_chat_template=True,
-                                 extra={"served_model": endpoint.model, "logprobs": endpoint.logprobs})
+            raise ModelError(
+                f"{name} is an OpenAI-compatible chat endpoint: a generative model, not {model_type}"
+            )
+        resolved = ResolvedModel(
+            name=name,
+            source="endpoint",
+            revision=f"endpoint:{endpoint.model}",
+            model_type="generative",
+            has_chat_template=True,
+            extra={"served_model": endpoint.model, "logprobs": endpoint.logprobs},
+        )
     else:
         resolved = resolve_hub_model(name, revision, model_type)
     if resolved.model_type == "generative" and resolved.has_chat_template is False:
@@ -209,22 +240,31 @@ def resolve_hub_model(repo_id: str, revision: str | None, model_type: str) -> Re
     try:
         info = hub.model_info(repo_id, revision)
     except hub.HubRefused as refused:
-        raise ModelError({
-            "invalid": f"{repo_id!r} is neither a registered local model nor a valid Hub id ({refused.detail})",
-            "revision": f"{repo_id} has no revision {revision!r} on the Hub",
-            "gated": f"{repo_id} is gated on the Hub; the service evaluates only openly downloadable models",
-            "not_found": f"no model {repo_id!r} on the Hub, and no local model registered under that name",
-        }.get(refused.reason, f"the Hub refused {repo_id}: {refused.detail}")) from None
+        raise ModelError(
+            {
+                "invalid": f"{repo_id!r} is neither a registered local model nor a valid Hub id ({refused.detail})",
+                "revision": f"{repo_id} has no revision {revision!r} on the Hub",
+                "gated": f"{repo_id} is gated on the Hub; the service evaluates only openly downloadable models",
+                "not_found": f"no model {repo_id!r} on the Hub, and no local model registered under that name",
+            }.get(refused.reason, f"the Hub refused {repo_id}: {refused.detail}")
+        ) from None
     config = info.config or {}
     if config.get("auto_map"):
         raise ModelError(f"{repo_id} needs remote code (auto_map), which the service does not run")
     siblings = {s.rfilename for s in (info.siblings or [])}
-    has_template = "chat_template.jinja" in siblings or bool((config.get("tokenizer_config") or {}).get("chat_template"))
+    has_template = "chat_template.jinja" in siblings or bool(
+        (config.get("tokenizer_config") or {}).get("chat_template")
+    )
     card = info.card_data.to_dict() if getattr(info, "card_data", None) else {}
     parameters = getattr(getattr(info, "safetensors", None), "total", None)
     return ResolvedModel(
-        name=repo_id, source="hub", revision=info.sha, model_type=_check_type(model_type, model_type_from_config(config), repo_id),
-        license=card.get("license"), parameters=parameters, has_chat_template=has_template,
+        name=repo_id,
+        source="hub",
+        revision=info.sha,
+        model_type=_check_type(model_type, model_type_from_config(config), repo_id),
+        license=card.get("license"),
+        parameters=parameters,
+        has_chat_template=has_template,
     )
 
 

@@ -10,6 +10,7 @@ RecursionError on deep nesting and ValueError on integers over 4,300 digits), re
 first line past the split's item count (plus `EXTRA_LINES`), and string fields are bounded. Every
 such refusal names the limit, the line and, where there is one, the field.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,13 +64,23 @@ def default_parser(task: Task):
             if field not in record:
                 raise PredictionProblem(field, "missing")
             value = record[field]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-                raise PredictionProblem(field, f"{_shorten(value)} is not a number from {low} to {high}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not low <= value <= high
+            ):
+                raise PredictionProblem(
+                    field, f"{_shorten(value)} is not a number from {low} to {high}"
+                )
             return float(value)
 
         return parse_rating
     labels = frozenset(task.answer_labels)
-    label_text = "-".join((task.answer_labels[0], task.answer_labels[-1])) if len(labels) > 2 else "/".join(task.answer_labels)
+    label_text = (
+        "-".join((task.answer_labels[0], task.answer_labels[-1]))
+        if len(labels) > 2
+        else "/".join(task.answer_labels)
+    )
 
     def parse_label(record: dict):
         if field not in record:
@@ -85,7 +96,9 @@ def default_parser(task: Task):
 class PredictionsError(ValueError):
     """The file was rejected; `problems` lists the first problems found, in file order."""
 
-    def __init__(self, problems: list[Problem], total: int | None = None, filename: str = "predictions file"):
+    def __init__(
+        self, problems: list[Problem], total: int | None = None, filename: str = "predictions file"
+    ):
         self.problems = problems
         self.total = total if total is not None else len(problems)
         self.filename = filename
@@ -96,7 +109,9 @@ class PredictionsError(ValueError):
     def as_dict(self) -> dict:
         return {
             "message": str(self),
-            "problems": [{"line": p.line, "field": p.field, "message": p.message} for p in self.problems],
+            "problems": [
+                {"line": p.line, "field": p.field, "message": p.message} for p in self.problems
+            ],
             "problem_count": self.total,
         }
 
@@ -121,8 +136,12 @@ def _canonical_matchers(answer_field: str):
         return ()
     key = lambda name: '"' + re.escape(name) + '"'  # noqa: E731
     pair = lambda name: key(name) + _WS + ":" + _WS + _STRING  # noqa: E731
-    id_first = re.compile(_WS + r"\{" + _WS + pair("id") + _WS + "," + _WS + pair(answer_field) + _WS + r"\}" + _WS)
-    answer_first = re.compile(_WS + r"\{" + _WS + pair(answer_field) + _WS + "," + _WS + pair("id") + _WS + r"\}" + _WS)
+    id_first = re.compile(
+        _WS + r"\{" + _WS + pair("id") + _WS + "," + _WS + pair(answer_field) + _WS + r"\}" + _WS
+    )
+    answer_first = re.compile(
+        _WS + r"\{" + _WS + pair(answer_field) + _WS + "," + _WS + pair("id") + _WS + r"\}" + _WS
+    )
     return ((id_first.fullmatch, 1, 2), (answer_first.fullmatch, 2, 1))
 
 
@@ -160,7 +179,9 @@ def field_problem(record: dict) -> tuple[str, str] | None:
         return "id", f"longer than {MAX_ID_CHARS} characters (limit: field length)"
     for name, value in record.items():
         if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
-            return _shorten(name, 60).strip("'"), f"longer than {MAX_FIELD_CHARS} characters (limit: field length)"
+            return _shorten(name, 60).strip(
+                "'"
+            ), f"longer than {MAX_FIELD_CHARS} characters (limit: field length)"
     return None
 
 
@@ -171,12 +192,16 @@ def read_predictions(
     problems: list[Problem] = []
     total = 0
 
-    def report(line: int | None, field: str | None, message: str, always_shown: bool = False) -> None:
+    def report(
+        line: int | None, field: str | None, message: str, always_shown: bool = False
+    ) -> None:
         nonlocal total
         total += 1
         if len(problems) < MAX_REPORTED_PROBLEMS:
             problems.append(Problem(line, field, message))
-        elif always_shown:  # why reading stopped must be in the answer, even after many other problems
+        elif (
+            always_shown
+        ):  # why reading stopped must be in the answer, even after many other problems
             problems[-1] = Problem(line, field, message)
 
     known = split.by_id
@@ -184,15 +209,22 @@ def read_predictions(
     custom = task.hooks.parse_prediction
     parse = custom or default_parser(task)
     # The regex fast path yields string answers only: it serves the default label check alone.
-    matchers = _canonical_matchers(answer_field) if custom is None and task.answer_kind == "label" else ()
+    matchers = (
+        _canonical_matchers(answer_field) if custom is None and task.answer_kind == "label" else ()
+    )
     answers: dict[str, object] = {}
     first_seen: dict[str, int] = {}
     line_no = 0
     max_lines = len(split.items) + EXTRA_LINES
     for line_no, raw in enumerate(lines, start=1):
         if line_no > max_lines:
-            report(line_no, None, f"more than {max_lines} lines: the split has {len(split.items)} items, one line "
-                                  f"each (limit: line count); the rest of the file was not read", always_shown=True)
+            report(
+                line_no,
+                None,
+                f"more than {max_lines} lines: the split has {len(split.items)} items, one line "
+                f"each (limit: line count); the rest of the file was not read",
+                always_shown=True,
+            )
             break
         if isinstance(raw, OverlongLine):
             report(line_no, None, f"longer than {MAX_LINE_BYTES} bytes (limit: line length)")
@@ -219,11 +251,18 @@ def read_predictions(
             except json.JSONDecodeError as exc:
                 report(line_no, None, f"not valid JSON ({exc.msg} at column {exc.colno})")
                 continue
-            except (ValueError, RecursionError) as exc:  # a limit the pre-check missed: still a 4xx, never a 500
+            except (
+                ValueError,
+                RecursionError,
+            ) as exc:  # a limit the pre-check missed: still a 4xx, never a 500
                 report(line_no, None, f"not accepted by the JSON parser ({type(exc).__name__})")
                 continue
         if not isinstance(record, dict):
-            report(line_no, None, "expected a JSON object like {\"id\": ..., \"" + answer_field + "\": ...}")
+            report(
+                line_no,
+                None,
+                'expected a JSON object like {"id": ..., "' + answer_field + '": ...}',
+            )
             continue
         too_long = field_problem(record)
         if too_long:
@@ -234,7 +273,11 @@ def read_predictions(
             report(line_no, "id", "missing")
             continue
         if not isinstance(item_id, str) or item_id not in known:
-            report(line_no, "id", f"unknown id {_shorten(item_id)} (not in split {split.name} of {task.key})")
+            report(
+                line_no,
+                "id",
+                f"unknown id {_shorten(item_id)} (not in split {split.name} of {task.key})",
+            )
             continue
         if item_id in first_seen:
             report(line_no, "id", f"duplicate id {item_id!r} (first on line {first_seen[item_id]})")
@@ -247,10 +290,18 @@ def read_predictions(
     if line_no == 0:
         report(None, None, "the file is empty")
     # first_seen holds only known ids, so as many of them as items means none is missing
-    missing = [] if len(first_seen) == len(split.items) else [item.id for item in split.items if item.id not in first_seen]
+    missing = (
+        []
+        if len(first_seen) == len(split.items)
+        else [item.id for item in split.items if item.id not in first_seen]
+    )
     if missing:
         listed = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-        report(None, "id", f"{len(missing)} of {len(split.items)} item ids have no prediction ({listed})")
+        report(
+            None,
+            "id",
+            f"{len(missing)} of {len(split.items)} item ids have no prediction ({listed})",
+        )
     if total:
         raise PredictionsError(problems, total, filename)
     return answers
@@ -260,7 +311,9 @@ class OverlongLine(bytes):
     """What iter_lines yields in place of a line longer than its limit (the line's first bytes)."""
 
 
-def iter_lines(stream: BinaryIO, chunk_size: int = 1 << 20, max_line_bytes: int = MAX_LINE_BYTES) -> Iterable[bytes]:
+def iter_lines(
+    stream: BinaryIO, chunk_size: int = 1 << 20, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterable[bytes]:
     """Lines of a binary stream, split on b'\\n' only (a stray \\r stays inside the JSON, where it is whitespace).
 
     Memory is bounded by chunk_size + max_line_bytes: a longer line is yielded once as an
@@ -275,7 +328,11 @@ def iter_lines(stream: BinaryIO, chunk_size: int = 1 << 20, max_line_bytes: int 
                 skipping = False
             elif pending:
                 pending += part
-                yield OverlongLine(pending[:max_line_bytes]) if len(pending) > max_line_bytes else bytes(pending)
+                yield (
+                    OverlongLine(pending[:max_line_bytes])
+                    if len(pending) > max_line_bytes
+                    else bytes(pending)
+                )
             else:
                 yield OverlongLine(part[:max_line_bytes]) if len(part) > max_line_bytes else part
             pending.clear()

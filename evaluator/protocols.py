@@ -6,6 +6,7 @@ speed, never in what a protocol computes. Protocols are registered by name (@reg
 here or in a suite's own protocols.py); manifests are checked against the registry at discovery,
 and `default_protocol` is the one rule for which protocol a model gets when none is asked for.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,7 +38,9 @@ class ChoiceRequest:
 class Decision:
     id: str
     answer: str | None  # None: no parsable answer (counts as wrong)
-    scores: dict[str, float] = field(default_factory=dict)  # label -> renormalised log-prob or reward
+    scores: dict[str, float] = field(
+        default_factory=dict
+    )  # label -> renormalised log-prob or reward
     raw: str | None = None  # generated text, for generate-and-parse
     prompt_tokens: int = 0
     # the backend could not run the prompt (an endpoint refused it as over its window): the item is
@@ -45,7 +48,9 @@ class Decision:
     not_applicable: bool = False
 
 
-def choose_by_logprobs(backend: Backend, requests: list[ChoiceRequest], progress: Progress | None = None) -> list[Decision]:
+def choose_by_logprobs(
+    backend: Backend, requests: list[ChoiceRequest], progress: Progress | None = None
+) -> list[Decision]:
     """One forward pass per prompt: the label whose token is most likely next wins.
 
     Log-probs are renormalised over the labels, so `scores` is the model's distribution over the
@@ -59,7 +64,9 @@ def choose_by_logprobs(backend: Backend, requests: list[ChoiceRequest], progress
     label_ids = [backend.token_id(label) for label in labels]
     prompts = [backend.render(r.messages) for r in requests]
     logprobs = backend.choice_logprobs(prompts, label_ids, progress)
-    with np.errstate(invalid="ignore"):  # a row of -inf (no readable label) becomes NaN: no answer, below
+    with np.errstate(
+        invalid="ignore"
+    ):  # a row of -inf (no readable label) becomes NaN: no answer, below
         normalised = logprobs - np.logaddexp.reduce(logprobs, axis=1, keepdims=True)
     decisions = []
     # a backend that can refuse a prompt (an endpoint, over its window) marks it with a row of NaN: n/a.
@@ -67,14 +74,23 @@ def choose_by_logprobs(backend: Backend, requests: list[ChoiceRequest], progress
     marks_refusals = getattr(backend, "marks_refused_prompts", False)
     for request, prompt, row, raw in zip(requests, prompts, normalised, logprobs):
         if marks_refusals and np.isnan(raw).all():
-            decisions.append(Decision(request.id, None, {}, prompt_tokens=len(prompt), not_applicable=True))
+            decisions.append(
+                Decision(request.id, None, {}, prompt_tokens=len(prompt), not_applicable=True)
+            )
             continue
         if not np.isfinite(row).any():
             # no label among what the model's output showed (an endpoint's top log-probs): no answer
             decisions.append(Decision(request.id, None, {}, prompt_tokens=len(prompt)))
             continue
         best = int(np.argmax(row))
-        decisions.append(Decision(request.id, labels[best], dict(zip(labels, map(float, row))), prompt_tokens=len(prompt)))
+        decisions.append(
+            Decision(
+                request.id,
+                labels[best],
+                dict(zip(labels, map(float, row))),
+                prompt_tokens=len(prompt),
+            )
+        )
     return decisions
 
 
@@ -84,8 +100,11 @@ def rotate_options(public: dict, shift: int) -> dict:
     letters = list(public["options"])
     texts = [public["options"][letter] for letter in letters]
     k = len(letters)
-    return {**public, "id": f"{public['id']}::r{shift}",
-            "options": {letters[j]: texts[(j + shift) % k] for j in range(k)}}
+    return {
+        **public,
+        "id": f"{public['id']}::r{shift}",
+        "options": {letters[j]: texts[(j + shift) % k] for j in range(k)},
+    }
 
 
 CIRCULAR = "circular_logprobs"
@@ -105,33 +124,51 @@ def combine_rotations(publics: list[dict], decisions: list[Decision]) -> list[De
     for decision in decisions:
         item, _, variant = decision.id.partition("::r")
         letters = letters_of[item]
-        original = None if decision.answer is None else letters[(letters.index(decision.answer) + int(variant)) % len(letters)]
+        original = (
+            None
+            if decision.answer is None
+            else letters[(letters.index(decision.answer) + int(variant)) % len(letters)]
+        )
         picked.setdefault(item, []).append(original)
     out = []
     for pub in publics:
         choices = picked[pub["id"]]
-        agreed = choices[0] if choices[0] is not None and all(c == choices[0] for c in choices) else None
+        agreed = (
+            choices[0] if choices[0] is not None and all(c == choices[0] for c in choices) else None
+        )
         out.append(Decision(pub["id"], agreed, raw=",".join(c or "-" for c in choices)))
     return out
 
 
 def choose_by_generation(
-    backend: Backend, requests: list[ChoiceRequest], max_new_tokens: int, parse: Callable[[str], str | None],
+    backend: Backend,
+    requests: list[ChoiceRequest],
+    max_new_tokens: int,
+    parse: Callable[[str], str | None],
     progress: Progress | None = None,
 ) -> list[Decision]:
     """Greedy generation, then the suite's parser; an unparsable answer is None (wrong)."""
     prompts = [backend.render(r.messages) for r in requests]
     texts = backend.generate(prompts, max_new_tokens, progress)
-    return [Decision(r.id, None, prompt_tokens=len(p), not_applicable=True) if text is None  # n/a (over the window)
-            else Decision(r.id, parse(text), raw=text, prompt_tokens=len(p)) for r, text, p in zip(requests, texts, prompts)]
+    return [
+        Decision(r.id, None, prompt_tokens=len(p), not_applicable=True)
+        if text is None  # n/a (over the window)
+        else Decision(r.id, parse(text), raw=text, prompt_tokens=len(p))
+        for r, text, p in zip(requests, texts, prompts)
+    ]
 
 
-def choose_by_reward(backend: Backend, requests: list[ChoiceRequest], progress: Progress | None = None) -> list[Decision]:
+def choose_by_reward(
+    backend: Backend, requests: list[ChoiceRequest], progress: Progress | None = None
+) -> list[Decision]:
     """A reward model scores each candidate response after the user turn; the strict best wins (a tie is no answer)."""
     flat, owners = [], []
     for index, request in enumerate(requests):
         for label in request.labels:
-            conversation = [*request.messages, {"role": "assistant", "content": request.responses[label]}]
+            conversation = [
+                *request.messages,
+                {"role": "assistant", "content": request.responses[label]},
+            ]
             flat.append(backend.render(conversation, add_generation_prompt=False))
             owners.append((index, label))
     scores = backend.reward_scores(flat, progress)
@@ -146,17 +183,23 @@ def choose_by_reward(backend: Backend, requests: list[ChoiceRequest], progress: 
     return decisions
 
 
-def pairwise_both_orders(backend: Backend, first: list[ChoiceRequest], swapped: list[ChoiceRequest],
-                         progress: Progress | None = None) -> list[tuple[Decision, Decision]]:
+def pairwise_both_orders(
+    backend: Backend,
+    first: list[ChoiceRequest],
+    swapped: list[ChoiceRequest],
+    progress: Progress | None = None,
+) -> list[tuple[Decision, Decision]]:
     """Pairwise judging in both orders (position bias cancels): each pair is (A/B order, B/A order)."""
     decided = choose_by_logprobs(backend, first + swapped, progress)
-    return list(zip(decided[: len(first)], decided[len(first):]))
+    return list(zip(decided[: len(first)], decided[len(first) :]))
 
 
 def expected_rating(decision: Decision) -> float:
     """Mean of a 1-5 (or any numeric-label) rating under the model's distribution over the labels."""
     if not decision.scores:
-        return float("nan")  # no label was readable (an endpoint's top log-probs held none): not scored
+        return float(
+            "nan"
+        )  # no label was readable (an endpoint's top log-probs held none): not scored
     weights = np.exp(np.array(list(decision.scores.values())))
     values = np.array([float(label) for label in decision.scores])
     return float((weights * values).sum() / weights.sum())
@@ -165,7 +208,9 @@ def expected_rating(decision: Decision) -> float:
 CHOICE_TAG = re.compile(r"<choice>\s*([A-Z])", re.IGNORECASE)
 
 
-def parse_choice_tag(text: str, labels: tuple[str, ...] = ("A", "B", "C", "D"), prefilled: bool = False) -> str | None:
+def parse_choice_tag(
+    text: str, labels: tuple[str, ...] = ("A", "B", "C", "D"), prefilled: bool = False
+) -> str | None:
     """PrefEval's answer format: `<choice>X</choice>`; with a prefilled `<choice>` the text starts at X."""
     match = CHOICE_TAG.search(("<choice>" if prefilled else "") + text)
     if match and match.group(1).upper() in labels:
@@ -184,24 +229,36 @@ class ProtocolSpec:
     model_type: str  # the kind of model it runs: generative | reward
     run: ProtocolRun  # (backend, requests, task, progress) -> decisions, one per request, in order
     description: str = ""
-    reads_logprobs: bool = False  # needs the model's log-probabilities (an endpoint may not return them)
+    reads_logprobs: bool = (
+        False  # needs the model's log-probabilities (an endpoint may not return them)
+    )
 
 
 _PROTOCOLS: dict[str, ProtocolSpec] = {}
 
 
-def register_protocol(name: str, *, model_type: str = "generative", description: str = "",
-                      reads_logprobs: bool = False) -> Callable[[ProtocolRun], ProtocolRun]:
+def register_protocol(
+    name: str,
+    *,
+    model_type: str = "generative",
+    description: str = "",
+    reads_logprobs: bool = False,
+) -> Callable[[ProtocolRun], ProtocolRun]:
     """Decorator: `run(backend, requests, task, progress) -> list[Decision]` is protocol `name`."""
     if model_type not in ("generative", "reward"):
-        raise ValueError(f"protocol {name!r}: model_type must be generative or reward, not {model_type!r}")
+        raise ValueError(
+            f"protocol {name!r}: model_type must be generative or reward, not {model_type!r}"
+        )
 
     def register(run: ProtocolRun) -> ProtocolRun:
         previous = _PROTOCOLS.get(name)
         if previous is not None and previous.run is not run:
-            raise ValueError(f"protocol {name!r} is registered twice ({previous.run.__module__} and {run.__module__})")
+            raise ValueError(
+                f"protocol {name!r} is registered twice ({previous.run.__module__} and {run.__module__})"
+            )
         _PROTOCOLS[name] = ProtocolSpec(name, model_type, run, description, reads_logprobs)
         return run
+
     return register
 
 
@@ -209,7 +266,9 @@ def get_protocol(name: str) -> ProtocolSpec:
     try:
         return _PROTOCOLS[name]
     except KeyError:
-        raise BackendError(f"unknown protocol {name!r}; known protocols: {', '.join(_PROTOCOLS)}") from None
+        raise BackendError(
+            f"unknown protocol {name!r}; known protocols: {', '.join(_PROTOCOLS)}"
+        ) from None
 
 
 def known_protocols() -> tuple[str, ...]:
@@ -221,8 +280,13 @@ def default_protocol(task: "Task", model_type: str, logprobs: bool = True) -> st
     task's default when it fits the model, else the first of the task's protocols that does. Fits:
     made for the model's type (a reward model: `reward`), and, for a model whose log-probabilities
     cannot be read (an endpoint that returns none), not reading them (generate and parse)."""
-    fitting = [name for name in task.model_protocols if name in _PROTOCOLS and _PROTOCOLS[name].model_type == model_type
-               and (logprobs or not _PROTOCOLS[name].reads_logprobs)]
+    fitting = [
+        name
+        for name in task.model_protocols
+        if name in _PROTOCOLS
+        and _PROTOCOLS[name].model_type == model_type
+        and (logprobs or not _PROTOCOLS[name].reads_logprobs)
+    ]
     preferred = task.model.get("default_protocol")
     if preferred in fitting:
         return preferred
@@ -243,19 +307,27 @@ def setting_problem(task: "Task", setting: str | None, protocol: str | None) -> 
     spec = _PROTOCOLS.get(protocol)
     budget = int(task.model.get("max_new_tokens", 16))
     if spec is None or spec.reads_logprobs or spec.model_type != "generative":
-        return (f"setting {setting!r} asks the model to reason before answering, which protocol {protocol!r} does not "
-                f"let it do (it reads the answer without generating)")
+        return (
+            f"setting {setting!r} asks the model to reason before answering, which protocol {protocol!r} does not "
+            f"let it do (it reads the answer without generating)"
+        )
     if budget < REASONING_MIN_NEW_TOKENS:
-        return (f"setting {setting!r} asks the model to reason before answering, but {task.key} lets a generating "
-                f"protocol write only {budget} tokens (max_new_tokens): too few to reason, so it is not run as {setting!r}")
+        return (
+            f"setting {setting!r} asks the model to reason before answering, but {task.key} lets a generating "
+            f"protocol write only {budget} tokens (max_new_tokens): too few to reason, so it is not run as {setting!r}"
+        )
     return None
 
 
-def protocol_problem(task: "Task", protocol: str | None, model_type: str, logprobs: bool = True) -> str | None:
+def protocol_problem(
+    task: "Task", protocol: str | None, model_type: str, logprobs: bool = True
+) -> str | None:
     """Why `protocol` cannot run a `model_type` model on `task` (None: it can)."""
     if protocol in _PROTOCOLS and _PROTOCOLS[protocol].reads_logprobs and not logprobs:
-        return (f"the model is an endpoint that returns no log-probabilities: protocol {protocol!r} cannot be read "
-                f"from it; use generate_parse")
+        return (
+            f"the model is an endpoint that returns no log-probabilities: protocol {protocol!r} cannot be read "
+            f"from it; use generate_parse"
+        )
     if protocol not in task.model_protocols:
         return f"{task.key} runs models with {', '.join(task.model_protocols) or 'no protocol'}, not {protocol!r}"
     if get_protocol(protocol).model_type != model_type:
@@ -263,32 +335,59 @@ def protocol_problem(task: "Task", protocol: str | None, model_type: str, logpro
     return None
 
 
-def _by_logprobs(backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None) -> list[Decision]:
+def _by_logprobs(
+    backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None
+) -> list[Decision]:
     return choose_by_logprobs(backend, requests, progress)
 
 
 for _name, _description in (
     ("choice_logprobs", "the option label whose token is most likely next"),
-    ("pairwise_logprobs", "a judgment between two responses, read from the label log-probabilities"),
+    (
+        "pairwise_logprobs",
+        "a judgment between two responses, read from the label log-probabilities",
+    ),
     ("rating_logprobs", "a rating, as the expectation over the rating labels' probabilities"),
 ):
     register_protocol(_name, description=_description, reads_logprobs=True)(_by_logprobs)
 
-LOGPROB_PROTOCOLS = tuple(name for name, spec in _PROTOCOLS.items() if spec.reads_logprobs)  # the built-in ones
+LOGPROB_PROTOCOLS = tuple(
+    name for name, spec in _PROTOCOLS.items() if spec.reads_logprobs
+)  # the built-in ones
 
 
-@register_protocol("generate_parse", description="greedy generation (the task's max_new_tokens), then the task's parser")
-def _generate_parse(backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None) -> list[Decision]:
-    return choose_by_generation(backend, requests, int(task.model.get("max_new_tokens", 16)), task.hooks.parse_answer, progress)
+@register_protocol(
+    "generate_parse",
+    description="greedy generation (the task's max_new_tokens), then the task's parser",
+)
+def _generate_parse(
+    backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None
+) -> list[Decision]:
+    return choose_by_generation(
+        backend,
+        requests,
+        int(task.model.get("max_new_tokens", 16)),
+        task.hooks.parse_answer,
+        progress,
+    )
 
 
-@register_protocol("reward", model_type="reward", description="a reward model scores each candidate response")
-def _reward(backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None) -> list[Decision]:
+@register_protocol(
+    "reward", model_type="reward", description="a reward model scores each candidate response"
+)
+def _reward(
+    backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None
+) -> list[Decision]:
     return choose_by_reward(backend, requests, progress)
 
 
-@register_protocol(CIRCULAR, reads_logprobs=True,
-                   description="choice_logprobs under every rotation of the options; right only if right under all "
-                               "(the run asks the rotations: evaluator/model_eval.py)")
-def _circular(backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None) -> list[Decision]:
+@register_protocol(
+    CIRCULAR,
+    reads_logprobs=True,
+    description="choice_logprobs under every rotation of the options; right only if right under all "
+    "(the run asks the rotations: evaluator/model_eval.py)",
+)
+def _circular(
+    backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None
+) -> list[Decision]:
     return choose_by_logprobs(backend, requests, progress)

@@ -8,6 +8,7 @@ task's hooks against the hooks contract (evaluator/hooks.py). Any problem is a M
 names the file, the key and the allowed values: at app and worker start and in
 `personaboard suites check`, never at scoring time.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,8 +34,10 @@ class UnknownSuiteError(LookupError):
 def _load_extensions(folder: Path, package: str) -> None:
     """A suite's own metrics and protocols, registered before its manifest is checked."""
     if any(folder.glob("*.py")) and not (folder / "__init__.py").exists():
-        raise ManifestError(f"{folder}: has Python modules but no __init__.py, so a normal (non-editable) "
-                            "install would leave them out; add an empty __init__.py")
+        raise ManifestError(
+            f"{folder}: has Python modules but no __init__.py, so a normal (non-editable) "
+            "install would leave them out; add an empty __init__.py"
+        )
     for name in SUITE_EXTENSIONS:
         if (folder / f"{name}.py").exists():
             importlib.import_module(f"{package}.{name}")
@@ -55,18 +58,24 @@ def _check_reported(suite: Suite) -> None:
         where = f"{path}: tables[{index}]"
         task = suite.tasks.get(table.get("task"))
         if task is None:
-            raise ManifestError(f"{where}.task: unknown task {table.get('task')!r}; allowed: {', '.join(suite.tasks)}")
+            raise ManifestError(
+                f"{where}.task: unknown task {table.get('task')!r}; allowed: {', '.join(suite.tasks)}"
+            )
         for printed, key in (table.get("columns") or {}).items():
             if key == TOTAL_COLUMN or key in task.metrics:
                 continue
             group, _, tier = str(key).partition("/")
             groups = {g.name: g for g in task.tier_groups}
             if not tier or group not in groups:
-                raise ManifestError(f"{where}.columns.{printed}: {key!r} is neither total, a metric of {task.key} "
-                                    f"({', '.join(task.metrics)}) nor group/tier of a tier group ({', '.join(groups)})")
+                raise ManifestError(
+                    f"{where}.columns.{printed}: {key!r} is neither total, a metric of {task.key} "
+                    f"({', '.join(task.metrics)}) nor group/tier of a tier group ({', '.join(groups)})"
+                )
             if tier not in groups[group].tiers:
-                raise ManifestError(f"{where}.columns.{printed}: unknown tier {tier!r} of {group!r}; "
-                                    f"allowed: {', '.join(groups[group].tiers)}")
+                raise ManifestError(
+                    f"{where}.columns.{printed}: unknown tier {tier!r} of {group!r}; "
+                    f"allowed: {', '.join(groups[group].tiers)}"
+                )
 
 
 def discover_suite(manifest: Path, package: str | None = None) -> Suite:
@@ -87,8 +96,10 @@ def all_suites() -> dict[str, Suite]:
     for manifest in sorted(SUITES_DIR.glob("*/manifest.yaml")):
         suite = discover_suite(manifest)
         if suite.name in suites or suite.name != manifest.parent.name:
-            raise ManifestError(f"{manifest}: name: {suite.name!r} must be the folder's name ({manifest.parent.name!r}) "
-                                "and unique")
+            raise ManifestError(
+                f"{manifest}: name: {suite.name!r} must be the folder's name ({manifest.parent.name!r}) "
+                "and unique"
+            )
         suites[suite.name] = suite
     return suites
 
@@ -107,7 +118,9 @@ def check_suites() -> list[str]:
 def get_suite(name: str) -> Suite:
     suites = all_suites()
     if name not in suites:
-        raise UnknownSuiteError(f"unknown suite {name!r}; known suites: {', '.join(sorted(suites))}")
+        raise UnknownSuiteError(
+            f"unknown suite {name!r}; known suites: {', '.join(sorted(suites))}"
+        )
     return suites[name]
 
 

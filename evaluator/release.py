@@ -18,6 +18,7 @@ uploads). On a split marked hidden, a result is therefore released only through 
 Public-by-convention splits (PrefEval: its gold is published upstream) are released exactly.
 Pure functions: the per-submitter best is kept by the caller (submissions/records.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -45,7 +46,7 @@ def noise_step(n: int, metric: str) -> float:
     exponent = math.floor(math.log10(raw))
     for scale in (exponent, exponent + 1):
         for mantissa in _MANTISSAS:
-            step = mantissa * 10.0 ** scale
+            step = mantissa * 10.0**scale
             if step >= raw - 1e-12:
                 return round(step, 12)
     return round(10.0 ** (exponent + 1), 12)  # unreachable: 10^(e+1) >= raw always
@@ -59,8 +60,12 @@ def round_to(value: float | None, step: float) -> float | None:
 
 def _rounded(stats: dict[str, Any], step: float) -> dict[str, Any]:
     low, high = stats.get("ci95") or (None, None)
-    return {"value": round_to(stats.get("value"), step), "ci95": [round_to(low, step), round_to(high, step)],
-            "n": stats.get("n"), "step": step}
+    return {
+        "value": round_to(stats.get("value"), step),
+        "ci95": [round_to(low, step), round_to(high, step)],
+        "n": stats.get("n"),
+        "step": step,
+    }
 
 
 def primary_value(metrics: dict[str, Any]) -> float | None:
@@ -80,19 +85,31 @@ def beats(value: float | None, best: float | None, step: float) -> bool:
 
 def released_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
     """The rounded, tier-thinned copy of `metrics` (the scorer's output) that may leave the scorer."""
-    total = {m: _rounded(stats, noise_step(stats.get("n") or metrics["n_items"], m))
-             for m, stats in metrics["total"].items()}
+    total = {
+        m: _rounded(stats, noise_step(stats.get("n") or metrics["n_items"], m))
+        for m, stats in metrics["total"].items()
+    }
     tiers: dict[str, dict[str, Any]] = {}
     for group, by_tier in metrics["tiers"].items():
-        kept = {tier: {m: _rounded(stats, noise_step(stats["n"], m)) for m, stats in values.items()}
-                for tier, values in by_tier.items()
-                if all((stats.get("n") or 0) >= MIN_TIER_ITEMS for stats in values.values())}
+        kept = {
+            tier: {m: _rounded(stats, noise_step(stats["n"], m)) for m, stats in values.items()}
+            for tier, values in by_tier.items()
+            if all((stats.get("n") or 0) >= MIN_TIER_ITEMS for stats in values.values())
+        }
         if kept:
             tiers[group] = kept
     released = {k: v for k, v in metrics.items() if k not in ("total", "tiers")}
-    released.update({"total": total, "tiers": tiers,
-                     "release": {"mechanism": MECHANISM, "step": primary_step(metrics),
-                                 "min_tier_items": MIN_TIER_ITEMS}})
+    released.update(
+        {
+            "total": total,
+            "tiers": tiers,
+            "release": {
+                "mechanism": MECHANISM,
+                "step": primary_step(metrics),
+                "min_tier_items": MIN_TIER_ITEMS,
+            },
+        }
+    )
     return released
 
 
@@ -106,8 +123,13 @@ class Withheld:
 
     def as_result(self) -> dict[str, Any]:
         return {
-            "released": False, "metric": self.metric, "best": self.best, "step": self.step,
+            "released": False,
+            "metric": self.metric,
+            "best": self.best,
+            "step": self.step,
             "mechanism": MECHANISM,
-            "message": (f"not published: on this hidden split a new {self.metric} is released only when it "
-                        f"beats your best released score ({self.best:g}) by at least {self.step:g}"),
+            "message": (
+                f"not published: on this hidden split a new {self.metric} is released only when it "
+                f"beats your best released score ({self.best:g}) by at least {self.step:g}"
+            ),
         }

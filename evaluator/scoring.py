@@ -3,6 +3,7 @@
 Only aggregates leave this module; the per-item correctness stays here, because together with a
 submitter's own answers it would reveal the hidden gold labels.
 """
+
 from __future__ import annotations
 
 import time
@@ -21,12 +22,17 @@ SCORER_VERSION = "1.0.0"
 BOOTSTRAP_SEED = 20251122
 
 
-def item_arrays(task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None) -> dict[str, np.ndarray]:
+def item_arrays(
+    task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None
+) -> dict[str, np.ndarray]:
     """Per-item arrays the metrics read (the task's hook, or exact-match correctness). A
     judge-scored task's hook gets the judge the caller resolved (evaluator/judge.py)."""
     if task.judge:
         if judge is None:
-            raise BackendError(judge_unavailable_reason(task) or f"{task.key} is scored by a judge and none was given")
+            raise BackendError(
+                judge_unavailable_reason(task)
+                or f"{task.key} is scored by a judge and none was given"
+            )
         return task.hooks.item_arrays(task, split.items, answers, judge)
     return task.hooks.item_arrays(task, split.items, answers)
 
@@ -37,32 +43,51 @@ def item_units(task: Task, split: Split) -> Units:
         return Units.of(None, len(split.items))
     missing = [item.id for item in split.items if item.unit is None]
     if missing:
-        raise ValueError(f"{task.key} declares bootstrap_unit {task.bootstrap_unit.get('name')!r} but item "
-                         f"{missing[0]!r} (and {len(missing) - 1} more) has none")
+        raise ValueError(
+            f"{task.key} declares bootstrap_unit {task.bootstrap_unit.get('name')!r} but item "
+            f"{missing[0]!r} (and {len(missing) - 1} more) has none"
+        )
     return Units.of([item.unit for item in split.items], len(split.items))
 
 
-def score_answers(task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None) -> dict[str, Any]:
+def score_answers(
+    task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None
+) -> dict[str, Any]:
     """Aggregate metrics for a complete, validated set of answers: every metric on the total,
     the primary metric on every tier. `judge`: the judge model of a judge-scored task."""
     arrays = item_arrays(task, split, answers, judge)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     units = item_units(task, split)
     everything = np.arange(len(split.items))
-    total = {m: metric_stats(m, arrays, everything, rng, units) for m in task.metrics if available(m, arrays)}
+    total = {
+        m: metric_stats(m, arrays, everything, rng, units)
+        for m in task.metrics
+        if available(m, arrays)
+    }
     tiers: dict[str, dict[str, Any]] = {}
     for group in task.tier_groups:
-        position = {tier: i for i, tier in enumerate(group.tiers)}  # a dict lookup, not tuple.index per item
+        position = {
+            tier: i for i, tier in enumerate(group.tiers)
+        }  # a dict lookup, not tuple.index per item
         name = group.name
         codes = np.fromiter(
-            (position[item.tiers[name]] for item in split.items), dtype=np.int32, count=len(split.items)
+            (position[item.tiers[name]] for item in split.items),
+            dtype=np.int32,
+            count=len(split.items),
         )
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(group.tiers) + 1))
         tiers[name] = {
-            tier: {task.metric: metric_stats(task.metric, arrays, order[bounds[i]:bounds[i + 1]], rng, units)}
+            tier: {
+                task.metric: metric_stats(
+                    task.metric, arrays, order[bounds[i] : bounds[i + 1]], rng, units
+                )
+            }
             for i, tier in enumerate(group.tiers)
-            if bounds[i + 1] > bounds[i]  # a partial run may not reach every tier: no column rather than an empty one
+            if bounds[i + 1]
+            > bounds[
+                i
+            ]  # a partial run may not reach every tier: no column rather than an empty one
         }
     return {
         **({"scoring_provenance": {"judge": judge.provenance(task)}} if task.judge else {}),
@@ -79,13 +104,20 @@ def split_provenance(task: Task, scored: Split, full: Split | None = None) -> di
     the items scored (`scored`: the whole split, or a model run's subset) and the whole split's hash."""
     full = full or scored
     return {
-        "split": {"name": scored.name, "sha256": full.sha256, "n_items": len(scored.items), "full_n_items": len(full.items)},
+        "split": {
+            "name": scored.name,
+            "sha256": full.sha256,
+            "n_items": len(scored.items),
+            "full_n_items": len(full.items),
+        },
         "suite_version": task.suite.version,
         "scorer_version": SCORER_VERSION,
     }
 
 
-def score_predictions_file(task: Task, path, filename: str | None = None, judge: Judge | None = None) -> dict[str, Any]:
+def score_predictions_file(
+    task: Task, path, filename: str | None = None, judge: Judge | None = None
+) -> dict[str, Any]:
     """Validate a predictions file and score it: the one entry point the CLI and the workers share."""
     split = task.load_split()
     started = time.perf_counter()

@@ -4,6 +4,7 @@ Each layer reads its own variables (evaluator, leaderboard, submissions, backend
 composes them. The data folder is the lowest shared fact, so it is read here and reused above.
 Read on every call, not cached: tests and the CLI change the environment between calls.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,9 @@ class EvaluatorSettings:
     data_dir: Path
     splits_dir: Path  # installed hidden splits, one folder per suite
     backend: str  # "transformers" | "vllm": what workers and the judge run models on
-    judge_model: str | None  # a registered local model that scores judge-scored tasks; None: such tasks refuse
+    judge_model: (
+        str | None
+    )  # a registered local model that scores judge-scored tasks; None: such tasks refuse
     embedding_model: str | None  # retrieval settings' embedding model; None: the bundled default
 
     @property
@@ -48,7 +51,9 @@ def load_evaluator_settings() -> EvaluatorSettings:
     root = data_dir()
     return EvaluatorSettings(
         data_dir=root,
-        splits_dir=Path(env["PERSONABOARD_SPLITS_DIR"]) if env.get("PERSONABOARD_SPLITS_DIR") else root / "splits",
+        splits_dir=Path(env["PERSONABOARD_SPLITS_DIR"])
+        if env.get("PERSONABOARD_SPLITS_DIR")
+        else root / "splits",
         backend=env.get("PERSONABOARD_BACKEND", "transformers"),
         judge_model=(env.get(JUDGE_ENV) or "").strip() or None,
         embedding_model=env.get("PERSONABOARD_EMBEDDING_MODEL") or None,

@@ -4,6 +4,7 @@ validate by building every task's items, hash, then swap it in atomically.
 `personaboard splits install SUITE --source FOLDER_OR_HUB_ID [--revision R]` calls `install`.
 Reading an installed split is evaluator/splits.py; this module is the only writer.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,13 +32,19 @@ def _fetch(source: str, revision: str | None, into: Path) -> dict:
         sha, path = hub.download_dataset(source, revision)
     except hub.HubRefused as refused:
         if refused.reason in ("not_found", "revision", "invalid"):
-            raise ValueError(f"{source} (revision {revision or 'main'}) is neither a local folder nor a Hub dataset") from None
-        raise ValueError(f"the Hub refused {source}: {refused.reason} {refused.detail}".strip()) from None
+            raise ValueError(
+                f"{source} (revision {revision or 'main'}) is neither a local folder nor a Hub dataset"
+            ) from None
+        raise ValueError(
+            f"the Hub refused {source}: {refused.reason} {refused.detail}".strip()
+        ) from None
     shutil.copytree(path, into)
     return {"source": source, "kind": "hub", "revision": sha}
 
 
-def install(suite: Suite, source: str, revision: str | None = None, secret: str | None = None) -> dict:
+def install(
+    suite: Suite, source: str, revision: str | None = None, secret: str | None = None
+) -> dict:
     """Fetch, validate (every task's items must build: a missing field is named), hash, then swap in.
 
     `secret`: the salt of another installation of the same split (a remote worker installing the web
@@ -50,7 +57,9 @@ def install(suite: Suite, source: str, revision: str | None = None, secret: str 
         # keep the salt across reinstalls, so the same data gives the same split (and hash)
         previous = root / SECRET_FILE
         if secret is None:
-            secret = previous.read_text(encoding="utf-8") if previous.exists() else secrets.token_hex(16)
+            secret = (
+                previous.read_text(encoding="utf-8") if previous.exists() else secrets.token_hex(16)
+            )
         (staging / SECRET_FILE).write_text(secret, encoding="utf-8")
         os.chmod(staging / SECRET_FILE, 0o600)
         tasks = {}
@@ -64,7 +73,8 @@ def install(suite: Suite, source: str, revision: str | None = None, secret: str 
             "suite": suite.name,
             "installed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "fixture": (staging / "files" / FIXTURE_MARKER).exists(),
-            "visibility": "public" if (staging / "files" / PUBLIC_MARKER).exists()
+            "visibility": "public"
+            if (staging / "files" / PUBLIC_MARKER).exists()
             else suite.split_spec.get("visibility", "hidden"),
             "tasks": tasks,
         }

@@ -6,6 +6,7 @@ folder, copied into the data folder by `personaboard splits install`: evaluator/
 This module only locates and reads splits. Until then the suite shows
 its reported rows, and uploads and model runs for it are refused with the command to run.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,15 +23,16 @@ class SuiteLike(Protocol):
     folder: Path
     split_spec: dict[str, Any]
 
+
 FIXTURE_MARKER = "FIXTURE"  # a file of this name in a split folder marks it as a test fixture
 # A file of this name in a split folder declares its gold public (a synthetic fixture whose gold is
 # in this repository, a dataset released with its labels): scores on it are released exactly.
 PUBLIC_MARKER = "PUBLIC"
 VISIBILITY_NOTES = {
     "hidden": "hidden: gold labels stay on this server; scores are released through the Ladder "
-              "(only improvements on your best, rounded to the noise level, large tiers only)",
+    "(only improvements on your best, rounded to the noise level, large tiers only)",
     "public": "public by convention: the gold labels of this split are published elsewhere, so scores "
-              "are exact and nothing here protects them from being fitted; compare results with that in mind",
+    "are exact and nothing here protects them from being fitted; compare results with that in mind",
 }
 
 
@@ -119,7 +121,9 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise SplitFormatError(f"{path.name}, line {number}: not valid JSON ({exc.msg})") from None
+                raise SplitFormatError(
+                    f"{path.name}, line {number}: not valid JSON ({exc.msg})"
+                ) from None
             if not isinstance(record, dict):
                 raise SplitFormatError(f"{path.name}, line {number}: expected a JSON object")
             rows.append((number, record))
@@ -129,5 +133,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
 def require(record: dict, field: str, where: str):
     """record[field], or a SplitFormatError naming the field and where it was expected."""
     if field not in record or record[field] is None:
-        raise SplitFormatError(f"{where}: missing field '{field}' (declared in the suite's manifest)")
+        raise SplitFormatError(
+            f"{where}: missing field '{field}' (declared in the suite's manifest)"
+        )
     return record[field]

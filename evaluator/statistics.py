@@ -15,6 +15,7 @@ manifest (`bootstrap_unit`), and every interval here resamples those units.
   bootstrap interval, and the two-sided p-value of a sign-flip (permutation) test over units,
   exact up to 16 units that differ; with units = items and 0/1 outcomes it is McNemar's exact test.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -59,7 +60,11 @@ def wilson_interval(share: float, n_effective: float, z: float = Z95) -> tuple[f
         return (float("nan"), float("nan"))
     denominator = 1 + z * z / n_effective
     centre = (share + z * z / (2 * n_effective)) / denominator
-    half = z * math.sqrt(share * (1 - share) / n_effective + z * z / (4 * n_effective ** 2)) / denominator
+    half = (
+        z
+        * math.sqrt(share * (1 - share) / n_effective + z * z / (4 * n_effective**2))
+        / denominator
+    )
     low, high = max(0.0, centre - half), min(1.0, centre + half)
     # exact at the edges (the formula gives 0 and 1 there, up to rounding)
     return (0.0 if share <= 0 else float(low), 1.0 if share >= 1 else float(high))
@@ -71,8 +76,9 @@ def _unit_sums(values: np.ndarray, units: Units) -> tuple[np.ndarray, np.ndarray
     return sums, sizes
 
 
-def cluster_bootstrap_means(values: np.ndarray, units: Units, rng: np.random.Generator,
-                            samples: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
+def cluster_bootstrap_means(
+    values: np.ndarray, units: Units, rng: np.random.Generator, samples: int = BOOTSTRAP_SAMPLES
+) -> np.ndarray:
     """Bootstrap draws of the item mean, resampling whole units with replacement.
 
     A draw takes each unit a Multinomial(G, 1/G) number of times; its mean is the drawn units'
@@ -119,8 +125,12 @@ def mean_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> di
     """A mean of non-binary values (ratings) with its percentile bootstrap interval over units."""
     draws = cluster_bootstrap_means(values, units, rng)
     low, high = np.quantile(draws, [0.025, 0.975])
-    stats = {"value": float(values.mean()), "ci95": [float(low), float(high)], "n": len(values),
-             "interval": "bootstrap"}
+    stats = {
+        "value": float(values.mean()),
+        "ci95": [float(low), float(high)],
+        "n": len(values),
+        "interval": "bootstrap",
+    }
     if not units.independent:
         stats["n_units"] = units.n_units
     return stats
@@ -130,17 +140,22 @@ def resample_unit_indices(units: Units, rng: np.random.Generator) -> np.ndarray:
     """One bootstrap draw of item positions: G units drawn with replacement, all their items kept."""
     members = _members(units)
     drawn = rng.integers(0, units.n_units, size=units.n_units)
-    return np.concatenate([members[u] for u in drawn]) if units.n_units else np.array([], dtype=np.int64)
+    return (
+        np.concatenate([members[u] for u in drawn])
+        if units.n_units
+        else np.array([], dtype=np.int64)
+    )
 
 
 def _members(units: Units) -> list[np.ndarray]:
     order = np.argsort(units.codes, kind="stable")
     bounds = np.searchsorted(units.codes[order], np.arange(units.n_units + 1))
-    return [order[bounds[u]:bounds[u + 1]] for u in range(units.n_units)]
+    return [order[bounds[u] : bounds[u + 1]] for u in range(units.n_units)]
 
 
-def statistic_interval(function: Callable[[np.ndarray], float], units: Units, rng: np.random.Generator,
-                       samples: int) -> tuple[float, float]:
+def statistic_interval(
+    function: Callable[[np.ndarray], float], units: Units, rng: np.random.Generator, samples: int
+) -> tuple[float, float]:
     """Percentile interval of any statistic of item positions (F1, Spearman), resampling units."""
     members = _members(units)
     draws = []
@@ -154,8 +169,9 @@ def statistic_interval(function: Callable[[np.ndarray], float], units: Units, rn
     return (float(low), float(high))
 
 
-def sign_flip_p_value(unit_differences: np.ndarray, rng: np.random.Generator,
-                      samples: int = 20000) -> float:
+def sign_flip_p_value(
+    unit_differences: np.ndarray, rng: np.random.Generator, samples: int = 20000
+) -> float:
     """Two-sided p-value of "no difference" for per-unit summed differences (A - B).
 
     Under the null the two rows are exchangeable within a unit, so each unit's difference is as
@@ -177,7 +193,9 @@ def sign_flip_p_value(unit_differences: np.ndarray, rng: np.random.Generator,
     return float((extreme + 1) / (samples + 1))
 
 
-def paired_comparison(a: np.ndarray, b: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
+def paired_comparison(
+    a: np.ndarray, b: np.ndarray, units: Units, rng: np.random.Generator
+) -> dict[str, Any]:
     """Row A against row B on the same items: mean(A) - mean(B), its interval over units, p-value."""
     if len(a) != len(b) or len(a) != len(units.codes):
         raise ValueError("a paired comparison needs both rows' outcomes on the same items")
@@ -193,7 +211,8 @@ def paired_comparison(a: np.ndarray, b: np.ndarray, units: Units, rng: np.random
         "difference": float(difference.mean()),
         "ci95": [float(low), float(high)],
         "p_value": sign_flip_p_value(sums, rng),
-        "test": "sign-flip permutation over units" + (" (McNemar exact)" if binary and units.independent else ""),
+        "test": "sign-flip permutation over units"
+        + (" (McNemar exact)" if binary and units.independent else ""),
         "n": n,
         "n_units": units.n_units,
         "a_mean": float(np.mean(a)),

@@ -5,6 +5,7 @@ metrics, answer format, data source, license); the hooks module only builds the 
 from the suite's raw data (and, for model runs, renders prompts and parses answers).
 The web app, the queue and the store only ever see these dataclasses.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,7 +20,13 @@ import yaml
 from evaluator.hooks import GENERIC_HOOKS, TaskHooks, bind_hooks
 from evaluator.manifest import SuiteManifest, read_manifest
 from evaluator.splits import (
-    VISIBILITY_NOTES, SplitFormatError, SplitNotInstalled, install_command, installed_info, split_files, split_marker,
+    VISIBILITY_NOTES,
+    SplitFormatError,
+    SplitNotInstalled,
+    install_command,
+    installed_info,
+    split_files,
+    split_marker,
     split_visibility,
 )
 
@@ -64,7 +71,9 @@ class Split:
     def sha256(self) -> str:
         digest = hashlib.sha256()
         for item in self.items:
-            digest.update(json.dumps([item.id, item.tiers, item.public, item.gold], sort_keys=True).encode())
+            digest.update(
+                json.dumps([item.id, item.tiers, item.public, item.gold], sort_keys=True).encode()
+            )
         return digest.hexdigest()
 
     def public_jsonl(self) -> bytes:
@@ -87,13 +96,19 @@ class Task:
     options: dict[str, Any] = field(default_factory=dict)
     model: dict[str, Any] = field(default_factory=dict)  # how models run: protocols, token caps
     metrics: tuple[str, ...] = ()  # every metric reported for the total, primary first
-    answer_kind: str = "label"  # "label" (one of answer_labels) | "rating" (a number in answer_range)
+    answer_kind: str = (
+        "label"  # "label" (one of answer_labels) | "rating" (a number in answer_range)
+    )
     answer_range: tuple[float, float] = (1, 5)
     # What the items cluster in (intervals resample these): {"name": ..., "description": ...};
     # empty: every item is independent.
     bootstrap_unit: dict[str, str] = field(default_factory=dict)
-    judge: dict[str, Any] = field(default_factory=dict)  # non-empty: scored by a judge model (evaluator/judge.py)
-    items_spec: Any = None  # the manifest's `items:` block (GenericItemsSpec): the generic hooks read it
+    judge: dict[str, Any] = field(
+        default_factory=dict
+    )  # non-empty: scored by a judge model (evaluator/judge.py)
+    items_spec: Any = (
+        None  # the manifest's `items:` block (GenericItemsSpec): the generic hooks read it
+    )
 
     def __post_init__(self) -> None:
         if not self.metrics:
@@ -120,7 +135,9 @@ class Task:
         if cached is None or _SPLIT_MARKERS.get(self.key) != marker:
             items = self.hooks.build_items(self, split_files(self.suite))
             check_item_tiers(self, items)
-            cached = _SPLIT_CACHE[self.key] = Split(name=self.options.get("split", "test"), items=items)
+            cached = _SPLIT_CACHE[self.key] = Split(
+                name=self.options.get("split", "test"), items=items
+            )
             _SPLIT_MARKERS[self.key] = marker
         return cached
 
@@ -149,7 +166,11 @@ class Task:
             "answer_labels": list(self.answer_labels),
             "bootstrap_unit": self.bootstrap_unit.get("name", "item"),
             "tier_groups": [
-                {"name": g.name, "label": g.label, "tiers": [{"name": t, "label": g.label_of(t)} for t in g.tiers]}
+                {
+                    "name": g.name,
+                    "label": g.label,
+                    "tiers": [{"name": t, "label": g.label_of(t)} for t in g.tiers],
+                }
                 for g in self.tier_groups
             ],
         }
@@ -160,12 +181,16 @@ def check_item_tiers(task: Task, items: list[Item]) -> None:
     groups = {group.name: frozenset(group.tiers) for group in task.tier_groups}
     for item in items:
         if item.tiers.keys() != groups.keys():
-            raise SplitFormatError(f"{task.key}: item {item.id!r} has tier groups {sorted(item.tiers)}; "
-                                   f"the manifest declares {sorted(groups)}")
+            raise SplitFormatError(
+                f"{task.key}: item {item.id!r} has tier groups {sorted(item.tiers)}; "
+                f"the manifest declares {sorted(groups)}"
+            )
         for group, tier in item.tiers.items():
             if tier not in groups[group]:
-                raise SplitFormatError(f"{task.key}: item {item.id!r} is in tier {tier!r} of {group!r}, which the "
-                                       f"manifest does not declare; allowed: {', '.join(sorted(groups[group]))}")
+                raise SplitFormatError(
+                    f"{task.key}: item {item.id!r} is in tier {tier!r} of {group!r}, which the "
+                    f"manifest does not declare; allowed: {', '.join(sorted(groups[group]))}"
+                )
 
 
 _SPLIT_CACHE: dict[str, Split] = {}
@@ -196,7 +221,9 @@ class Suite:
     settings: dict[str, str]  # setting name -> description
     folder: Path
     tasks: dict[str, Task] = field(default_factory=dict)
-    split_spec: dict[str, Any] = field(default_factory=dict)  # source: bundled | installed; hub_id; fields
+    split_spec: dict[str, Any] = field(
+        default_factory=dict
+    )  # source: bundled | installed; hub_id; fields
     manifest: SuiteManifest | None = None  # the typed manifest it was built from
 
     @property
@@ -215,11 +242,20 @@ class Suite:
         if self.split_spec.get("source", "bundled") == "bundled":
             return {"source": "bundled", "installed": True, **shown}
         info = installed_info(self)
-        status = {"source": "installed", "installed": info is not None, "hub_id": self.split_spec.get("hub_id"),
-                  **shown}
+        status = {
+            "source": "installed",
+            "installed": info is not None,
+            "hub_id": self.split_spec.get("hub_id"),
+            **shown,
+        }
         if info:
-            status.update({"revision": info.get("revision"), "fixture": info.get("fixture", False),
-                           "installed_at": info.get("installed_at")})
+            status.update(
+                {
+                    "revision": info.get("revision"),
+                    "fixture": info.get("fixture", False),
+                    "installed_at": info.get("installed_at"),
+                }
+            )
         else:
             status["install"] = install_command(self)
         return status
@@ -264,7 +300,12 @@ def load_suite(manifest_path: Path, package: str | None = None) -> Suite:
     package = package or f"evaluator.suites.{manifest_path.parent.name}"
     for task_name, task_spec in spec.tasks.items():
         groups = tuple(
-            TierGroup(name=group_name, label=group.label or group_name, tiers=group.tiers, labels=dict(group.labels))
+            TierGroup(
+                name=group_name,
+                label=group.label or group_name,
+                tiers=group.tiers,
+                labels=dict(group.labels),
+            )
             for group_name, group in task_spec.tier_groups.items()
         )
         model = task_spec.model.model_dump(exclude_unset=True) if task_spec.model else {}
@@ -280,10 +321,14 @@ def load_suite(manifest_path: Path, package: str | None = None) -> Suite:
             metric=task_spec.all_metrics[0],
             metrics=task_spec.all_metrics,
             tier_groups=groups,
-            hooks_module=GENERIC_HOOKS if task_spec.items else f"{package}.{task_spec.hooks or task_name}",
+            hooks_module=GENERIC_HOOKS
+            if task_spec.items
+            else f"{package}.{task_spec.hooks or task_name}",
             options=dict(task_spec.options),
             model=model,
-            bootstrap_unit=task_spec.bootstrap_unit.model_dump() if task_spec.bootstrap_unit else {},
+            bootstrap_unit=task_spec.bootstrap_unit.model_dump()
+            if task_spec.bootstrap_unit
+            else {},
             judge=dict(task_spec.judge or {}),
             items_spec=task_spec.items,
         )

@@ -17,6 +17,7 @@ chance) in the ranking column. A row beats it only when its 95% lower bound is a
 random predictions file never heads a board, empty or not. Ranks of the others do not change: a
 row below the line can never be above another row's upper bound that clears it.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -45,8 +46,12 @@ def cell_stats(scores: pd.DataFrame) -> pd.DataFrame:
     if scores.empty:
         return pd.DataFrame(columns=["submission_id", "column", "ci_low", "ci_high", "n"])
     primary = scores["primary"] if "primary" in scores else pd.Series(True, index=scores.index)
-    frame = scores.assign(column=[column_name(g, t, m, p) for g, t, m, p in
-                                  zip(scores["tier_group"], scores["tier"], scores["metric"], primary)])
+    frame = scores.assign(
+        column=[
+            column_name(g, t, m, p)
+            for g, t, m, p in zip(scores["tier_group"], scores["tier"], scores["metric"], primary)
+        ]
+    )
     return frame.loc[frame["column"].notna(), ["submission_id", "column", "ci_low", "ci_high", "n"]]
 
 
@@ -73,28 +78,51 @@ def model_facts(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             kind = model.get("model_type") or UNKNOWN
         else:
             kind = "predictions file"
-        rows.append({
-            "submission_id": record["submission_id"],
-            "model_type": kind,
-            "parameters": model.get("parameters"),
-            "size": size_bucket(model.get("parameters")),
-            "license": model.get("license") or UNKNOWN,
-            "model_revision": model.get("revision") or "",
-        })
-    return pd.DataFrame(rows, columns=["submission_id", "model_type", "parameters", "size", "license", "model_revision"])
+        rows.append(
+            {
+                "submission_id": record["submission_id"],
+                "model_type": kind,
+                "parameters": model.get("parameters"),
+                "size": size_bucket(model.get("parameters")),
+                "license": model.get("license") or UNKNOWN,
+                "model_revision": model.get("revision") or "",
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=["submission_id", "model_type", "parameters", "size", "license", "model_revision"],
+    )
 
 
-def ranked_board(scores: pd.DataFrame, facts: pd.DataFrame, suite: str, task: str, setting: str | None = None,
-                 tier: str | None = None, tier_order: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def ranked_board(
+    scores: pd.DataFrame,
+    facts: pd.DataFrame,
+    suite: str,
+    task: str,
+    setting: str | None = None,
+    tier: str | None = None,
+    tier_order: list[str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(board, cells): the wide view of one task with `rank` (verified rows only), the model facts,
     and sorted by section (verified, partial, reported) then by the ranking score; `cells` holds
     each shown cell's interval and item count, keyed by (submission_id, column)."""
     board = wide_view(scores, suite, task, setting, tier, tier_order=tier_order)
-    cells = cell_stats(scores[scores["submission_id"].isin(board["submission_id"])]) if not board.empty else cell_stats(board)
+    cells = (
+        cell_stats(scores[scores["submission_id"].isin(board["submission_id"])])
+        if not board.empty
+        else cell_stats(board)
+    )
     board = board.merge(facts, on="submission_id", how="left")
     for column in ("model_type", "size", "license"):
         board[column] = board[column].fillna(UNKNOWN)
-    ranked_by = next((c for c in board.columns if tier and "/" in c and (c == tier or c.split("/", 1)[1] == tier)), TOTAL)
+    ranked_by = next(
+        (
+            c
+            for c in board.columns
+            if tier and "/" in c and (c == tier or c.split("/", 1)[1] == tier)
+        ),
+        TOTAL,
+    )
     bounds = cells[cells["column"] == ranked_by].set_index("submission_id")
     value = board[ranked_by].astype(float)
     low = board["submission_id"].map(bounds["ci_low"]).astype(float).fillna(value)
@@ -109,23 +137,38 @@ def ranked_board(scores: pd.DataFrame, facts: pd.DataFrame, suite: str, task: st
     board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
     if verified.any():
         board.loc[verified, "rank"] = ranks_from_intervals(low[verified], high[verified])
-    board["_section"] = board["row_kind"].map({k: i for i, k in enumerate(SECTION_ORDER)}).fillna(len(SECTION_ORDER))
+    board["_section"] = (
+        board["row_kind"]
+        .map({k: i for i, k in enumerate(SECTION_ORDER)})
+        .fillna(len(SECTION_ORDER))
+    )
     board["_below"] = below
     board["_score"] = value
-    board = board.sort_values(["_section", "_below", "_score", "submitted_at"], ascending=[True, True, False, True],
-                              na_position="last")
+    board = board.sort_values(
+        ["_section", "_below", "_score", "submitted_at"],
+        ascending=[True, True, False, True],
+        na_position="last",
+    )
     board.attrs["ranked_by"] = ranked_by
     board.attrs["reference_line"] = line
     return board.drop(columns=["_section", "_below", "_score"]).reset_index(drop=True), cells
 
 
-def reference_line(scores: pd.DataFrame, suite: str, task: str, column: str, tier: str | None = None,
-                   tier_order: list[str] | None = None) -> dict[str, Any] | None:
+def reference_line(
+    scores: pd.DataFrame,
+    suite: str,
+    task: str,
+    column: str,
+    tier: str | None = None,
+    tier_order: list[str] | None = None,
+) -> dict[str, Any] | None:
     """The best reference row of suite/task in `column` ({value, name}), whatever setting the board
     shows (reference rows have their own); None when the task has none (no label answers)."""
     if scores.empty or "row_kind" not in scores:
         return None
-    lines = wide_view(scores[scores["row_kind"] == REFERENCE_KIND], suite, task, None, tier, tier_order=tier_order)
+    lines = wide_view(
+        scores[scores["row_kind"] == REFERENCE_KIND], suite, task, None, tier, tier_order=tier_order
+    )
     if lines.empty or column not in lines or lines[column].isna().all():
         return None
     best = lines.loc[lines[column].astype(float).idxmax()]

@@ -21,6 +21,7 @@ that lost writes (a counter could come back to a value a reader saw before).
 Best effort on both sides: Redis down at a publish, or at a read, and the reader falls back to
 re-reading the Hub's head every HEAD_TTL_S (leaderboard/hub_store.py), as without a signal.
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,9 +47,16 @@ class RedisHeadSignal:
         # default: seconds on a request's path). 64 connections: more than the web app's threads that
         # may read the head at once (~40 in Gradio's pool); any more wait for one rather than being
         # refused, which would read as "Redis down" and switch every reader to the kept head.
-        self.redis = Redis(connection_pool=BlockingConnectionPool.from_url(
-            redis_url, max_connections=64, timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S,
-            socket_timeout=TIMEOUT_S, retry=Retry(NoBackoff(), 0)))
+        self.redis = Redis(
+            connection_pool=BlockingConnectionPool.from_url(
+                redis_url,
+                max_connections=64,
+                timeout=TIMEOUT_S,
+                socket_connect_timeout=TIMEOUT_S,
+                socket_timeout=TIMEOUT_S,
+                retry=Retry(NoBackoff(), 0),
+            )
+        )
         self.key = key
         self._failed_at = float("-inf")
 

@@ -15,6 +15,7 @@ Table parts are cached by blob id (immutable), and the head is re-read at most e
 (the read path calls head_revision() on every request), and at once when a head signal
 (leaderboard/head_signal.py: a token in Redis every publisher renews) says another process published.
 """
+
 from __future__ import annotations
 
 import io
@@ -28,11 +29,26 @@ import pandas as pd
 
 from evaluator.hub import DatasetRepo, HubCommitConflict, HubNotFound, HubUnavailable
 from leaderboard.head_signal import UNKNOWN
-from leaderboard.store import (
-    DATASET_CARD, SCORES_DIR, SHARD_RECORDS, Release, StoreError, StoreUnavailable, Version, as_json, check_release_name,
-    flat_record_paths, record_files, record_path, release_note, release_path, request_path, requests_message, supersedes,
-)
 from leaderboard.result_record import validate_record
+from leaderboard.store import (
+    DATASET_CARD,
+    SCORES_DIR,
+    SHARD_RECORDS,
+    Release,
+    StoreError,
+    StoreUnavailable,
+    Version,
+    as_json,
+    check_release_name,
+    flat_record_paths,
+    record_files,
+    record_path,
+    release_note,
+    release_path,
+    request_path,
+    requests_message,
+    supersedes,
+)
 from leaderboard.table import records_to_scores
 
 HEAD_TTL_S = 2.0
@@ -64,7 +80,9 @@ class HubDatasetStore:
         try:
             return call(*args, **kwargs)
         except HubUnavailable as exc:
-            raise StoreUnavailable(f"the results repo {self.repo.repo_id} cannot be reached: {exc}") from None
+            raise StoreUnavailable(
+                f"the results repo {self.repo.repo_id} cannot be reached: {exc}"
+            ) from None
         except HubNotFound as exc:
             raise StoreError(str(exc)) from None
 
@@ -79,8 +97,14 @@ class HubDatasetStore:
             card = self._hub(self.repo.read, "README.md", head)
             try:
                 if card is None:
-                    self._commit({"README.md": DATASET_CARD.encode(), FIRST_PART: _parquet(records_to_scores([]))},
-                                 "Create the results dataset", head)
+                    self._commit(
+                        {
+                            "README.md": DATASET_CARD.encode(),
+                            FIRST_PART: _parquet(records_to_scores([])),
+                        },
+                        "Create the results dataset",
+                        head,
+                    )
                 elif card != DATASET_CARD.encode():
                     self._shard_flat_records(head)
                 break
@@ -91,23 +115,35 @@ class HubDatasetStore:
     def _shard_flat_records(self, head: str) -> None:
         """As the local store's: records kept flat in results|requests/<suite>/<task>/ move into their
         shard folders in one commit, with the card that describes the layout."""
-        listed = [p for folder in ("results", "requests") for p in self._hub(self.repo.files, head, folder)]
+        listed = [
+            p
+            for folder in ("results", "requests")
+            for p in self._hub(self.repo.files, head, folder)
+        ]
         moves = flat_record_paths(listed)
         if not moves:
             return
         snapshot = self._hub(self.repo.download, head)
         files = {new: (snapshot / old).read_bytes() for old, new in moves}
         files["README.md"] = DATASET_CARD.encode()
-        self._commit(files, "Shard the records folders by id (a commit rehashes small trees only)", head,
-                     [old for old, _ in moves])
+        self._commit(
+            files,
+            "Shard the records folders by id (a commit rehashes small trees only)",
+            head,
+            [old for old, _ in moves],
+        )
 
-    def _commit(self, files: dict[str, bytes], message: str, parent: str, deletions: list[str] = ()) -> str:
+    def _commit(
+        self, files: dict[str, bytes], message: str, parent: str, deletions: list[str] = ()
+    ) -> str:
         revision = self._hub(self.repo.commit, files, message, parent, list(deletions))
         with self._lock:
             # not matched to any token: another publisher's newer commit may have been signalled first
             self._head = (time.monotonic(), revision, NOT_READ)
         if self.head_signal is not None:
-            self.head_signal.published(revision)  # before the publish returns: readers see it next time
+            self.head_signal.published(
+                revision
+            )  # before the publish returns: readers see it next time
         return revision
 
     def _retrying(self, attempt):
@@ -118,8 +154,12 @@ class HubDatasetStore:
             try:
                 return attempt(head)
             except HubCommitConflict:
-                time.sleep(random.uniform(0.05, 0.2) * (tries + 1))  # another publisher won: re-read, retry
-        raise StoreUnavailable(f"the results repo {self.repo.repo_id} kept moving: {MAX_CONFLICT_RETRIES} conflicts in a row")
+                time.sleep(
+                    random.uniform(0.05, 0.2) * (tries + 1)
+                )  # another publisher won: re-read, retry
+        raise StoreUnavailable(
+            f"the results repo {self.repo.repo_id} kept moving: {MAX_CONFLICT_RETRIES} conflicts in a row"
+        )
 
     # -- writing --------------------------------------------------------------------------------
     record_path = staticmethod(record_path)
@@ -138,8 +178,12 @@ class HubDatasetStore:
                 return self._published_in(record["submission_id"]) or head
             part_path, part = self._tail_part(head)
             rows = records_to_scores([record])
-            files = {path: as_json(record).encode(),
-                     part_path: _parquet(pd.concat([part, rows], ignore_index=True) if len(part) else rows)}
+            files = {
+                path: as_json(record).encode(),
+                part_path: _parquet(
+                    pd.concat([part, rows], ignore_index=True) if len(part) else rows
+                ),
+            }
             if request is not None:
                 files[request_path(request)] = as_json(request).encode()
             return self._commit(files, publish_message(record), head)
@@ -156,15 +200,21 @@ class HubDatasetStore:
         """As the local store's: the result leaves the head's records and table in one commit."""
 
         def attempt(head: str) -> str | None:
-            removed = [p for folder in ("results", "requests") for p in self._hub(self.repo.files, head, folder)
-                       if p.endswith(f"/{submission_id}.json")]
+            removed = [
+                p
+                for folder in ("results", "requests")
+                for p in self._hub(self.repo.files, head, folder)
+                if p.endswith(f"/{submission_id}.json")
+            ]
             if not removed:
                 return None
             files = {}
             for path, blob in self._part_blobs(head).items():
                 frame = self._part(path, blob, head)
                 if (frame["submission_id"] == submission_id).any():
-                    files[path] = _parquet(frame[frame["submission_id"] != submission_id].reset_index(drop=True))
+                    files[path] = _parquet(
+                        frame[frame["submission_id"] != submission_id].reset_index(drop=True)
+                    )
             return self._commit(files, message, head, removed)
 
         return self._retrying(attempt)
@@ -196,15 +246,22 @@ class HubDatasetStore:
         records = [validate_record(r) for r in records]
 
         def attempt(head: str) -> str | None:
-            present = [p for p in self._hub(self.repo.files, head, "results")
-                       if p.rsplit("/", 1)[-1].startswith(prefix) and p.endswith(".json")]
+            present = [
+                p
+                for p in self._hub(self.repo.files, head, "results")
+                if p.rsplit("/", 1)[-1].startswith(prefix) and p.endswith(".json")
+            ]
             wanted = {record_path(r): as_json(r).encode() for r in records}
-            changed = {p: data for p, data in wanted.items() if self._hub(self.repo.read, p, head) != data}
+            changed = {
+                p: data for p, data in wanted.items() if self._hub(self.repo.read, p, head) != data
+            }
             removed = [p for p in present if p not in wanted]
             if not changed and not removed:
                 return None
             # the group's rows leave every part they are in, and its current rows join the newest part
-            ids = {r["submission_id"] for r in records} | {p.rsplit("/", 1)[-1][:-5] for p in removed}
+            ids = {r["submission_id"] for r in records} | {
+                p.rsplit("/", 1)[-1][:-5] for p in removed
+            }
             parts = self._part_blobs(head)
             files = dict(changed)
             for path, blob in parts.items():
@@ -212,7 +269,10 @@ class HubDatasetStore:
                 if frame["submission_id"].isin(ids).any():
                     files[path] = frame[~frame["submission_id"].isin(ids)].reset_index(drop=True)
             tail_path = max(parts) if parts else FIRST_PART
-            tail = files.get(tail_path, self._part(tail_path, parts[tail_path], head) if parts else records_to_scores([]))
+            tail = files.get(
+                tail_path,
+                self._part(tail_path, parts[tail_path], head) if parts else records_to_scores([]),
+            )
             files[tail_path] = pd.concat([tail, records_to_scores(records)], ignore_index=True)
             files = {p: _parquet(v) if isinstance(v, pd.DataFrame) else v for p, v in files.items()}
             return self._commit(files, message, head, removed)
@@ -225,8 +285,11 @@ class HubDatasetStore:
             raise StoreError(f"release {name!r} already exists")
 
         def attempt(head: str) -> str:
-            return self._commit({release_path(name): as_json(release_note(name, notes, head)).encode()},
-                                f"Release {name}", head)
+            return self._commit(
+                {release_path(name): as_json(release_note(name, notes, head)).encode()},
+                f"Release {name}",
+                head,
+            )
 
         revision = self._retrying(attempt)
         try:
@@ -243,9 +306,15 @@ class HubDatasetStore:
         that could not reach Redis). Else one Redis GET, or nothing without a signal."""
         with self._lock:
             cached = self._head
-        token = self.head_signal.token() if self.head_signal is not None else UNKNOWN  # before the Hub read
-        if not fresh and cached and time.monotonic() - cached[0] < HEAD_TTL_S \
-                and (token is UNKNOWN or token == cached[2]):
+        token = (
+            self.head_signal.token() if self.head_signal is not None else UNKNOWN
+        )  # before the Hub read
+        if (
+            not fresh
+            and cached
+            and time.monotonic() - cached[0] < HEAD_TTL_S
+            and (token is UNKNOWN or token == cached[2])
+        ):
             return cached[1]
         self.ensure()
         revision = self._hub(self.repo.resolve)
@@ -267,14 +336,21 @@ class HubDatasetStore:
             raise StoreUnavailable(str(exc)) from None
 
     def versions(self) -> list[Version]:
-        return [Version(c.revision, c.created_at, c.message) for c in self._hub(self.repo.commits)
-                if c.message != "initial commit"]  # the Hub's own empty first commit
+        return [
+            Version(c.revision, c.created_at, c.message)
+            for c in self._hub(self.repo.commits)
+            if c.message != "initial commit"
+        ]  # the Hub's own empty first commit
 
     def releases(self) -> list[Release]:
         found = []
         for tag in self._hub(self.repo.tags):
-            note = json.loads(self._hub(self.repo.read, release_path(tag.name), tag.revision) or b"{}")
-            found.append(Release(tag.name, tag.revision, note.get("notes", ""), note.get("created_at", "")))
+            note = json.loads(
+                self._hub(self.repo.read, release_path(tag.name), tag.revision) or b"{}"
+            )
+            found.append(
+                Release(tag.name, tag.revision, note.get("notes", ""), note.get("created_at", ""))
+            )
         return sorted(found, key=lambda r: r.created_at, reverse=True)
 
     def scores(self, revision: str | None = None) -> pd.DataFrame:
@@ -287,10 +363,17 @@ class HubDatasetStore:
     def score_parts(self, revision: str | None = None) -> list[tuple[str, pd.DataFrame]]:
         """The table's parts at a revision, in order, with their blob ids (the read path pivots each once)."""
         sha = self.resolve_revision(revision)
-        return [(blob, self._part(path, blob, sha)) for path, blob in sorted(self._part_blobs(sha).items())]
+        return [
+            (blob, self._part(path, blob, sha))
+            for path, blob in sorted(self._part_blobs(sha).items())
+        ]
 
     def _part_blobs(self, sha: str) -> dict[str, str]:
-        return {p: b for p, b in self._hub(self.repo.files, sha, SCORES_DIR).items() if p.endswith(".parquet")}
+        return {
+            p: b
+            for p, b in self._hub(self.repo.files, sha, SCORES_DIR).items()
+            if p.endswith(".parquet")
+        }
 
     def _part(self, path: str, blob: str, sha: str) -> pd.DataFrame:
         with self._lock:

@@ -12,6 +12,7 @@ lost and nothing overtakes it; the next drain, when the Hub is back, carries on 
 Whoever holds the lock drains: the job that just wrote an entry, an idle worker's maintenance
 pass, or the web node's background thread, so the backlog goes out without anyone watching it.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -40,7 +41,13 @@ Withhold = Callable[[dict[str, Any]], bool]
 
 
 class Outbox:
-    def __init__(self, folder: Path, store, on_published: OnPublished | None = None, withhold: Withhold | None = None):
+    def __init__(
+        self,
+        folder: Path,
+        store,
+        on_published: OnPublished | None = None,
+        withhold: Withhold | None = None,
+    ):
         self.folder = Path(folder)
         self.store = store
         self.on_published = on_published
@@ -58,8 +65,9 @@ class Outbox:
         """
         if kind not in KINDS:
             raise ValueError(f"unknown outbox entry kind {kind!r}")
-        submission_id = payload.get("submission_id") or \
-            (payload.get("record") or (payload.get("requests") or [{}])[0]).get("submission_id", "-")
+        submission_id = payload.get("submission_id") or (
+            payload.get("record") or (payload.get("requests") or [{}])[0]
+        ).get("submission_id", "-")
         # time first, so names sort in the order entries were written (a counter would need a lock)
         name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:6]}-{submission_id}-{kind}.json"
         tmp = self.folder / f".{name}.tmp"
@@ -84,7 +92,9 @@ class Outbox:
 
     def revision_of(self, name: str) -> str | None:
         done = self.folder / "done" / name
-        return json.loads(done.read_text(encoding="utf-8")).get("revision") if done.exists() else None
+        return (
+            json.loads(done.read_text(encoding="utf-8")).get("revision") if done.exists() else None
+        )
 
     # -- publishing -----------------------------------------------------------------------------------
     @contextmanager
@@ -123,20 +133,33 @@ class Outbox:
                 except FileNotFoundError:
                     continue
                 try:
-                    if entry.get("kind") == "result" and self.withhold is not None and self.withhold(entry):
-                        _write_json(self.folder / "done" / name, {"revision": None, "withheld": True, "at": time.time()})
+                    if (
+                        entry.get("kind") == "result"
+                        and self.withhold is not None
+                        and self.withhold(entry)
+                    ):
+                        _write_json(
+                            self.folder / "done" / name,
+                            {"revision": None, "withheld": True, "at": time.time()},
+                        )
                         path.unlink(missing_ok=True)
                         if name == until:
                             break
                         continue
                     revision = self._publish(entry)
                 except StoreUnavailable as exc:
-                    log.warning("outbox: %d publish(es) waiting; the store is unavailable: %s", len(self.pending()), exc)
+                    log.warning(
+                        "outbox: %d publish(es) waiting; the store is unavailable: %s",
+                        len(self.pending()),
+                        exc,
+                    )
                     break
                 except (StoreError, KeyError, ValueError, TypeError) as exc:
                     # refused for good (a malformed entry): set aside with the reason, never block the rest
                     log.error("outbox: %s refused by the store and set aside: %s", name, exc)
-                    _write_json(self.folder / "rejected" / name, {**entry, "rejected_because": str(exc)})
+                    _write_json(
+                        self.folder / "rejected" / name, {**entry, "rejected_because": str(exc)}
+                    )
                     path.unlink(missing_ok=True)
                     continue
                 _write_json(self.folder / "done" / name, {"revision": revision, "at": time.time()})
@@ -152,7 +175,9 @@ class Outbox:
             self._prune_done()
         return published
 
-    def publish_now(self, kind: str, payload: dict[str, Any], wait_s: float = 30.0) -> tuple[str, str | None]:
+    def publish_now(
+        self, kind: str, payload: dict[str, Any], wait_s: float = 30.0
+    ) -> tuple[str, str | None]:
         """put, then drain up to and including this entry: (name, revision or None if it is still
         waiting, the store being unavailable or another publisher busy for longer than wait_s)."""
         name = self.put(kind, payload)

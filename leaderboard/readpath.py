@@ -20,6 +20,7 @@ changes with the revision and the bytes. JSON is served a page at a time (`Page`
 parquet are the complete downloads. `LeaderboardCache.watch` builds the new head's table and its
 default bodies as soon as the head moves, so readers after a publish rarely wait on a build.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -46,7 +47,9 @@ GZIP_MIN_BYTES = 1024  # smaller bodies go out as they are
 # Large bodies are sent a piece at a time, so a slow reader holds one piece of transport buffer, not
 # the body; the pieces are cut once per body (held beside it), not copied out on every request.
 SEND_PIECE_BYTES = 256 * 1024
-WIDE_PARTS = 256  # pivoted table parts kept (by blob id; SHARD_RECORDS results each), across revisions
+WIDE_PARTS = (
+    256  # pivoted table parts kept (by blob id; SHARD_RECORDS results each), across revisions
+)
 # JSON pages. 100 rows is a screenful of a ranked board and ~150 KB of JSON (~17 KB gzipped) at the
 # widest task (23 tiers): cheap to encode after a publish and to send to 50 clients at once. The
 # complete table (29 MB of JSON at 20,000 rows) is the CSV / parquet download.
@@ -97,7 +100,10 @@ class Body:
         if len(self.content) <= SEND_PIECE_BYTES:
             return (self.content,)
         view = memoryview(self.content)
-        return tuple(bytes(view[start:start + SEND_PIECE_BYTES]) for start in range(0, len(view), SEND_PIECE_BYTES))
+        return tuple(
+            bytes(view[start : start + SEND_PIECE_BYTES])
+            for start in range(0, len(view), SEND_PIECE_BYTES)
+        )
 
     @property
     def held_bytes(self) -> int:
@@ -115,7 +121,12 @@ class Body:
 class _Bounded(OrderedDict):
     """Least-recently-used dict with a cap on entries (and optionally on bytes)."""
 
-    def __init__(self, max_items: int, max_bytes: int | None = None, size: Callable[[object], int] = lambda v: 0):
+    def __init__(
+        self,
+        max_items: int,
+        max_bytes: int | None = None,
+        size: Callable[[object], int] = lambda v: 0,
+    ):
         super().__init__()
         self.max_items, self.max_bytes, self.size, self.bytes = max_items, max_bytes, size, 0
 
@@ -130,7 +141,9 @@ class _Bounded(OrderedDict):
             self.bytes -= self.size(self.pop(key))
         self[key] = value
         self.bytes += self.size(value)
-        while len(self) > self.max_items or (self.max_bytes is not None and self.bytes > self.max_bytes and len(self) > 1):
+        while len(self) > self.max_items or (
+            self.max_bytes is not None and self.bytes > self.max_bytes and len(self) > 1
+        ):
             _, dropped = self.popitem(last=False)
             self.bytes -= self.size(dropped)
 
@@ -144,8 +157,12 @@ class RevisionTable:
         self.tier_order = tier_order
         self._lock = threading.Lock()
         self._views = _Bounded(VIEWS_PER_REVISION)
-        self._bodies = _Bounded(BODIES_PER_REVISION, BODY_BYTES_PER_REVISION, size=lambda b: b.held_bytes)
-        self._building: dict[tuple, threading.Lock] = {}  # body key -> its build: concurrent askers build once
+        self._bodies = _Bounded(
+            BODIES_PER_REVISION, BODY_BYTES_PER_REVISION, size=lambda b: b.held_bytes
+        )
+        self._building: dict[
+            tuple, threading.Lock
+        ] = {}  # body key -> its build: concurrent askers build once
 
     def recent_bodies(self, count: int) -> list[tuple[Filters, str, bool, Page | None]]:
         """The `count` bodies asked for most recently, newest first, as (filters, fmt, gzipped, page)."""
@@ -153,7 +170,9 @@ class RevisionTable:
             keys = list(self._bodies.keys())[-count:]
         return [(key[0], key[1], len(key) == 4, key[2]) for key in reversed(keys)]
 
-    def cached_body(self, filters: Filters, fmt: str, gzipped: bool = False, page: Page | None = None) -> Body | None:
+    def cached_body(
+        self, filters: Filters, fmt: str, gzipped: bool = False, page: Page | None = None
+    ) -> Body | None:
         """The body if it is built already (never builds: safe on the event loop)."""
         key = (filters, fmt, page)
         if gzipped:
@@ -167,12 +186,20 @@ class RevisionTable:
         with self._lock:
             frame = self._views.get_fresh(filters)
             if frame is None:
-                frame = finish_view(self.parts, filters.suite, filters.task, filters.setting, filters.tier,
-                                    tier_order=self.tier_order)
+                frame = finish_view(
+                    self.parts,
+                    filters.suite,
+                    filters.task,
+                    filters.setting,
+                    filters.tier,
+                    tier_order=self.tier_order,
+                )
                 self._views.put(filters, frame)
             return frame
 
-    def body(self, filters: Filters, fmt: str, gzipped: bool = False, page: Page | None = None) -> Body:
+    def body(
+        self, filters: Filters, fmt: str, gzipped: bool = False, page: Page | None = None
+    ) -> Body:
         """The encoded view (rows `page` of it, if given), built once; `gzipped`: the gzip variant for
         clients that accept it (compressed once per revision, not per request), unless the body is
         too small to gain."""
@@ -197,18 +224,31 @@ class RevisionTable:
         plain = self.cached_body(filters, fmt, page=page)
         if plain is None:
             view = self.view(filters)
-            rows = view.iloc[page.offset:page.offset + page.limit] if page is not None else view
+            rows = view.iloc[page.offset : page.offset + page.limit] if page is not None else view
             content = export(rows, fmt)
             digest = hashlib.blake2b(content, digest_size=8).hexdigest()
-            plain = Body(self.revision, content, EXPORT_FORMATS[fmt], f'"{self.revision[:16]}-{digest}"',
-                         page=page, total=len(view))
+            plain = Body(
+                self.revision,
+                content,
+                EXPORT_FORMATS[fmt],
+                f'"{self.revision[:16]}-{digest}"',
+                page=page,
+                total=len(view),
+            )
             with self._lock:
                 self._bodies.put(key, plain)
         if not gzipped or len(plain.content) < GZIP_MIN_BYTES:
             return plain
         # mtime=0: the same bytes every time, so the variant's ETag can be derived from the plain one
-        packed = Body(self.revision, gzip.compress(plain.content, compresslevel=6, mtime=0), plain.media_type,
-                      plain.etag[:-1] + '-gzip"', encoding="gzip", page=page, total=plain.total)
+        packed = Body(
+            self.revision,
+            gzip.compress(plain.content, compresslevel=6, mtime=0),
+            plain.media_type,
+            plain.etag[:-1] + '-gzip"',
+            encoding="gzip",
+            page=page,
+            total=plain.total,
+        )
         with self._lock:
             self._bodies.put((*key, "gzip"), packed)
         return packed
@@ -228,7 +268,9 @@ class LeaderboardCache:
         self.tier_order = tier_order
         self._head: RevisionTable | None = None
         self._pinned = _Bounded(PINNED_REVISIONS)
-        self._wide = _Bounded(WIDE_PARTS)  # blob id -> WideRows: shared by every revision holding the part
+        self._wide = _Bounded(
+            WIDE_PARTS
+        )  # blob id -> WideRows: shared by every revision holding the part
         self._build_lock = threading.Lock()  # one build at a time: a burst of requests builds once
         self.builds = 0  # tables built (tests, metrics)
         self.parts_pivoted = 0  # table parts pivoted (tests: a publish pivots one)
@@ -237,8 +279,11 @@ class LeaderboardCache:
         """The head's table if it is built, without blocking; None when the head moved (or cold),
         or when the store cannot tell its head without I/O that may block (the Hub)."""
         head = self._head
-        if head is not None and getattr(self.source, "head_is_cheap", False) \
-                and head.revision == self.source.head_revision():
+        if (
+            head is not None
+            and getattr(self.source, "head_is_cheap", False)
+            and head.revision == self.source.head_revision()
+        ):
             return head
         return None
 
@@ -263,7 +308,11 @@ class LeaderboardCache:
             table = RevisionTable(wanted, self._wide_parts(wanted), self.tier_order())
             self.builds += 1
             if revision is None:
-                for filters, fmt, page in DEFAULT_BODIES:  # before it is the head: the fast path finds them
+                for (
+                    filters,
+                    fmt,
+                    page,
+                ) in DEFAULT_BODIES:  # before it is the head: the fast path finds them
                     table.body(filters, fmt, gzipped=True, page=page)
                 self._head = table
             else:
@@ -286,7 +335,9 @@ class LeaderboardCache:
             parts.append(wide)
         return parts
 
-    def _warm(self, table: RevisionTable, wanted: list[tuple[Filters, str, bool, Page | None]]) -> None:
+    def _warm(
+        self, table: RevisionTable, wanted: list[tuple[Filters, str, bool, Page | None]]
+    ) -> None:
         """Build `wanted` (what readers asked for on the previous head: the CSV download, a popular
         filter) for the new head, after it is the head, so its readers wait for none of them."""
         for filters, fmt, gzipped, page in wanted:
@@ -299,7 +350,9 @@ class LeaderboardCache:
         default bodies; once the head has stood still for WARM_AFTER_S, the bodies readers asked
         for last on the heads before it. So the first readers after a publish find them built, and
         a burst of publishes is not slowed by re-encoding a large download after each one."""
-        wanted: list[tuple[Filters, str, bool, Page | None]] = []  # to warm once the head stands still
+        wanted: list[
+            tuple[Filters, str, bool, Page | None]
+        ] = []  # to warm once the head stands still
         moved_at = 0.0
         while not stop.is_set():
             try:
@@ -308,9 +361,15 @@ class LeaderboardCache:
                     started = time.perf_counter()
                     table = self.table()  # with its DEFAULT_BODIES
                     if head is not None and table is not head:
-                        wanted = list(dict.fromkeys([*head.recent_bodies(WARM_BODIES), *wanted]))[:WARM_BODIES]
+                        wanted = list(dict.fromkeys([*head.recent_bodies(WARM_BODIES), *wanted]))[
+                            :WARM_BODIES
+                        ]
                         moved_at = time.monotonic()
-                    log.debug("leaderboard %s built in %.3f s", table.revision[:12], time.perf_counter() - started)
+                    log.debug(
+                        "leaderboard %s built in %.3f s",
+                        table.revision[:12],
+                        time.perf_counter() - started,
+                    )
                 elif wanted and time.monotonic() - moved_at >= WARM_AFTER_S:
                     self._warm(head, wanted)
                     wanted = []

@@ -4,6 +4,7 @@ Computed by the evaluator from the installed split (evaluator/baselines.py) and 
 papers' reported rows: idempotently, in one version when anything changed, so they are filterable
 and downloadable with the rest, and never ranked above a model.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,23 +39,31 @@ def _row(task, line: dict[str, Any], split_sha: str) -> dict[str, Any]:
         description = "Expected score of answering uniformly at random: the mean of the constant answers' scores."
     else:
         name = f"Majority (always {line['label']})"
-        description = "The best constant answer on this split: what a model that ignores the input can score."
+        description = (
+            "The best constant answer on this split: what a model that ignores the input can score."
+        )
     key = f"{task.key}|{line['kind']}"
-    return make_record(**{
-        "submission_id": REFERENCE_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16],
-        "suite": task.suite.name,
-        "task": task.name,
-        "setting": REFERENCE_SETTING,
-        "model_name": name,
-        "model_link": "",
-        "description": description,
-        "source": "reference line (computed from the split)",
-        "row_kind": "reference",
-        "submitted_at": "",
-        "provenance": {"suite_version": task.suite.version, "split": {"sha256": split_sha}, "line": line["kind"]},
-        "n_items": line["n_items"],
-        "metrics": _released(task, line),
-    })
+    return make_record(
+        **{
+            "submission_id": REFERENCE_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16],
+            "suite": task.suite.name,
+            "task": task.name,
+            "setting": REFERENCE_SETTING,
+            "model_name": name,
+            "model_link": "",
+            "description": description,
+            "source": "reference line (computed from the split)",
+            "row_kind": "reference",
+            "submitted_at": "",
+            "provenance": {
+                "suite_version": task.suite.version,
+                "split": {"sha256": split_sha},
+                "line": line["kind"],
+            },
+            "n_items": line["n_items"],
+            "metrics": _released(task, line),
+        }
+    )
 
 
 def reference_records() -> list[dict[str, Any]]:
@@ -74,4 +83,6 @@ def reference_records() -> list[dict[str, Any]]:
 
 def publish_reference(store) -> str | None:
     """Bring the store's reference rows in line with the installed splits (a version only on change)."""
-    return store.sync_group(REFERENCE_PREFIX, reference_records(), "Update the chance and majority lines")
+    return store.sync_group(
+        REFERENCE_PREFIX, reference_records(), "Update the chance and majority lines"
+    )

@@ -4,6 +4,7 @@ Each suite may ship `reported.yaml` (tables transcribed from its paper, checked 
 tests/unit/test_reported_tables.py). At start the app publishes any reported row the store lacks,
 in one version, so they are filterable and downloadable like every other row.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -53,22 +54,31 @@ def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
                     tiers.setdefault(group, {})[tier] = {primary: stats}
                 else:
                     total[key] = stats  # a metric column (precision, f1, spearman, ...)
-            records.append(make_record(**{
-                "submission_id": _row_id(suite_name, table["id"], row),
-                "suite": suite_name,
-                "task": table["task"],
-                "setting": row.get("setting") or "default",
-                "model_name": row["model"],
-                "model_link": "",
-                "description": row.get("note", ""),
-                "source": f"reported (paper), {table['id'].replace('table', 'Table ')}",
-                "row_kind": "reported",
-                "submitted_at": "",
-                "provenance": {"citation": citation, "table": table["id"], "caption": table.get("caption", ""),
-                               "model_type": row.get("model_type"), "printed": row["values"]},
-                "n_items": int(counts.get(TOTAL, 0)),
-                "metrics": {"metric": primary, "total": total, "tiers": tiers},
-            }))
+            records.append(
+                make_record(
+                    **{
+                        "submission_id": _row_id(suite_name, table["id"], row),
+                        "suite": suite_name,
+                        "task": table["task"],
+                        "setting": row.get("setting") or "default",
+                        "model_name": row["model"],
+                        "model_link": "",
+                        "description": row.get("note", ""),
+                        "source": f"reported (paper), {table['id'].replace('table', 'Table ')}",
+                        "row_kind": "reported",
+                        "submitted_at": "",
+                        "provenance": {
+                            "citation": citation,
+                            "table": table["id"],
+                            "caption": table.get("caption", ""),
+                            "model_type": row.get("model_type"),
+                            "printed": row["values"],
+                        },
+                        "n_items": int(counts.get(TOTAL, 0)),
+                        "metrics": {"metric": primary, "total": total, "tiers": tiers},
+                    }
+                )
+            )
     return records
 
 
@@ -84,4 +94,6 @@ def all_reported_records() -> list[dict[str, Any]]:
 def publish_reported(store) -> str | None:
     """Bring the store's reported rows in line with the suites' reported.yaml (one version when
     anything changed, none otherwise)."""
-    return store.sync_group(REPORTED_PREFIX, all_reported_records(), "Update the papers' reported rows")
+    return store.sync_group(
+        REPORTED_PREFIX, all_reported_records(), "Update the papers' reported rows"
+    )

@@ -6,6 +6,7 @@ leaderboard.store.result_path).
 `schema_version` says which shape it has (make_record writes the current one); a record written
 before the field existed has the same shape and reads as version 1. The JSON Schema (`record_json_schema()`) is what external readers validate against.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -22,7 +23,9 @@ class RecordError(ValueError):
 class Stats(BaseModel):
     """One metric over some items: its value, 95 % interval, item count (and how the interval was made)."""
 
-    model_config = ConfigDict(extra="allow")  # interval method, units, release notes: added by the scorer
+    model_config = ConfigDict(
+        extra="allow"
+    )  # interval method, units, release notes: added by the scorer
 
     value: float | None
     ci95: list[float | None] = [None, None]
@@ -32,10 +35,14 @@ class Stats(BaseModel):
 class Metrics(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    metric: str | None = None  # the primary metric (`total` and the tier columns are in it); None: the first of total
+    metric: str | None = (
+        None  # the primary metric (`total` and the tier columns are in it); None: the first of total
+    )
     total: dict[str, Stats]  # every metric of the task on all items
     tiers: dict[str, dict[str, dict[str, Stats]]]  # tier group -> tier -> {primary metric: stats}
-    release: dict[str, Any] | None = None  # a hidden split's rows: how the numbers were released (evaluator/release.py)
+    release: dict[str, Any] | None = (
+        None  # a hidden split's rows: how the numbers were released (evaluator/release.py)
+    )
 
 
 class ResultRecord(BaseModel):
@@ -50,7 +57,9 @@ class ResultRecord(BaseModel):
     model_link: str = ""
     description: str = ""
     source: str  # "predictions file", "model run (PROTOCOL)", "reported (paper), Table N", "reference line ..."
-    row_kind: Literal["computed", "partial", "reported", "reference"] = "computed"  # reference: chance/majority lines
+    row_kind: Literal["computed", "partial", "reported", "reference"] = (
+        "computed"  # reference: chance/majority lines
+    )
     submitted_at: str
     provenance: dict[str, Any] = {}  # everything needed to reproduce or audit the number
     timings: dict[str, Any] | None = None
@@ -69,9 +78,13 @@ def validate_record(data: dict[str, Any]) -> dict[str, Any]:
     try:
         record = ResultRecord.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
         raise RecordError(f"result record {data.get('submission_id', '?')!r}: {problems}") from None
-    return record.model_dump(mode="json", exclude_unset=True)  # what was given: no optional field added as null
+    return record.model_dump(
+        mode="json", exclude_unset=True
+    )  # what was given: no optional field added as null
 
 
 def record_json_schema() -> dict[str, Any]:

@@ -3,6 +3,7 @@
 PERSONABOARD_RESULTS_REPO=ORG/NAME (with a token in PERSONABOARD_HUB_TOKEN or HF_TOKEN) puts the
 results on the Hub; unset, they stay in the local folder DATA_DIR/results-dataset (the default).
 """
+
 from __future__ import annotations
 
 import os

@@ -19,6 +19,7 @@ paths it wrote, so its cost does not grow with the number of results; the record
 sharded so that a commit rehashes small trees only (see id_shard). Readers get the table of a
 revision with `scores(revision)`; parts are cached by blob id, so a new revision costs one part.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -43,10 +44,14 @@ from leaderboard.table import records_to_scores
 
 SCORES_DIR = "data/scores"
 SCORES_GLOB = f"{SCORES_DIR}/*.parquet"
-LEGACY_SCORES_PATH = "data/scores.parquet"  # one file, rewritten on every publish (stores made before parts)
+LEGACY_SCORES_PATH = (
+    "data/scores.parquet"  # one file, rewritten on every publish (stores made before parts)
+)
 SHARD_RECORDS = 1000  # results per table part: a publish rewrites at most this many results' rows
 PART_CACHE = 64  # parsed table parts kept per store object (immutable, keyed by git blob id)
-AUTO_GC_EVERY = 50  # a publish that brings a table part to a multiple of this many results runs `git gc --auto`
+AUTO_GC_EVERY = (
+    50  # a publish that brings a table part to a multiple of this many results runs `git gc --auto`
+)
 
 DATASET_CARD = """---
 license: other
@@ -145,7 +150,10 @@ def record_order(path: str) -> tuple[str, str, str]:
 
 def record_files(folder: Path) -> list[Path]:
     """The record files under a dataset's results/ (or requests/) folder, either layout, in record_order."""
-    return sorted(folder.glob("*/*/**/*.json"), key=lambda p: record_order(p.relative_to(folder.parent).as_posix()))
+    return sorted(
+        folder.glob("*/*/**/*.json"),
+        key=lambda p: record_order(p.relative_to(folder.parent).as_posix()),
+    )
 
 
 def release_path(name: str) -> str:
@@ -154,7 +162,9 @@ def release_path(name: str) -> str:
 
 def check_release_name(name: str) -> str:
     if not RELEASE_NAME.fullmatch(name or "") or RE_SHA.fullmatch(name):
-        raise StoreError(f"release name {name!r}: use letters, digits, '.', '_' or '-' (at most 64), not a commit sha")
+        raise StoreError(
+            f"release name {name!r}: use letters, digits, '.', '_' or '-' (at most 64), not a commit sha"
+        )
     return name
 
 
@@ -162,8 +172,12 @@ RE_SHA = re.compile(r"[0-9a-f]{7,40}")
 
 
 def release_note(name: str, notes: str, table_revision: str) -> dict[str, Any]:
-    return {"name": name, "notes": notes, "table_revision": table_revision,
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "name": name,
+        "notes": notes,
+        "table_revision": table_revision,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 STATUS_RANK = {"queued": 0, "finished": 1, "failed": 1, "cancelled": 1}
@@ -173,7 +187,9 @@ def supersedes(request: dict[str, Any], current: dict[str, Any] | None) -> bool:
     """Whether `request` should replace the stored record: it changed, and its status is not older."""
     if current == request:
         return False
-    return current is None or STATUS_RANK.get(request.get("status"), 0) >= STATUS_RANK.get(current.get("status"), 0)
+    return current is None or STATUS_RANK.get(request.get("status"), 0) >= STATUS_RANK.get(
+        current.get("status"), 0
+    )
 
 
 def requests_message(requests: list[dict[str, Any]]) -> str:
@@ -194,7 +210,9 @@ class LocalDatasetStore:
         self.root = Path(root)
         self._parts: OrderedDict[str, pd.DataFrame] = OrderedDict()  # blob id -> parsed table part
         self._parts_lock = threading.Lock()
-        self._head_seen: tuple[str, tuple, str] | None = None  # (ref file, its stat, the sha it held)
+        self._head_seen: tuple[str, tuple, str] | None = (
+            None  # (ref file, its stat, the sha it held)
+        )
 
     @property
     def location(self) -> str:
@@ -203,12 +221,24 @@ class LocalDatasetStore:
     # -- plumbing -------------------------------------------------------------------------------
     def _git(self, *args: str, input: bytes | None = None) -> bytes:
         proc = subprocess.run(
-            ["git", "-c", "user.name=PersonaBoard", "-c", "user.email=personaboard@localhost",
-             "-c", "commit.gpgsign=false", *args],
-            cwd=self.root, input=input, capture_output=True,
+            [
+                "git",
+                "-c",
+                "user.name=PersonaBoard",
+                "-c",
+                "user.email=personaboard@localhost",
+                "-c",
+                "commit.gpgsign=false",
+                *args,
+            ],
+            cwd=self.root,
+            input=input,
+            capture_output=True,
         )
         if proc.returncode != 0:
-            raise StoreError(f"git {args[0]} failed in {self.root}: {proc.stderr.decode(errors='replace').strip()}")
+            raise StoreError(
+                f"git {args[0]} failed in {self.root}: {proc.stderr.decode(errors='replace').strip()}"
+            )
         return proc.stdout
 
     @contextmanager
@@ -255,7 +285,9 @@ class LocalDatasetStore:
                 (self.root / "README.md").write_text(DATASET_CARD, encoding="utf-8")
                 self._write_scores(self._read_records_from_disk())
                 self._git("add", "-A")
-                self._git("commit", "-q", "-m", "Split the scores table into parts (appends stay cheap)")
+                self._git(
+                    "commit", "-q", "-m", "Split the scores table into parts (appends stay cheap)"
+                )
             if not marker.exists():
                 self._shard_flat_records()
                 marker.write_text(LAYOUT_VERSION + "\n", encoding="ascii")
@@ -264,9 +296,13 @@ class LocalDatasetStore:
         """A store made before id_shard keeps its records flat in results|requests/<suite>/<task>/:
         move them into their shard folders once, in a new version (older versions keep the flat
         layout; every reader takes both)."""
+
         def flat() -> list[str]:
-            return [str(p.relative_to(self.root)) for folder in ("results", "requests")
-                    for p in (self.root / folder).glob("*/*/*.json")]
+            return [
+                str(p.relative_to(self.root))
+                for folder in ("results", "requests")
+                for p in (self.root / folder).glob("*/*/*.json")
+            ]
 
         if not flat():
             return
@@ -276,7 +312,12 @@ class LocalDatasetStore:
             os.replace(self.root / old, self.root / new)
         (self.root / "README.md").write_text(DATASET_CARD, encoding="utf-8")
         self._git("add", "-A")
-        self._git("commit", "-q", "-m", "Shard the records folders by id (a commit rehashes small trees only)")
+        self._git(
+            "commit",
+            "-q",
+            "-m",
+            "Shard the records folders by id (a commit rehashes small trees only)",
+        )
 
     # -- writing --------------------------------------------------------------------------------
     record_path = staticmethod(record_path)
@@ -300,7 +341,13 @@ class LocalDatasetStore:
             committed = self._blobs(head, SCORES_DIR, relative)
             if relative in committed:  # a retried job: the first result stands
                 # the commit that added it (--follow: past the one that moved it into its shard folder)
-                return self._git("log", "-1", "--follow", "--diff-filter=A", "--format=%H", "--", relative).decode().strip()
+                return (
+                    self._git(
+                        "log", "-1", "--follow", "--diff-filter=A", "--format=%H", "--", relative
+                    )
+                    .decode()
+                    .strip()
+                )
             self._write(relative, as_json(record))
             part, results_in_part = self._append_scores(records_to_scores([record]), committed)
             commit = self._commit_paths(head, [relative, part], message)
@@ -327,17 +374,29 @@ class LocalDatasetStore:
         """Append rows to the newest committed table part, or start a new part when it is full;
         returns its path and how many results it holds. `committed`: path -> blob id of the parts
         in the last version."""
-        parts = sorted(path for path in committed if path.startswith(SCORES_DIR + "/") and path.endswith(".parquet"))
+        parts = sorted(
+            path
+            for path in committed
+            if path.startswith(SCORES_DIR + "/") and path.endswith(".parquet")
+        )
         tail = self._part(committed[parts[-1]]) if parts else None
         if tail is None or tail["submission_id"].nunique() >= SHARD_RECORDS:
             path, frame = f"{SCORES_DIR}/part-{len(parts):05d}.parquet", rows
         else:
-            path, frame = parts[-1], pd.concat([tail, rows], ignore_index=True) if len(tail) else rows
+            path, frame = (
+                parts[-1],
+                pd.concat([tail, rows], ignore_index=True) if len(tail) else rows,
+            )
         data = _parquet_bytes(frame)
         self._write_bytes(path, data)
         self._remember_part(_blob_id(data), data)  # the next publish (and reader) finds it parsed
-        for stray in (self.root / SCORES_DIR).glob("part-*.parquet"):  # a failed writer's extra part
-            if str(stray.relative_to(self.root)) not in committed and str(stray.relative_to(self.root)) != path:
+        for stray in (self.root / SCORES_DIR).glob(
+            "part-*.parquet"
+        ):  # a failed writer's extra part
+            if (
+                str(stray.relative_to(self.root)) not in committed
+                and str(stray.relative_to(self.root)) != path
+            ):
                 stray.unlink()
         return path, frame["submission_id"].nunique()
 
@@ -347,20 +406,30 @@ class LocalDatasetStore:
         revision, or None if the current version does not hold it. `publish` can put it back later."""
         self.ensure()
         with self._locked():
-            self._git("clean", "-q", "-f", "--", SCORES_DIR)  # as in publish: a dead writer's leftovers
+            self._git(
+                "clean", "-q", "-f", "--", SCORES_DIR
+            )  # as in publish: a dead writer's leftovers
             self._git("checkout", "-q", "HEAD", "--", SCORES_DIR)
-            self._git("clean", "-q", "-f", "--", result_glob(submission_id))  # never committed: not published
+            self._git(
+                "clean", "-q", "-f", "--", result_glob(submission_id)
+            )  # never committed: not published
             records = list(self.root.glob(result_glob(submission_id)))
-            requests = list(self.root.glob(result_glob(submission_id, "requests")))  # its public metadata too
+            requests = list(
+                self.root.glob(result_glob(submission_id, "requests"))
+            )  # its public metadata too
             if not records and not requests:
                 return None
             changed = [str(p.relative_to(self.root)) for p in records + requests]
             for path in records + requests:
                 path.unlink()
-            for part in sorted((self.root / SCORES_DIR).glob("part-*.parquet")):  # only the parts holding it
+            for part in sorted(
+                (self.root / SCORES_DIR).glob("part-*.parquet")
+            ):  # only the parts holding it
                 frame = pd.read_parquet(part)
                 if (frame["submission_id"] == submission_id).any():
-                    _write_parquet(frame[frame["submission_id"] != submission_id].reset_index(drop=True), part)
+                    _write_parquet(
+                        frame[frame["submission_id"] != submission_id].reset_index(drop=True), part
+                    )
                     changed.append(str(part.relative_to(self.root)))
             self._git("add", "-A", "--", *changed)
             self._git("commit", "-q", "-m", message)
@@ -381,7 +450,10 @@ class LocalDatasetStore:
         with self._locked():
             self._discard_uncommitted()
             wanted = {self.record_path(r): as_json(r) for r in records}
-            present = {str(p.relative_to(self.root)): p for p in (self.root / "results").glob(f"*/*/*/{prefix}*.json")}
+            present = {
+                str(p.relative_to(self.root)): p
+                for p in (self.root / "results").glob(f"*/*/*/{prefix}*.json")
+            }
             changed = False
             for relative, text in wanted.items():
                 target = self.root / relative
@@ -410,6 +482,7 @@ class LocalDatasetStore:
         """
         self._git("reset", "-q", "--hard", "HEAD")
         self._git("clean", "-q", "-f", "-d")
+
     def publish_requests(self, requests: list[dict[str, Any]]) -> str | None:
         """Write submissions' request records (public metadata and status) in one version; None if
         nothing changed. A status never goes back (a late "queued" does not undo "finished")."""
@@ -444,7 +517,9 @@ class LocalDatasetStore:
     def releases(self) -> list[Release]:
         """Every release, newest first."""
         self.ensure()
-        out = self._git("tag", "--list", "--sort=-creatordate", "--format=%(refname:short)%09%(objectname)").decode()
+        out = self._git(
+            "tag", "--list", "--sort=-creatordate", "--format=%(refname:short)%09%(objectname)"
+        ).decode()
         found = []
         for line in out.splitlines():
             name, revision = line.split("\t")
@@ -471,14 +546,18 @@ class LocalDatasetStore:
         """Rebuild the whole table from records (creation, reported-row sync, repair): rare paths."""
         folder = self.root / SCORES_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        chunks = [records[i:i + SHARD_RECORDS] for i in range(0, len(records), SHARD_RECORDS)] or [[]]
+        chunks = [
+            records[i : i + SHARD_RECORDS] for i in range(0, len(records), SHARD_RECORDS)
+        ] or [[]]
         for i, chunk in enumerate(chunks):
             _write_parquet(records_to_scores(chunk), folder / f"part-{i:05d}.parquet")
-        for stale in sorted(folder.glob("part-*.parquet"))[len(chunks):]:
+        for stale in sorted(folder.glob("part-*.parquet"))[len(chunks) :]:
             stale.unlink()
 
     def _read_records_from_disk(self) -> list[dict[str, Any]]:
-        return [json.loads(p.read_text(encoding="utf-8")) for p in record_files(self.root / "results")]
+        return [
+            json.loads(p.read_text(encoding="utf-8")) for p in record_files(self.root / "results")
+        ]
 
     # -- reading --------------------------------------------------------------------------------
     def head(self) -> str:
@@ -547,14 +626,20 @@ class LocalDatasetStore:
         """The table's parts at a revision, in order, each with its blob id (the same id: the same
         bytes, so the read path derives what it needs from a part once)."""
         rev = self.resolve_revision(revision)
-        blobs = [(path, blob) for path, blob in self._blobs(rev, "data").items()
-                 if path == LEGACY_SCORES_PATH or (path.startswith(SCORES_DIR + "/") and path.endswith(".parquet"))]
+        blobs = [
+            (path, blob)
+            for path, blob in self._blobs(rev, "data").items()
+            if path == LEGACY_SCORES_PATH
+            or (path.startswith(SCORES_DIR + "/") and path.endswith(".parquet"))
+        ]
         return [(blob, self._part(blob)) for _, blob in sorted(blobs)]
 
     def _blobs(self, revision: str, *paths: str) -> dict[str, str]:
         """path -> blob id of the files at (or under) `paths` in a revision."""
         listing = self._git("ls-tree", "-r", revision, "--", *paths).decode().splitlines()
-        return {path: meta.split()[2] for meta, _, path in (line.partition("\t") for line in listing)}
+        return {
+            path: meta.split()[2] for meta, _, path in (line.partition("\t") for line in listing)
+        }
 
     def _part(self, blob: str) -> pd.DataFrame:
         with self._parts_lock:
@@ -577,19 +662,35 @@ class LocalDatasetStore:
             return self._read_records_from_disk()
         rev = self._verify(revision)
         names = self._git("ls-tree", "-r", "--name-only", rev, "--", "results").decode().split()
-        return [json.loads(self._show(rev, name)) for name in sorted(names, key=record_order) if name.endswith(".json")]
+        return [
+            json.loads(self._show(rev, name))
+            for name in sorted(names, key=record_order)
+            if name.endswith(".json")
+        ]
 
     def _verify(self, revision: str) -> str:
         """A commit sha (or its prefix), `main`, or a release name -> the full commit sha."""
-        if revision and RELEASE_NAME.fullmatch(revision) and not RE_SHA.fullmatch(revision) and revision != "main":
+        if (
+            revision
+            and RELEASE_NAME.fullmatch(revision)
+            and not RE_SHA.fullmatch(revision)
+            and revision != "main"
+        ):
             revision = f"refs/tags/{revision}"  # a release name; never an option or another ref
-        elif not revision or any(c not in "0123456789abcdefABCDEF" for c in revision) and revision != "main":
+        elif (
+            not revision
+            or any(c not in "0123456789abcdefABCDEF" for c in revision)
+            and revision != "main"
+        ):
             raise StoreError(f"unknown revision {revision!r}")
         try:
-            return self._git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").decode().strip()
+            return (
+                self._git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+                .decode()
+                .strip()
+            )
         except StoreError:
             raise StoreError(f"unknown revision {revision.removeprefix('refs/tags/')!r}") from None
-
 
     def _show(self, revision: str, path: str) -> bytes:
         return self._git("show", f"{self._verify(revision)}:{path}")

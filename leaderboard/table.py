@@ -4,6 +4,7 @@ The long table (one row per result x tier x metric) is what the store keeps, bec
 different tiers; the wide view (one row per result, one column per tier) is derived on read,
 with its tier columns driven by the suites' manifests.
 """
+
 from __future__ import annotations
 
 import io
@@ -20,20 +21,42 @@ TOTAL = "total"
 # (e.g. `datasets.load_dataset(...).filter(lambda r: r["judge"] == ...)`).
 PROVENANCE_COLUMNS = ["model_revision", "protocol", "judge", "backend", "split_sha256"]
 SCORE_COLUMNS = [
-    "submission_id", "suite", "task", "setting", "model_name", "model_link", "source", "row_kind",
-    "tier_group", "tier", "metric", "primary", "value", "ci_low", "ci_high", "n", "submitted_at",
+    "submission_id",
+    "suite",
+    "task",
+    "setting",
+    "model_name",
+    "model_link",
+    "source",
+    "row_kind",
+    "tier_group",
+    "tier",
+    "metric",
+    "primary",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n",
+    "submitted_at",
     *PROVENANCE_COLUMNS,
 ]
 ID_COLUMNS = ["model_name", "suite", "task", "setting", "source", "row_kind", "metric"]
 TRAILING_COLUMNS = ["n_items", "submitted_at", "submission_id", "model_link"]
-ROW_KIND_RANK = {"computed": 0, "partial": 1, "reference": 2, "reported": 3}  # the papers' rows last
+ROW_KIND_RANK = {
+    "computed": 0,
+    "partial": 1,
+    "reference": 2,
+    "reported": 3,
+}  # the papers' rows last
 
 
 def provenance_columns(record: dict[str, Any]) -> dict[str, str]:
     provenance = record.get("provenance") or {}
     model = provenance.get("model")
     return {
-        "model_revision": (model.get("revision") if isinstance(model, dict) else None) or provenance.get("revision") or "",
+        "model_revision": (model.get("revision") if isinstance(model, dict) else None)
+        or provenance.get("revision")
+        or "",
         "protocol": provenance.get("protocol") or "",
         "judge": (provenance.get("judge") or {}).get("model") or "",
         "backend": provenance.get("backend") or "",
@@ -64,13 +87,34 @@ def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         for group, tier, values in blocks:
             for metric, stats in values.items():
                 low, high = stats.get("ci95") or [None, None]
-                rows.append({**base, "tier_group": group, "tier": tier, "metric": metric, "primary": metric == primary,
-                             "value": stats["value"], "ci_low": low, "ci_high": high, "n": stats["n"] or 0})
+                rows.append(
+                    {
+                        **base,
+                        "tier_group": group,
+                        "tier": tier,
+                        "metric": metric,
+                        "primary": metric == primary,
+                        "value": stats["value"],
+                        "ci_low": low,
+                        "ci_high": high,
+                        "n": stats["n"] or 0,
+                    }
+                )
     frame = pd.DataFrame(rows, columns=SCORE_COLUMNS)
-    return frame.astype({"value": "float64", "ci_low": "float64", "ci_high": "float64", "n": "int64", "primary": "bool"})
+    return frame.astype(
+        {
+            "value": "float64",
+            "ci_low": "float64",
+            "ci_high": "float64",
+            "n": "int64",
+            "primary": "bool",
+        }
+    )
 
 
-def column_name(group: str, tier: str, metric: str | None = None, primary: bool = True) -> str | None:
+def column_name(
+    group: str, tier: str, metric: str | None = None, primary: bool = True
+) -> str | None:
     """`total` for the primary metric's total, the metric's name for other metrics of the total
     (precision, f1, ...), `group/tier` for the primary metric on a tier; None for the rest."""
     if group == TOTAL:
@@ -99,24 +143,39 @@ def wide_rows(scores: pd.DataFrame) -> WideRows:
     """One row per result: ids, every value column it has (`total`, other metrics, `group/tier`),
     the total's interval, item count and trailing columns; unfiltered and unordered."""
     if scores.empty:
-        return WideRows(pd.DataFrame(columns=[*EMPTY_VIEW_COLUMNS, "total_ci_low", "total_ci_high"]),
-                        pd.DataFrame(columns=[*SLICE_COLUMNS, "column"]))
-    primary = scores["primary"] if "primary" in scores else pd.Series(True, index=scores.index)  # older tables
-    frame = scores.assign(column=[column_name(g, t, m, p) for g, t, m, p in
-                                  zip(scores["tier_group"], scores["tier"], scores["metric"], primary)])
+        return WideRows(
+            pd.DataFrame(columns=[*EMPTY_VIEW_COLUMNS, "total_ci_low", "total_ci_high"]),
+            pd.DataFrame(columns=[*SLICE_COLUMNS, "column"]),
+        )
+    primary = (
+        scores["primary"] if "primary" in scores else pd.Series(True, index=scores.index)
+    )  # older tables
+    frame = scores.assign(
+        column=[
+            column_name(g, t, m, p)
+            for g, t, m, p in zip(scores["tier_group"], scores["tier"], scores["metric"], primary)
+        ]
+    )
     ids = frame.drop_duplicates("submission_id").set_index("submission_id")
     totals = frame[frame["column"] == TOTAL].set_index("submission_id")
     # the primary metric each row's `total` and tier columns are in
-    ids = ids.drop(columns=["metric"]).join(frame[primary].drop_duplicates("submission_id").set_index("submission_id")["metric"])
+    ids = ids.drop(columns=["metric"]).join(
+        frame[primary].drop_duplicates("submission_id").set_index("submission_id")["metric"]
+    )
     named = frame[frame["column"].notna()]
-    values = named.pivot_table(index="submission_id", columns="column", values="value", aggfunc="first", dropna=False)
+    values = named.pivot_table(
+        index="submission_id", columns="column", values="value", aggfunc="first", dropna=False
+    )
     wide = ids[ID_COLUMNS].join(values)
     wide["total_ci_low"] = totals["ci_low"]
     wide["total_ci_high"] = totals["ci_high"]
     wide["n_items"] = totals["n"]
     wide["submitted_at"] = ids["submitted_at"]
     wide["model_link"] = ids["model_link"]
-    return WideRows(wide.reset_index(), named[[*SLICE_COLUMNS, "column"]].drop_duplicates().reset_index(drop=True))
+    return WideRows(
+        wide.reset_index(),
+        named[[*SLICE_COLUMNS, "column"]].drop_duplicates().reset_index(drop=True),
+    )
 
 
 def finish_view(
@@ -131,7 +190,9 @@ def finish_view(
     rows = [part.rows for part in parts if len(part.rows)]
     slices = [part.columns for part in parts if len(part.columns)]
     wide = pd.concat(rows, ignore_index=True) if len(rows) > 1 else rows[0] if rows else None
-    present = pd.concat(slices, ignore_index=True) if len(slices) > 1 else slices[0] if slices else None
+    present = (
+        pd.concat(slices, ignore_index=True) if len(slices) > 1 else slices[0] if slices else None
+    )
     for column, wanted in zip(SLICE_COLUMNS, (suite, task, setting)):
         if wanted and wide is not None:
             wide = wide[wide[column] == wanted]
@@ -150,7 +211,15 @@ def finish_view(
     if tier:
         tier_columns = [c for c in tier_columns if c == tier or c.split("/", 1)[-1] == tier]
     sort_by = tier_columns[0] if tier and tier_columns else TOTAL
-    ordered = [*ID_COLUMNS, TOTAL, "total_ci_low", "total_ci_high", *metric_columns, *tier_columns, *TRAILING_COLUMNS]
+    ordered = [
+        *ID_COLUMNS,
+        TOTAL,
+        "total_ci_low",
+        "total_ci_high",
+        *metric_columns,
+        *tier_columns,
+        *TRAILING_COLUMNS,
+    ]
     wide = wide.reindex(columns=ordered)  # `total` is NaN where no row has one
     if wide["n_items"].dtype.kind == "f" and wide["n_items"].notna().all():
         wide["n_items"] = wide["n_items"].astype("int64")  # parts without a total made it float
@@ -158,9 +227,16 @@ def finish_view(
     # and the papers' reported rows come last: never ranked as if verified here. submission_id
     # breaks the remaining ties, so the order does not depend on how the table is split in parts.
     kind_rank = wide["row_kind"].map(ROW_KIND_RANK).fillna(len(ROW_KIND_RANK))
-    order = wide.assign(_kind_rank=kind_rank).sort_values(
-        ["_kind_rank", sort_by, "submitted_at", "submission_id"], ascending=[True, False, True, True],
-        na_position="last", kind="stable").index
+    order = (
+        wide.assign(_kind_rank=kind_rank)
+        .sort_values(
+            ["_kind_rank", sort_by, "submitted_at", "submission_id"],
+            ascending=[True, False, True, True],
+            na_position="last",
+            kind="stable",
+        )
+        .index
+    )
     return wide.loc[order].reset_index(drop=True)
 
 
@@ -209,7 +285,11 @@ def export(frame: pd.DataFrame, fmt: str) -> bytes:
     if fmt == "csv":
         # Only text columns: numbers (negative scores included) stay numbers.
         text_columns = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
-        safe = frame.assign(**{c: frame[c].map(neutralise_formula) for c in text_columns}) if text_columns else frame
+        safe = (
+            frame.assign(**{c: frame[c].map(neutralise_formula) for c in text_columns})
+            if text_columns
+            else frame
+        )
         # CRLF rows (RFC 4180): the csv writer then also quotes a field holding a lone \r
         return safe.to_csv(index=False, lineterminator="\r\n").encode()
     if fmt == "json":

@@ -5,6 +5,7 @@ series per row; `plot_accuracy_by_turns(series, path)` draws them (PNG) with the
 A turn count a model could not run (its window is too short) is absent from its series, never
 drawn as zero. The model page (space/, issue 9) shows the picture or the data.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,11 +28,24 @@ def accuracy_by_turns(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]
             if stats.get("value") is None:
                 continue
             low, high = (stats.get("ci95") or [None, None])[:2]
-            points.append({"turns": int(turns), "value": stats["value"], "ci95": [low, high], "n": stats.get("n")})
+            points.append(
+                {
+                    "turns": int(turns),
+                    "value": stats["value"],
+                    "ci95": [low, high],
+                    "n": stats.get("n"),
+                }
+            )
         if points:
-            series.append({"submission_id": record.get("submission_id"), "model_name": record.get("model_name"),
-                           "setting": record.get("setting"), "metric": metric,
-                           "points": sorted(points, key=lambda p: p["turns"])})
+            series.append(
+                {
+                    "submission_id": record.get("submission_id"),
+                    "model_name": record.get("model_name"),
+                    "setting": record.get("setting"),
+                    "metric": metric,
+                    "points": sorted(points, key=lambda p: p["turns"]),
+                }
+            )
     return series
 
 
@@ -55,8 +69,13 @@ def _draw(plt, series, path, title):
         drawn = axes.plot(x, y, marker="o", label=label)[0]
         bounded = [p for p in line["points"] if None not in p["ci95"]]
         if bounded:
-            axes.fill_between([p["turns"] for p in bounded], [100 * p["ci95"][0] for p in bounded],
-                              [100 * p["ci95"][1] for p in bounded], alpha=0.15, color=drawn.get_color())
+            axes.fill_between(
+                [p["turns"] for p in bounded],
+                [100 * p["ci95"][0] for p in bounded],
+                [100 * p["ci95"][1] for p in bounded],
+                alpha=0.15,
+                color=drawn.get_color(),
+            )
     axes.set_xscale("symlog", linthresh=10)
     axes.set_xticks([0, 10, 70, 300], labels=["0", "10", "70", "300"])
     axes.set_xlabel("distractor turns between preference and question")

@@ -4,6 +4,7 @@ clicks (SORT_JS), within each section so kinds never mix.
 
 Every piece of text from a submitter or a record is escaped here (html.escape) before it is shown.
 """
+
 from __future__ import annotations
 
 import html
@@ -15,14 +16,42 @@ import pandas as pd
 from evaluator.metrics import known_metrics
 from leaderboard.table import TOTAL
 from space.display import (
-    MIN_CELL_ITEMS, ROW_KINDS, SECTION_TITLES, UNRANKED_COMPUTED_TITLE, column_labels, format_interval, format_value,
+    MIN_CELL_ITEMS,
+    ROW_KINDS,
+    SECTION_TITLES,
+    UNRANKED_COMPUTED_TITLE,
+    column_labels,
+    format_interval,
+    format_value,
 )
 
 # Columns a reader can switch on and off (the column chooser); Rank, Model and the ranking score stay.
-OPTIONAL_COLUMNS = {"ci": "95% CI", "reference": "vs. reference line", "tiers": "Tier columns", "metrics": "Other metrics", "setting": "Setting",
-                    "row_kind": "Kind", "n_items": "Items", "model_type": "Type", "size": "Size",
-                    "license": "License", "source": "Source", "submitted_at": "Submitted"}
-DEFAULT_COLUMNS = ["ci", "reference", "tiers", "metrics", "setting", "row_kind", "n_items", "model_type", "size", "source"]
+OPTIONAL_COLUMNS = {
+    "ci": "95% CI",
+    "reference": "vs. reference line",
+    "tiers": "Tier columns",
+    "metrics": "Other metrics",
+    "setting": "Setting",
+    "row_kind": "Kind",
+    "n_items": "Items",
+    "model_type": "Type",
+    "size": "Size",
+    "license": "License",
+    "source": "Source",
+    "submitted_at": "Submitted",
+}
+DEFAULT_COLUMNS = [
+    "ci",
+    "reference",
+    "tiers",
+    "metrics",
+    "setting",
+    "row_kind",
+    "n_items",
+    "model_type",
+    "size",
+    "source",
+]
 
 STYLE = """<style>
 .pb-board-wrap{overflow-x:auto;max-height:70vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
@@ -103,8 +132,20 @@ def shown_columns(board: pd.DataFrame, chosen: list[str] | None) -> list[str]:
         columns += metrics
     if "tiers" in chosen:
         columns += [c for c in tiers if c != ranked_by]
-    columns += [c for c in ("setting", "row_kind", "n_items", "model_type", "size", "license", "source", "submitted_at")
-                if c in chosen]
+    columns += [
+        c
+        for c in (
+            "setting",
+            "row_kind",
+            "n_items",
+            "model_type",
+            "size",
+            "license",
+            "source",
+            "submitted_at",
+        )
+        if c in chosen
+    ]
     return columns
 
 
@@ -122,19 +163,31 @@ def _reference_cell(row, line: dict | None, metric) -> tuple[str, str, str]:
     where = f"{html.escape(line['name'])} = {format_value(line['value'], metric)}"
     if above:
         return f'<span title="95% lower bound above {where}">above</span>', "1", "pb-text"
-    return (f'<span class="pb-below-ref" title="its 95% interval reaches down to or below {where}: '
-            f'not distinguishable from answering without looking at the input">not above {where}</span>', "0", "pb-text")
+    return (
+        f'<span class="pb-below-ref" title="its 95% interval reaches down to or below {where}: '
+        f'not distinguishable from answering without looking at the input">not above {where}</span>',
+        "0",
+        "pb-text",
+    )
 
 
-def _cell(row, column: str, cells: dict, ranked_by: str, reference: dict | None = None) -> tuple[str, str, str]:
+def _cell(
+    row, column: str, cells: dict, ranked_by: str, reference: dict | None = None
+) -> tuple[str, str, str]:
     """(html, sort key, css class) for one cell."""
     metric = row.get("metric")
     if column == "rank":
         rank = row.get("rank")
         if _missing(rank) and row.get("row_kind") == "computed" and _above_reference(row) is False:
-            return ('<span class="pb-below-ref" title="not ranked: its 95% interval does not clear the reference line">'
-                    "–</span>", "", "pb-rank")
-        return ("", "", "pb-rank") if _missing(rank) else (str(int(rank)), str(int(rank)), "pb-rank")
+            return (
+                '<span class="pb-below-ref" title="not ranked: its 95% interval does not clear the reference line">'
+                "–</span>",
+                "",
+                "pb-rank",
+            )
+        return (
+            ("", "", "pb-rank") if _missing(rank) else (str(int(rank)), str(int(rank)), "pb-rank")
+        )
     if column == "reference":
         return _reference_cell(row, reference, metric)
     if column == "model_name":
@@ -151,13 +204,20 @@ def _cell(row, column: str, cells: dict, ranked_by: str, reference: dict | None 
         cell_metric = metric if (column == TOTAL or "/" in column) else column
         low, high, n = cells.get((row["submission_id"], column), (None, None, 0))
         text = format_value(value, cell_metric)
-        title = f"95% CI {format_interval(low, high, cell_metric)}; " if format_interval(low, high, cell_metric) else ""
+        title = (
+            f"95% CI {format_interval(low, high, cell_metric)}; "
+            if format_interval(low, high, cell_metric)
+            else ""
+        )
         title += f"{n} items" if n else "item count not reported"
         css = "pb-main" if column == ranked_by else ""
         if row.get("row_kind") == "partial":
             if n and n < MIN_CELL_ITEMS and column != ranked_by:
-                return (f'<span title="only {n} items: too few to show a score">– <span class="pb-n">n={n}</span></span>',
-                        "", css)
+                return (
+                    f'<span title="only {n} items: too few to show a score">– <span class="pb-n">n={n}</span></span>',
+                    "",
+                    css,
+                )
             text += f' <span class="pb-n">n={n}</span>'
         return f'<span title="{html.escape(title)}">{text}</span>', repr(float(value)), css
     value = row.get(column)
@@ -171,7 +231,11 @@ def _cell(row, column: str, cells: dict, ranked_by: str, reference: dict | None 
         return html.escape(str(value)[:16].replace("T", " ")), str(value), "pb-text"
     if column == "size":
         parameters = row.get("parameters")
-        return html.escape(str(value)), "" if _missing(parameters) else repr(float(parameters)), "pb-text"
+        return (
+            html.escape(str(value)),
+            "" if _missing(parameters) else repr(float(parameters)),
+            "pb-text",
+        )
     return html.escape(str(value)), str(value).lower(), "pb-text"
 
 
@@ -181,28 +245,56 @@ def render_board(board: pd.DataFrame, cells: pd.DataFrame, chosen: list[str] | N
         return STYLE + '<p class="pb-empty"><em>No results match these filters yet.</em></p>'
     ranked_by = board.attrs.get("ranked_by", TOTAL)
     columns = shown_columns(board, chosen)
-    lookup = {(s, c): (lo, hi, int(n)) for s, c, lo, hi, n in
-              zip(cells["submission_id"], cells["column"], cells["ci_low"], cells["ci_high"], cells["n"])}
+    lookup = {
+        (s, c): (lo, hi, int(n))
+        for s, c, lo, hi, n in zip(
+            cells["submission_id"], cells["column"], cells["ci_low"], cells["ci_high"], cells["n"]
+        )
+    }
     numeric = {"rank", "n_items", "size"} | {c for c in columns if _is_score(c)}
     head = "".join(
         f'<th role="columnheader" data-col="{html.escape(c)}" data-type="{"num" if c in numeric else "text"}"'
         f' class="{"pb-rank" if c == "rank" else "pb-model pb-text" if c == "model_name" else "pb-main" if c == ranked_by else ""}"'
         f' title="Sort by {html.escape(labels.get(c, c))}">{html.escape(labels.get(c, c))}</th>'
-        for c in columns)
+        for c in columns
+    )
     bodies = []
-    for kind, section in board.groupby(board["row_kind"].where(board["row_kind"].isin(SECTION_TITLES), "reported"), sort=False):
-        groups = {rank: i for i, rank in enumerate(sorted({r for r in section["rank"] if not _missing(r)}))}
-        title = UNRANKED_COMPUTED_TITLE if kind == "computed" and not groups else SECTION_TITLES[kind]
-        rows = [f'<tr class="pb-section-head"><th colspan="{len(columns)}">{html.escape(title)}</th></tr>']
+    for kind, section in board.groupby(
+        board["row_kind"].where(board["row_kind"].isin(SECTION_TITLES), "reported"), sort=False
+    ):
+        groups = {
+            rank: i
+            for i, rank in enumerate(sorted({r for r in section["rank"] if not _missing(r)}))
+        }
+        title = (
+            UNRANKED_COMPUTED_TITLE if kind == "computed" and not groups else SECTION_TITLES[kind]
+        )
+        rows = [
+            f'<tr class="pb-section-head"><th colspan="{len(columns)}">{html.escape(title)}</th></tr>'
+        ]
         for _, row in section.iterrows():
-            group = "" if _missing(row.get("rank")) else f" pb-group-{'odd' if groups[row['rank']] % 2 == 0 else 'even'}"
+            group = (
+                ""
+                if _missing(row.get("rank"))
+                else f" pb-group-{'odd' if groups[row['rank']] % 2 == 0 else 'even'}"
+            )
             tds = []
             for column in columns:
-                content, key, css = _cell(row, column, lookup, ranked_by, board.attrs.get("reference_line"))
-                tds.append(f'<td role="gridcell" class="{css}" data-sort="{html.escape(key)}">{content}</td>')
+                content, key, css = _cell(
+                    row, column, lookup, ranked_by, board.attrs.get("reference_line")
+                )
+                tds.append(
+                    f'<td role="gridcell" class="{css}" data-sort="{html.escape(key)}">{content}</td>'
+                )
             below = " pb-not-above-ref" if _above_reference(row) is False else ""
-            rows.append(f'<tr role="row" class="pb-kind-{html.escape(str(kind))}{group}{below}" '
-                        f'data-id="{html.escape(str(row["submission_id"]))}">{"".join(tds)}</tr>')
-        bodies.append(f'<tbody class="pb-section" data-kind="{html.escape(str(kind))}">{"".join(rows)}</tbody>')
-    return (STYLE + '<div class="pb-board-wrap"><table class="pb-board" role="grid">'
-            f'<thead><tr role="row">{head}</tr></thead>{"".join(bodies)}</table></div>')
+            rows.append(
+                f'<tr role="row" class="pb-kind-{html.escape(str(kind))}{group}{below}" '
+                f'data-id="{html.escape(str(row["submission_id"]))}">{"".join(tds)}</tr>'
+            )
+        bodies.append(
+            f'<tbody class="pb-section" data-kind="{html.escape(str(kind))}">{"".join(rows)}</tbody>'
+        )
+    return (
+        STYLE + '<div class="pb-board-wrap"><table class="pb-board" role="grid">'
+        f'<thead><tr role="row">{head}</tr></thead>{"".join(bodies)}</table></div>'
+    )

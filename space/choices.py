@@ -1,4 +1,5 @@
 """Dropdown choices, all read from the suites' manifests (no suite is named in the UI's code)."""
+
 from __future__ import annotations
 
 from evaluator.registry import all_suites, get_task
@@ -20,12 +21,19 @@ NOT_INSTALLED = " (split not installed here)"
 def suite_choices(mark_unavailable: bool = False) -> list[tuple[str, str]]:
     """(title, name) per suite; with mark_unavailable, suites that take no submissions here say so."""
     ready = set(ready_suites()) if mark_unavailable else set(all_suites())
-    return [(suite.title + ("" if name in ready else NOT_INSTALLED), name) for name, suite in all_suites().items()]
+    return [
+        (suite.title + ("" if name in ready else NOT_INSTALLED), name)
+        for name, suite in all_suites().items()
+    ]
 
 
 def ready_suites() -> list[str]:
     """Suites that take submissions here: at least one task's split is installed."""
-    return [name for name, suite in all_suites().items() if any(t.split_available() for t in suite.tasks.values())]
+    return [
+        name
+        for name, suite in all_suites().items()
+        if any(t.split_available() for t in suite.tasks.values())
+    ]
 
 
 def task_choices(suite: str | None) -> list[tuple[str, str]]:
@@ -49,7 +57,10 @@ def tier_choices(suite: str | None, task: str | None) -> list[tuple[str, str]]:
             if task and task != ALL and task_name != task:
                 continue
             for group in task_.tier_groups:
-                choices.extend((f"{group.label}: {pretty(t, group.label_of(t))}", f"{group.name}/{t}") for t in group.tiers)
+                choices.extend(
+                    (f"{group.label}: {pretty(t, group.label_of(t))}", f"{group.name}/{t}")
+                    for t in group.tiers
+                )
     return list(dict.fromkeys(choices))
 
 

@@ -1,5 +1,6 @@
 """What the pages read from the results store, cached per store revision (every publish is a new
 revision, so a cache keyed by it is never stale)."""
+
 from __future__ import annotations
 
 import threading
@@ -11,9 +12,13 @@ from leaderboard.board import manifest_tier_order, model_facts  # noqa: F401  (r
 
 _CACHE: dict[str, tuple[str, object]] = {}
 _LOCK = threading.Lock()
-_PAST: dict[str, tuple[pd.DataFrame, pd.DataFrame]] = {}  # older revisions' board inputs, oldest read first
+_PAST: dict[
+    str, tuple[pd.DataFrame, pd.DataFrame]
+] = {}  # older revisions' board inputs, oldest read first
 PAST_KEPT = 4
-VERSIONS_LISTED = 30  # most recent revisions offered beside the releases (the API reaches any revision)
+VERSIONS_LISTED = (
+    30  # most recent revisions offered beside the releases (the API reaches any revision)
+)
 LATEST, LATEST_LABEL = "latest", "Latest (updates as results arrive)"
 
 
@@ -37,13 +42,17 @@ def board_inputs(services, revision: str | None = None) -> tuple[pd.DataFrame, p
     """(long scores table, model facts per result) at the newest revision, or at an older one (a sha,
     its prefix or a release name; StoreError when there is none such)."""
     if not revision or revision == LATEST:
-        return (_cached(services, "scores", services.results.scores),
-                _cached(services, "facts", lambda: model_facts(records(services))))
+        return (
+            _cached(services, "scores", services.results.scores),
+            _cached(services, "facts", lambda: model_facts(records(services))),
+        )
     sha = services.results.resolve_revision(revision)
     key = f"{id(services)}:at:{sha}"
     with _LOCK:
         hit = _PAST.get(key)
-    if hit is None:  # a past revision never changes: built once, kept while it is among the last few read
+    if (
+        hit is None
+    ):  # a past revision never changes: built once, kept while it is among the last few read
         hit = (services.results.scores(sha), model_facts(services.results.records(sha)))
         with _LOCK:
             _PAST[key] = hit
@@ -61,16 +70,31 @@ def version_choices(services, limit: int = VERSIONS_LISTED) -> list[tuple[str, s
     """The leaderboard's versions a reader can open: the newest (LATEST), every release, then the most
     recent revisions (each publish is one), as (label, value) for a dropdown. Built once per head
     (a release is a commit too): a page load costs no Hub calls beyond the head's."""
+
     def build() -> list[tuple[str, str]]:
         choices = [(LATEST_LABEL, LATEST)]
         for release in services.results.releases():
-            choices.append((f"Release {release.name} ({release.created_at[:10]}, {release.revision[:8]})", release.name))
-        for version in services.results.versions()[1:limit + 1]:  # [0] is the newest: "latest" already
-            choices.append((f"{version.revision[:8]} · {version.created_at[:16].replace('T', ' ')} · "
-                            f"{version.message[:60]}", version.revision))
+            choices.append(
+                (
+                    f"Release {release.name} ({release.created_at[:10]}, {release.revision[:8]})",
+                    release.name,
+                )
+            )
+        for version in services.results.versions()[
+            1 : limit + 1
+        ]:  # [0] is the newest: "latest" already
+            choices.append(
+                (
+                    f"{version.revision[:8]} · {version.created_at[:16].replace('T', ' ')} · "
+                    f"{version.message[:60]}",
+                    version.revision,
+                )
+            )
         return choices
 
-    return list(_cached(services, f"versions:{limit}", build))  # a copy: the tab appends a deep link's revision
+    return list(
+        _cached(services, f"versions:{limit}", build)
+    )  # a copy: the tab appends a deep link's revision
 
 
 def default_view(services, suite: str | None = None) -> tuple[str | None, str | None]:

@@ -4,6 +4,7 @@ from the manifests: tiers, their labels, the metrics).
 
 The UI only rounds for display; the API and the downloads keep full precision.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,11 +15,18 @@ from evaluator.registry import all_suites
 from leaderboard.table import TOTAL
 from space.choices import pretty
 
-ROW_KINDS = {"computed": "verified", "reported": "reported (paper)", "partial": "partial run (not ranked)",
-             "reference": "reference line (chance / majority)"}
-SECTION_TITLES = {"computed": "Verified here (ranked)", "reference": "Reference lines: chance and majority (not ranked)",
-                  "partial": "Partial runs (not ranked)",
-                  "reported": "Papers' own numbers (not verified here, not ranked)"}
+ROW_KINDS = {
+    "computed": "verified",
+    "reported": "reported (paper)",
+    "partial": "partial run (not ranked)",
+    "reference": "reference line (chance / majority)",
+}
+SECTION_TITLES = {
+    "computed": "Verified here (ranked)",
+    "reference": "Reference lines: chance and majority (not ranked)",
+    "partial": "Partial runs (not ranked)",
+    "reported": "Papers' own numbers (not verified here, not ranked)",
+}
 # The verified section when none of its rows has a rank (each fails to clear the reference line).
 UNRANKED_COMPUTED_TITLE = "Verified here (none ranked yet: none clears the reference line)"
 # A tier cell of a partial run with fewer items than this is hidden: its 95% interval is wider than
@@ -66,10 +74,25 @@ def metric_label(metric: str) -> str:
 
 
 def column_labels() -> dict[str, str]:
-    labels = {TOTAL: "Total", "model_name": "Model", "suite": "Suite", "task": "Task", "setting": "Setting",
-              "source": "Source", "row_kind": "Kind", "n_items": "Items", "submitted_at": "Submitted",
-              "metric": "Metric", "rank": "Rank", "ci": "95% CI", "reference": "vs. reference", "model_type": "Type", "size": "Size",
-              "license": "License", **metric_labels()}
+    labels = {
+        TOTAL: "Total",
+        "model_name": "Model",
+        "suite": "Suite",
+        "task": "Task",
+        "setting": "Setting",
+        "source": "Source",
+        "row_kind": "Kind",
+        "n_items": "Items",
+        "submitted_at": "Submitted",
+        "metric": "Metric",
+        "rank": "Rank",
+        "ci": "95% CI",
+        "reference": "vs. reference",
+        "model_type": "Type",
+        "size": "Size",
+        "license": "License",
+        **metric_labels(),
+    }
     for suite in all_suites().values():
         for task in suite.tasks.values():
             for group in task.tier_groups:

@@ -1,4 +1,5 @@
 """Each task's input and answer format, explained from its manifest, with an example predictions file."""
+
 from __future__ import annotations
 
 import html
@@ -38,8 +39,10 @@ def example_predictions(task: Task, n: int = 3) -> bytes:
     """The first `n` public item ids (placeholders when the split is not installed here), each with
     an answer of the right form: the file's shape, not right answers."""
     ids = _public_ids(task, n) or list(PLACEHOLDER_IDS[:n])
-    return b"".join(json.dumps({"id": i, task.answer_field: a}).encode() + b"\n"
-                    for i, a in zip(ids, example_answers(task, len(ids))))
+    return b"".join(
+        json.dumps({"id": i, task.answer_field: a}).encode() + b"\n"
+        for i, a in zip(ids, example_answers(task, len(ids)))
+    )
 
 
 def format_help(task: Task) -> str:
@@ -47,13 +50,18 @@ def format_help(task: Task) -> str:
     suite = task.suite
     available = task.split_available()
     line = example_predictions(task, 1).decode().strip()
-    parts = [f"**{html.escape(suite.title)} · {html.escape(task.title)}**: one JSON object per line, one line per item "
-             f"of the split, with the item's `id` and the field `{task.answer_field}` holding {answer_rule(task)}.",
-             f"Example line: `{line}`",
-             f'<a class="pb-example" href="/examples/{html.escape(suite.name)}/{html.escape(task.name)}.jsonl" '
-             f'download="{html.escape(suite.name)}-{html.escape(task.name)}-example.jsonl">Download an example file</a> '
-             f"(the first items' ids with answers of the right form, not right answers)."]
+    parts = [
+        f"**{html.escape(suite.title)} · {html.escape(task.title)}**: one JSON object per line, one line per item "
+        f"of the split, with the item's `id` and the field `{task.answer_field}` holding {answer_rule(task)}.",
+        f"Example line: `{line}`",
+        f'<a class="pb-example" href="/examples/{html.escape(suite.name)}/{html.escape(task.name)}.jsonl" '
+        f'download="{html.escape(suite.name)}-{html.escape(task.name)}-example.jsonl">Download an example file</a> '
+        f"(the first items' ids with answers of the right form, not right answers).",
+    ]
     if not available:
-        parts.insert(0, f"⚠️ **Not open for submissions here**: the hidden split of {html.escape(suite.title)} is not "
-                        "installed on this server, so predictions for it cannot be scored yet.")
+        parts.insert(
+            0,
+            f"⚠️ **Not open for submissions here**: the hidden split of {html.escape(suite.title)} is not "
+            "installed on this server, so predictions for it cannot be scored yet.",
+        )
     return "\n\n".join(parts)

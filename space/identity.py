@@ -2,6 +2,7 @@
 
 Browsing needs no identity; both submit tabs take the one identity field built here.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,11 +25,17 @@ def build_identity_row():
         if hf_oauth_enabled():
             gr.LoginButton(elem_id="hf-login")
             return gr.State("")
-        return gr.Textbox(label="API token (needed to submit; the operator issues it)", type="password",
-                          elem_id="api-token", scale=3)
+        return gr.Textbox(
+            label="API token (needed to submit; the operator issues it)",
+            type="password",
+            elem_id="api-token",
+            scale=3,
+        )
 
 
-def ui_identity(identities: IdentityStore, token: str | None, profile: gr.OAuthProfile | None) -> Identity:
+def ui_identity(
+    identities: IdentityStore, token: str | None, profile: gr.OAuthProfile | None
+) -> Identity:
     """The Hugging Face account signed in on the Space (Gradio injects `profile` from its signed
     session cookie, never from the request's data), else the API token typed into the page.
     Raises SubmissionError 401 when neither identifies anyone."""
@@ -36,11 +43,21 @@ def ui_identity(identities: IdentityStore, token: str | None, profile: gr.OAuthP
         try:
             return identities.hf_user(profile.username)
         except IdentityError as exc:
-            raise SubmissionError(401, f"this Hugging Face account cannot submit here: {exc}", field="login") from None
+            raise SubmissionError(
+                401, f"this Hugging Face account cannot submit here: {exc}", field="login"
+            ) from None
     token = (token or "").strip()
     identity = identities.authenticate(token)
     if identity is not None:
         return identity
-    how = "sign in with Hugging Face" if hf_oauth_enabled() else "paste the API token the operator gave you"
-    message = "the API token is not valid (unknown or revoked)" if token else f"submitting needs an identity: {how}"
+    how = (
+        "sign in with Hugging Face"
+        if hf_oauth_enabled()
+        else "paste the API token the operator gave you"
+    )
+    message = (
+        "the API token is not valid (unknown or revoked)"
+        if token
+        else f"submitting needs an identity: {how}"
+    )
     raise SubmissionError(401, message, field="token")

@@ -1,6 +1,7 @@
 """The submissions made from this browser: their ids kept in its localStorage (gr.BrowserState), so
 the Submission status tab still lists them after a reload or a closed tab. Nothing server-side: a
 signed-out visitor has them too, and another browser does not see them."""
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,9 @@ def browser_submissions() -> gr.BrowserState:
     """Ids of the submissions made from this browser, newest first. Gradio encrypts localStorage
     with a key it sends to the browser, so the fixed key hides nothing; what comes back is read as
     untrusted input (remembered_ids) wherever it is used."""
-    return gr.BrowserState([], storage_key="personaboard-submissions", secret="personaboard-submission-ids")
+    return gr.BrowserState(
+        [], storage_key="personaboard-submissions", secret="personaboard-submission-ids"
+    )
 
 
 def remembered_ids(stored) -> list[str]:
@@ -29,5 +32,11 @@ def remembered_ids(stored) -> list[str]:
 
 def remember(new, stored) -> list[str]:
     """Put the ids a submit tab just got (one id, or the model tab's {"ids": [...]}) first."""
-    ids = [new] if isinstance(new, str) else list((new or {}).get("ids") or []) if isinstance(new, dict) else []
+    ids = (
+        [new]
+        if isinstance(new, str)
+        else list((new or {}).get("ids") or [])
+        if isinstance(new, dict)
+        else []
+    )
     return remembered_ids([*ids, *remembered_ids(stored)])

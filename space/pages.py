@@ -6,6 +6,7 @@ The model page also holds the paired comparison (a plain GET form: pick another 
 suite/task/setting; the numbers come from `services.compare`, the code GET /api/v1/compare runs) and,
 for PrefEval mcq_turns results, accuracy against distractor turns (leaderboard/turns_plot.py).
 """
+
 from __future__ import annotations
 
 import html
@@ -26,7 +27,12 @@ from leaderboard.turns_plot import TURNS_TASK, accuracy_by_turns, plot_accuracy_
 from space import plots
 from space.data import board_inputs, manifest_tier_order, records
 from space.display import (
-    ROW_KINDS, column_labels, format_interval, format_value, metric_label, suite_title,
+    ROW_KINDS,
+    column_labels,
+    format_interval,
+    format_value,
+    metric_label,
+    suite_title,
 )
 
 SVG = "image/svg+xml"
@@ -34,7 +40,10 @@ MAX_IDS = plots.MAX_SERIES
 EXAMPLE_LINES = 3
 PUBLISHED = re.compile(r"Add result (\S+) ")
 HUB_URL = "https://huggingface.co/"
-COMPARABLE_KINDS = ("computed", "partial")  # rows with answers kept by the service (not papers', not reference lines)
+COMPARABLE_KINDS = (
+    "computed",
+    "partial",
+)  # rows with answers kept by the service (not papers', not reference lines)
 
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>{title} · PersonaBoard</title>
@@ -110,8 +119,10 @@ def reproduce_command(record: dict) -> str:
         if isinstance(judge, dict) and judge.get("model"):
             command = f"PERSONABOARD_JUDGE_MODEL={_shell(judge['model'])} " + command
         return command
-    return (f"personaboard score --suite {_shell(record['suite'])} --task {_shell(record['task'])} predictions.jsonl"
-            f"   # the file with sha256 {provenance.get('predictions_sha256', '?')}")
+    return (
+        f"personaboard score --suite {_shell(record['suite'])} --task {_shell(record['task'])} predictions.jsonl"
+        f"   # the file with sha256 {provenance.get('predictions_sha256', '?')}"
+    )
 
 
 def _shell(word: str) -> str:
@@ -124,30 +135,53 @@ def _score_rows(record: dict) -> str:
     metrics = record["metrics"]
     primary = metrics.get("metric")
     labels = column_labels()
-    task = all_suites().get(record["suite"]).tasks.get(record["task"]) if record["suite"] in all_suites() else None
+    task = (
+        all_suites().get(record["suite"]).tasks.get(record["task"])
+        if record["suite"] in all_suites()
+        else None
+    )
     rows = []
     for metric, stats in metrics["total"].items():
-        rows.append(("Total" if metric == primary else f"Total · {metric_label(metric)}", metric, stats))
+        rows.append(
+            ("Total" if metric == primary else f"Total · {metric_label(metric)}", metric, stats)
+        )
     for group, tiers in metrics.get("tiers", {}).items():
-        group_label = task.tier_group(group).label if task and group in {g.name for g in task.tier_groups} else group
+        group_label = (
+            task.tier_group(group).label
+            if task and group in {g.name for g in task.tier_groups}
+            else group
+        )
         for tier, values in tiers.items():
             if primary in values:
-                rows.append((f"{group_label}: {labels.get(f'{group}/{tier}', tier)}", primary, values[primary]))
+                rows.append(
+                    (
+                        f"{group_label}: {labels.get(f'{group}/{tier}', tier)}",
+                        primary,
+                        values[primary],
+                    )
+                )
     body = "".join(
         f"<tr><td>{_e(name)}</td><td>{_e(metric_label(metric))}</td><td class=num>{format_value(s.get('value'), metric)}</td>"
         f"<td class=num>{format_interval(*(s.get('ci95') or (None, None)), metric)}</td><td class=num>{_e(s.get('n') or '')}</td></tr>"
-        for name, metric, s in rows)
-    return ("<div class=scroll><table class=scores><thead><tr><th>Score</th><th>Metric</th><th>Value</th><th>95% CI</th>"
-            f"<th>Items</th></tr></thead><tbody>{body}</tbody></table></div>")
+        for name, metric, s in rows
+    )
+    return (
+        "<div class=scroll><table class=scores><thead><tr><th>Score</th><th>Metric</th><th>Value</th><th>95% CI</th>"
+        f"<th>Items</th></tr></thead><tbody>{body}</tbody></table></div>"
+    )
 
 
 def _links(record: dict) -> str:
     links = []
     if hub := hub_link(record):
-        links.append(f'<a class="hub-link" href="{_e(hub)}" rel="noopener nofollow">Model on the Hugging Face Hub</a>')
+        links.append(
+            f'<a class="hub-link" href="{_e(hub)}" rel="noopener nofollow">Model on the Hugging Face Hub</a>'
+        )
     link = str(record.get("model_link") or "")
     if link.startswith(("https://", "http://")):
-        links.append(f'<a class="submitter-link" href="{_e(link)}" rel="noopener nofollow ugc">Submitter\'s link</a>')
+        links.append(
+            f'<a class="submitter-link" href="{_e(link)}" rel="noopener nofollow ugc">Submitter\'s link</a>'
+        )
     return " · ".join(links)
 
 
@@ -179,11 +213,15 @@ def _comparable(suite: str, task: str) -> str | None:
 def _result_label(record: dict) -> str:
     total = record["metrics"]["total"].get(record["metrics"].get("metric")) or {}
     kind = " · partial" if record.get("row_kind") == "partial" else ""
-    return (f"{record['model_name']} · {format_value(total.get('value'), record['metrics'].get('metric'))}{kind}"
-            f" · {(record.get('submitted_at') or '')[:16].replace('T', ' ')} · {record['submission_id']}")
+    return (
+        f"{record['model_name']} · {format_value(total.get('value'), record['metrics'].get('metric'))}{kind}"
+        f" · {(record.get('submitted_at') or '')[:16].replace('T', ' ')} · {record['submission_id']}"
+    )
 
 
-def _comparison_forms(name: str, mine: list[dict], every: list[dict], chosen: tuple[str, str] | None) -> str:
+def _comparison_forms(
+    name: str, mine: list[dict], every: list[dict], chosen: tuple[str, str] | None
+) -> str:
     """One form per result of this model: compare it with another result of the same suite/task/setting."""
     parts = []
     for record in mine:
@@ -194,22 +232,36 @@ def _comparison_forms(name: str, mine: list[dict], every: list[dict], chosen: tu
         if why_not:
             parts.append(f"<p>{_e(where)}: no paired comparison ({_e(why_not)}).</p>")
             continue
-        others = [r for r in every if (r["suite"], r["task"], r["setting"]) == (record["suite"], record["task"], record["setting"])
-                  and r["submission_id"] != record["submission_id"] and r.get("row_kind") in COMPARABLE_KINDS]
+        others = [
+            r
+            for r in every
+            if (r["suite"], r["task"], r["setting"])
+            == (record["suite"], record["task"], record["setting"])
+            and r["submission_id"] != record["submission_id"]
+            and r.get("row_kind") in COMPARABLE_KINDS
+        ]
         if not others:
-            parts.append(f"<p>{_e(where)} ({_e(record['submission_id'])}): no other result of this suite, task and "
-                         "setting to compare with yet.</p>")
+            parts.append(
+                f"<p>{_e(where)} ({_e(record['submission_id'])}): no other result of this suite, task and "
+                "setting to compare with yet.</p>"
+            )
             continue
         options = "".join(
             f'<option value="{_e(r["submission_id"])}"{" selected" if chosen == (record["submission_id"], r["submission_id"]) else ""}>'
-            f"{_e(_result_label(r))}</option>" for r in others)
+            f"{_e(_result_label(r))}</option>"
+            for r in others
+        )
         parts.append(
             f'<form class="pb-compare" method="get" action="/model/{_e(quote(name, safe=""))}#comparison" '
             f'data-a="{_e(record["submission_id"])}"><input type="hidden" name="a" value="{_e(record["submission_id"])}">'
-            f'<label>{_e(where)} · this result ({_e(record["submission_id"])}) against '
+            f"<label>{_e(where)} · this result ({_e(record['submission_id'])}) against "
             f'<select name="b" aria-label="result to compare with">{options}</select></label> '
-            '<button type="submit">Compare</button></form>')
-    return "".join(parts) or "<p>No result of this model has answers kept here to compare (papers' rows, reference lines).</p>"
+            '<button type="submit">Compare</button></form>'
+        )
+    return (
+        "".join(parts)
+        or "<p>No result of this model has answers kept here to compare (papers' rows, reference lines).</p>"
+    )
 
 
 def _comparison_result(services, a: str, b: str) -> str:
@@ -224,22 +276,36 @@ def _comparison_result(services, a: str, b: str) -> str:
     if result.get("difference") is None:
         return '<div id="comparison"><p class="pb-error">No comparison: the two results share no scored item.</p></div>'
     unit = str(result.get("unit") or "item").replace("_", " ")
-    rows = [("A", f'{_e(result["a"]["model_name"])} ({_e(result["a"]["setting"])}) · {_e(result["a"]["submission_id"])}'),
-            ("B", f'{_e(result["b"]["model_name"])} ({_e(result["b"]["setting"])}) · {_e(result["b"]["submission_id"])}'),
-            (f"{metric_label(metric)}: A, B", f"{format_value(result.get('a_mean'), metric)}, {format_value(result.get('b_mean'), metric)}"),
-            ("Difference (A − B)", format_difference(result["difference"], metric)),
-            ("95% CI of the difference", _e(format_interval(*result["ci95"], metric))),
-            ("p-value", format_p_value(result.get("p_value"))),
-            ("Items both answered", _e(result["n"])),
-            (f"Units ({unit}s, resampled together)", _e(result["n_units"])),
-            ("Test", _e(result.get("test", "")))]
+    rows = [
+        (
+            "A",
+            f"{_e(result['a']['model_name'])} ({_e(result['a']['setting'])}) · {_e(result['a']['submission_id'])}",
+        ),
+        (
+            "B",
+            f"{_e(result['b']['model_name'])} ({_e(result['b']['setting'])}) · {_e(result['b']['submission_id'])}",
+        ),
+        (
+            f"{metric_label(metric)}: A, B",
+            f"{format_value(result.get('a_mean'), metric)}, {format_value(result.get('b_mean'), metric)}",
+        ),
+        ("Difference (A − B)", format_difference(result["difference"], metric)),
+        ("95% CI of the difference", _e(format_interval(*result["ci95"], metric))),
+        ("p-value", format_p_value(result.get("p_value"))),
+        ("Items both answered", _e(result["n"])),
+        (f"Units ({unit}s, resampled together)", _e(result["n_units"])),
+        ("Test", _e(result.get("test", ""))),
+    ]
     note = (result.get("release") or {}).get("note")
-    return ('<div id="comparison"><h3>Paired comparison</h3><table class="comparison">'
-            + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows) + "</table>"
-            + (f"<p>{_e(note)}</p>" if note else "")
-            + "<p>On the items both results answered: the difference of the means, its 95% interval from a bootstrap "
-              "over the suite's independent units, and a two-sided sign-flip permutation p-value over those units "
-              f'(the same numbers as <code>GET /api/v1/compare?a={_e(a)}&amp;b={_e(b)}</code>).</p></div>')
+    return (
+        '<div id="comparison"><h3>Paired comparison</h3><table class="comparison">'
+        + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
+        + "</table>"
+        + (f"<p>{_e(note)}</p>" if note else "")
+        + "<p>On the items both results answered: the difference of the means, its 95% interval from a bootstrap "
+        "over the suite's independent units, and a two-sided sign-flip permutation p-value over those units "
+        f"(the same numbers as <code>GET /api/v1/compare?a={_e(a)}&amp;b={_e(b)}</code>).</p></div>"
+    )
 
 
 def _turns_section(name: str, mine: list[dict]) -> str:
@@ -258,16 +324,21 @@ def _turns_section(name: str, mine: list[dict]) -> str:
         skipped = (by_id[line["submission_id"]].get("provenance") or {}).get("not_applicable") or {}
         cells = "".join(
             f'<td class=num title="95% CI {_e(format_interval(*points[c]["ci95"], line["metric"]))}; {_e(points[c]["n"])} items">'
-            f"{format_value(points[c]['value'], line['metric'])}</td>" if c in points
-            else f'<td class=num title="{_e(skipped.get(c, "not run"))}">n/a</td>' for c in counts)
+            f"{format_value(points[c]['value'], line['metric'])}</td>"
+            if c in points
+            else f'<td class=num title="{_e(skipped.get(c, "not run"))}">n/a</td>'
+            for c in counts
+        )
         body += f"<tr><td>{_e(line['setting'])} · {_e(line['submission_id'])}</td>{cells}</tr>"
     ids = ",".join(line["submission_id"] for line in series[:MAX_IDS])
-    return ("<h2>Accuracy against distractor turns</h2><p>PrefEval mcq_turns: the preference stated, then this many "
-            "unrelated conversation turns, then the question. n/a: the model's context window is too short for those "
-            "prompts (never truncated).</p>"
-            f'<img class="plot" id="turns-plot" alt="accuracy of {_e(name)} against distractor turns" '
-            f'src="/plots/turns.svg?{_e(urlencode({"ids": ids}))}">'
-            f"<div class=scroll><table class=turns><thead><tr><th>Result</th>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+    return (
+        "<h2>Accuracy against distractor turns</h2><p>PrefEval mcq_turns: the preference stated, then this many "
+        "unrelated conversation turns, then the question. n/a: the model's context window is too short for those "
+        "prompts (never truncated).</p>"
+        f'<img class="plot" id="turns-plot" alt="accuracy of {_e(name)} against distractor turns" '
+        f'src="/plots/turns.svg?{_e(urlencode({"ids": ids}))}">'
+        f"<div class=scroll><table class=turns><thead><tr><th>Result</th>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    )
 
 
 def build_pages(services) -> APIRouter:
@@ -282,31 +353,56 @@ def build_pages(services) -> APIRouter:
         if record is None:
             return _not_found(f"No published result with id {submission_id!r}.")
         published = _published(services).get(submission_id)
-        provenance = _flatten(record.get("provenance") or {}) + _flatten(record.get("timings") or {}, "timings")
-        facts = [("Model", f'<a href="/model/{quote(record["model_name"], safe="")}">{_e(record["model_name"])}</a>'),
-                 ("Suite / task", f"{_e(suite_title(record['suite']))} / {_e(record['task'])}"),
-                 ("Setting", _e(record["setting"])), ("Kind", _e(ROW_KINDS.get(record.get("row_kind"), record.get("row_kind")))),
-                 ("Source", _e(record.get("source"))), ("Submitted", _e(record.get("submitted_at"))),
-                 ("Items", _e(record.get("n_items"))), ("Description", _e(record.get("description"))),
-                 ("Published in results revision", _e(published[0] if published else "")),
-                 ("Published at", _e(published[1] if published else ""))]
-        board = "/?" + urlencode({"suite": record["suite"], "task": record["task"], "highlight": submission_id})
-        body = (f"<h1>Result {_e(submission_id)}</h1><p>{_links(record)}</p>"
-                f'<p><a class="board-link" href="{_e(board)}">Its row on the leaderboard</a></p>'
-                "<table class=facts>" + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in facts) + "</table>"
-                "<h2>Scores</h2>" + _score_rows(record) +
-                f'<h2>Per tier</h2><img class="plot" alt="per-tier scores with 95% intervals" src="/plots/tiers.svg?'
-                f'{_e(urlencode({"suite": record["suite"], "task": record["task"], "ids": submission_id}))}">'
-                f"<h2>Reproduce</h2><pre class=reproduce>{_e(reproduce_command(record))}</pre>"
-                "<h2>Provenance</h2><div class=scroll><table class=provenance>"
-                + "".join(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>" for k, v in provenance) +
-                "</table></div>")
+        provenance = _flatten(record.get("provenance") or {}) + _flatten(
+            record.get("timings") or {}, "timings"
+        )
+        facts = [
+            (
+                "Model",
+                f'<a href="/model/{quote(record["model_name"], safe="")}">{_e(record["model_name"])}</a>',
+            ),
+            ("Suite / task", f"{_e(suite_title(record['suite']))} / {_e(record['task'])}"),
+            ("Setting", _e(record["setting"])),
+            ("Kind", _e(ROW_KINDS.get(record.get("row_kind"), record.get("row_kind")))),
+            ("Source", _e(record.get("source"))),
+            ("Submitted", _e(record.get("submitted_at"))),
+            ("Items", _e(record.get("n_items"))),
+            ("Description", _e(record.get("description"))),
+            ("Published in results revision", _e(published[0] if published else "")),
+            ("Published at", _e(published[1] if published else "")),
+        ]
+        board = "/?" + urlencode(
+            {"suite": record["suite"], "task": record["task"], "highlight": submission_id}
+        )
+        body = (
+            f"<h1>Result {_e(submission_id)}</h1><p>{_links(record)}</p>"
+            f'<p><a class="board-link" href="{_e(board)}">Its row on the leaderboard</a></p>'
+            "<table class=facts>"
+            + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in facts)
+            + "</table>"
+            "<h2>Scores</h2>"
+            + _score_rows(record)
+            + f'<h2>Per tier</h2><img class="plot" alt="per-tier scores with 95% intervals" src="/plots/tiers.svg?'
+            f'{_e(urlencode({"suite": record["suite"], "task": record["task"], "ids": submission_id}))}">'
+            f"<h2>Reproduce</h2><pre class=reproduce>{_e(reproduce_command(record))}</pre>"
+            "<h2>Provenance</h2><div class=scroll><table class=provenance>"
+            + "".join(
+                f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>" for k, v in provenance
+            )
+            + "</table></div>"
+        )
         return _page(f"Result {submission_id}", body)
 
     @router.get("/model/{name:path}", response_class=HTMLResponse)
-    def model_page(name: str, a: str | None = Query(None, max_length=64), b: str | None = Query(None, max_length=64)):
-        mine = sorted((r for r in records(services) if r["model_name"] == name),
-                      key=lambda r: (r.get("submitted_at") or "", r["submission_id"]))
+    def model_page(
+        name: str,
+        a: str | None = Query(None, max_length=64),
+        b: str | None = Query(None, max_length=64),
+    ):
+        mine = sorted(
+            (r for r in records(services) if r["model_name"] == name),
+            key=lambda r: (r.get("submitted_at") or "", r["submission_id"]),
+        )
         if not mine:
             return _not_found(f"No published result for a model named {name!r}.")
         published = _published(services)
@@ -321,32 +417,38 @@ def build_pages(services) -> APIRouter:
             f"<td><code>{_e(str(((r.get('provenance') or {}).get('model') or {}).get('revision', '') if isinstance((r.get('provenance') or {}).get('model'), dict) else '')[:16])}</code></td>"
             f"<td><code>{_e(published.get(r['submission_id'], ('',))[0][:12])}</code></td>"
             f'<td><a href="/result/{_e(r["submission_id"])}">result</a></td></tr>'
-            for r in mine)
+            for r in mine
+        )
         tasks = list(dict.fromkeys((r["suite"], r["task"]) for r in mine))
         plots_html = "".join(
             f"<h3>{_e(suite_title(s))} / {_e(t)}</h3>"
             f'<img class="plot" alt="per-tier scores of {_e(name)} on {_e(s)}/{_e(t)}" src="/plots/tiers.svg?'
             f'{_e(urlencode({"suite": s, "task": t, "ids": ",".join(r["submission_id"] for r in mine if (r["suite"], r["task"]) == (s, t))[:2000]}))}">'
-            for s, t in tasks)
-        body = (f"<h1>{_e(name)}</h1><p>{links}</p>"
-                "<h2>Results and history</h2><p>Every published result of this model, oldest first: the model revision "
-                "it ran at and the results revision that published it.</p><div class=scroll><table class=history>"
-                "<thead><tr><th>Submitted</th><th>Suite / task</th><th>Setting</th><th>Kind</th><th>Score</th><th>95% CI</th>"
-                "<th>Items</th><th>Model revision</th><th>Results revision</th><th></th></tr></thead>"
-                f"<tbody>{history}</tbody></table></div>"
-                + _turns_section(name, mine) +
-                "<h2>Compare with another result</h2><p>A paired comparison on the items both results answered: is "
-                "the difference real? Pick a result of the same suite, task and setting.</p>"
-                + _comparison_forms(name, mine, records(services), (a, b) if a and b else None)
-                + (_comparison_result(services, a, b) if a and b else "") +
-                f"<h2>Per-tier scores</h2>{plots_html}")
+            for s, t in tasks
+        )
+        body = (
+            f"<h1>{_e(name)}</h1><p>{links}</p>"
+            "<h2>Results and history</h2><p>Every published result of this model, oldest first: the model revision "
+            "it ran at and the results revision that published it.</p><div class=scroll><table class=history>"
+            "<thead><tr><th>Submitted</th><th>Suite / task</th><th>Setting</th><th>Kind</th><th>Score</th><th>95% CI</th>"
+            "<th>Items</th><th>Model revision</th><th>Results revision</th><th></th></tr></thead>"
+            f"<tbody>{history}</tbody></table></div>"
+            + _turns_section(name, mine)
+            + "<h2>Compare with another result</h2><p>A paired comparison on the items both results answered: is "
+            "the difference real? Pick a result of the same suite, task and setting.</p>"
+            + _comparison_forms(name, mine, records(services), (a, b) if a and b else None)
+            + (_comparison_result(services, a, b) if a and b else "")
+            + f"<h2>Per-tier scores</h2>{plots_html}"
+        )
         return _page(name, body)
 
     def board_of(suite: str, task: str, revision: str | None = None):
         if suite not in all_suites() or task not in all_suites()[suite].tasks:
             raise HTTPException(404, f"unknown suite/task {suite!r}/{task!r}")
         try:
-            scores, facts = board_inputs(services, revision)  # the newest, or the version the board shows
+            scores, facts = board_inputs(
+                services, revision
+            )  # the newest, or the version the board shows
         except StoreUnavailable:
             raise HTTPException(503, "the results store cannot be reached right now") from None
         except StoreError:
@@ -354,8 +456,12 @@ def build_pages(services) -> APIRouter:
         return ranked_board(scores, facts, suite, task, tier_order=manifest_tier_order())
 
     @router.get("/plots/tiers.svg")
-    def tiers_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100),
-                   ids: str = Query("", max_length=2000), revision: str | None = Query(None, max_length=100)):
+    def tiers_plot(
+        suite: str = Query(..., max_length=100),
+        task: str = Query(..., max_length=100),
+        ids: str = Query("", max_length=2000),
+        revision: str | None = Query(None, max_length=100),
+    ):
         board, cells = board_of(suite, task, revision)
         chosen = [i for i in ids.split(",") if i][:MAX_IDS]
         title = f"{suite_title(suite)} / {task}: per tier, 95% intervals"
@@ -368,23 +474,38 @@ def build_pages(services) -> APIRouter:
         if not series:
             return Response(plots._empty("No PrefEval mcq_turns result chosen."), media_type=SVG)
         buffer = io.BytesIO()
-        plots.one_at_a_time(plot_accuracy_by_turns)(  # pyplot: one drawing at a time (space/plots.py)
-            series, buffer, title="PrefEval mcq_turns: accuracy (95% intervals) against turns")
+        plots.one_at_a_time(
+            plot_accuracy_by_turns
+        )(  # pyplot: one drawing at a time (space/plots.py)
+            series, buffer, title="PrefEval mcq_turns: accuracy (95% intervals) against turns"
+        )
         return Response(buffer.getvalue(), media_type=SVG)
 
     @router.get("/plots/settings.svg")
-    def settings_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100),
-                      revision: str | None = Query(None, max_length=100)):
+    def settings_plot(
+        suite: str = Query(..., max_length=100),
+        task: str = Query(..., max_length=100),
+        revision: str | None = Query(None, max_length=100),
+    ):
         board, _ = board_of(suite, task, revision)
         board = board[board["row_kind"] != "partial"]
-        return Response(plots.setting_comparison(board, f"{suite_title(suite)} / {task}: by setting"), media_type=SVG)
+        return Response(
+            plots.setting_comparison(board, f"{suite_title(suite)} / {task}: by setting"),
+            media_type=SVG,
+        )
 
     @router.get("/plots/size.svg")
-    def size_plot(suite: str = Query(..., max_length=100), task: str = Query(..., max_length=100),
-                  revision: str | None = Query(None, max_length=100)):
+    def size_plot(
+        suite: str = Query(..., max_length=100),
+        task: str = Query(..., max_length=100),
+        revision: str | None = Query(None, max_length=100),
+    ):
         board, _ = board_of(suite, task, revision)
         board = board[board["row_kind"] == "computed"]
-        return Response(plots.score_vs_size(board, f"{suite_title(suite)} / {task}: score vs size"), media_type=SVG)
+        return Response(
+            plots.score_vs_size(board, f"{suite_title(suite)} / {task}: score vs size"),
+            media_type=SVG,
+        )
 
     @router.get("/examples/{suite}/{task}.jsonl")
     def example_file(suite: str, task: str):
@@ -393,8 +514,10 @@ def build_pages(services) -> APIRouter:
         if suite not in all_suites() or task not in all_suites()[suite].tasks:
             raise HTTPException(404, f"unknown suite/task {suite!r}/{task!r}")
         body = example_predictions(all_suites()[suite].tasks[task], EXAMPLE_LINES)
-        return Response(body, media_type="application/jsonl",
-                        headers={"Content-Disposition": f'attachment; filename="{suite}-{task}-example.jsonl"'})
+        return Response(
+            body,
+            media_type="application/jsonl",
+            headers={"Content-Disposition": f'attachment; filename="{suite}-{task}-example.jsonl"'},
+        )
 
     return router
-

@@ -1,4 +1,5 @@
 """Submission status and refusals as Markdown (user text escaped)."""
+
 from __future__ import annotations
 
 import html
@@ -22,18 +23,24 @@ def inert(text: object) -> str:
 
 
 def format_status(status: dict) -> str:
-    lines = [f"**Submission {inert(status['id'])}**: {inert(status['model_name'])} on "
-             f"{inert(status['suite'])}/{inert(status['task'])} ({inert(status['setting'])})",
-             f"State: **{inert(status['state'])}**"]
+    lines = [
+        f"**Submission {inert(status['id'])}**: {inert(status['model_name'])} on "
+        f"{inert(status['suite'])}/{inert(status['task'])} ({inert(status['setting'])})",
+        f"State: **{inert(status['state'])}**",
+    ]
     if status.get("owner"):
         lines.append(f"Submitted by {inert(status['owner'])}")
     if status.get("visibility", "public") != "public":
-        lines.append(f"**This submission was {inert(status['visibility'])} by an operator**; it is in no table or download.")
+        lines.append(
+            f"**This submission was {inert(status['visibility'])} by an operator**; it is in no table or download."
+        )
     if status.get("flag"):
         lines.append(f"**Flagged by an operator:** {inert(status['flag'])}")
     for entry in status.get("history") or []:  # the row's operator actions, oldest first
-        lines.append(f"- {inert(entry['at'][:16].replace('T', ' '))} {inert(entry['actor'])}: {inert(entry['action'])}"
-                     + (f" ({inert(entry['reason'])})" if entry.get("reason") else ""))
+        lines.append(
+            f"- {inert(entry['at'][:16].replace('T', ' '))} {inert(entry['actor'])}: {inert(entry['action'])}"
+            + (f" ({inert(entry['reason'])})" if entry.get("reason") else "")
+        )
     if status["state"] == "queued" and status.get("queue_position") is not None:
         lines.append(f"Position in queue: {status['queue_position'] + 1}")
     progress = status.get("progress") or {}
@@ -47,17 +54,25 @@ def format_status(status: dict) -> str:
     if status.get("error"):
         lines.append(f"Reason: {inert(status['error'])}")
     if status["state"] == "finished" and (status.get("result") or {}).get("released") is False:
-        lines.append(f"Result: {inert(status['result']['message'])}")  # hidden split, the Ladder withheld it
+        lines.append(
+            f"Result: {inert(status['result']['message'])}"
+        )  # hidden split, the Ladder withheld it
     elif status["state"] == "finished" and status.get("result"):
         total = status["result"]["total"]
         for metric, stats in total.items():
             low, high = stats.get("ci95") or (None, None)
-            lines.append(f"{metric}: **{format_value(stats['value'], metric)}** "
-                         f"(95% CI {format_interval(low, high, metric)}, n={stats['n']})")
+            lines.append(
+                f"{metric}: **{format_value(stats['value'], metric)}** "
+                f"(95% CI {format_interval(low, high, metric)}, n={stats['n']})"
+            )
         lines.append(f"Published in results revision `{(status.get('revision') or '')[:12]}`")
-        board = "/?" + urlencode({"suite": status["suite"], "task": status["task"], "highlight": status["id"]})
-        lines.append(f'<a class="pb-row-link" href="{html.escape(board)}" target="_blank">See its row on the leaderboard</a>'
-                     f' · <a class="pb-result-link" href="/result/{html.escape(status["id"])}" target="_blank">Result page</a>')
+        board = "/?" + urlencode(
+            {"suite": status["suite"], "task": status["task"], "highlight": status["id"]}
+        )
+        lines.append(
+            f'<a class="pb-row-link" href="{html.escape(board)}" target="_blank">See its row on the leaderboard</a>'
+            f' · <a class="pb-result-link" href="/result/{html.escape(status["id"])}" target="_blank">Result page</a>'
+        )
     return "\n\n".join(lines)
 
 
@@ -69,7 +84,9 @@ def duration(seconds: float) -> str:
 def format_error(exc: SubmissionError) -> str:
     """A rejected submission: the message, then one bullet per problem (line and field named)."""
     problems = exc.detail.get("problems") or []
-    if not problems or (" rejected:" not in str(exc) and all(p.get("line") is None for p in problems)):
+    if not problems or (
+        " rejected:" not in str(exc) and all(p.get("line") is None for p in problems)
+    ):
         return "**Error:** " + inert(exc)
     head = str(exc).split(":", 1)[0] if " rejected:" in str(exc) else "Submission rejected"
     lines = [f"**Error:** {inert(head)}. Nothing was queued; fix the file and submit again."]

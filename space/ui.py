@@ -3,6 +3,7 @@
 Everything shown is driven by the suites' manifests (tasks, tiers, settings, labels); the UI only
 rounds for display (space/display.py), the API keeps full precision.
 """
+
 from __future__ import annotations
 
 import gradio as gr
@@ -10,19 +11,21 @@ import gradio as gr
 from space.choices import ready_suites, suite_choices
 from space.identity import build_identity_row
 from space.my_submissions import browser_submissions
+from space.status_text import format_error, format_status, inert  # noqa: F401  (space.ui's public helpers)
 from space.tabs.about import build_about_tab
 from space.tabs.leaderboard import build_leaderboard_tab
 from space.tabs.queue import QUEUE_TAB, build_queue_tab
 from space.tabs.service_status import build_service_status
 from space.tabs.status import build_status_tab
 from space.tabs.submit_model import build_submit_model_tab
-from space.status_text import format_error, format_status, inert  # noqa: F401  (space.ui's public helpers)
 from space.tabs.submit_predictions import build_submit_predictions_tab
 from submissions.service import Services
 
-INTRO = ("# PersonaBoard\nA leaderboard for LLM personalization benchmarks. "
-         "Rows marked *verified* were scored here on the hidden test split; "
-         "*reported (paper)* rows are the papers' own numbers and are never ranked among them.")
+INTRO = (
+    "# PersonaBoard\nA leaderboard for LLM personalization benchmarks. "
+    "Rows marked *verified* were scored here on the hidden test split; "
+    "*reported (paper)* rows are the papers' own numbers and are never ranked among them."
+)
 
 
 def _queue_timer_for(event: gr.SelectData) -> gr.Timer:
@@ -36,7 +39,9 @@ def build_ui(services: Services) -> gr.Blocks:
     with gr.Blocks(title="PersonaBoard") as ui:
         gr.Markdown(INTRO)
         token = build_identity_row()  # browsing is anonymous; submitting needs an identity
-        build_service_status(ui, services)  # results revision, "n results waiting to publish", workers
+        build_service_status(
+            ui, services
+        )  # results revision, "n results waiting to publish", workers
         # The id of a submission made on this page, set when it finishes: the board redraws with its row outlined.
         finished = gr.Textbox(visible=False, elem_id="finished-submission")
         mine = browser_submissions()  # the ids submitted from this browser, for the status tab

@@ -13,6 +13,7 @@ stand between such a path and the scorer:
 
 A refusal never names the path or says whether it exists.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,9 @@ def uploaded_file(value: object) -> Path:
     path = Path(value)
     root = Path(get_upload_folder()).resolve()
     try:
-        inside = path.is_absolute() and path.resolve().is_relative_to(root) and path.resolve() != root
+        inside = (
+            path.is_absolute() and path.resolve().is_relative_to(root) and path.resolve() != root
+        )
         ok = inside and not path.is_symlink() and path.is_file()
     except (OSError, ValueError):  # a path too long, NUL bytes...
         ok = False

@@ -16,6 +16,7 @@ Why uploads stay home: a predictions file lives on the web node's disk; rather t
 bytes through Redis, scoring it (CPU, seconds) stays on the web node's queue. Only Hub models, which
 any machine can download at their pinned commit, travel to other machines.
 """
+
 from __future__ import annotations
 
 from submissions.settings import QUEUE_NAME
@@ -44,7 +45,9 @@ def route(kind: str, model: dict | None) -> str:
         return QUEUE_NAME  # needs the web node's disk
     model_type = model.get("model_type") or "generative"
     parameters = model.get("parameters")
-    if parameters is None:  # unknown size (no safetensors metadata): the largest class is the safe guess
+    if (
+        parameters is None
+    ):  # unknown size (no safetensors metadata): the largest class is the safe guess
         return gpu_queue(GPU_CLASSES_GIB[-1])
     if parameters <= CPU_MAX_PARAMETERS.get(model_type, CPU_MAX_PARAMETERS["generative"]):
         return CPU_QUEUE
@@ -55,7 +58,9 @@ def route(kind: str, model: dict | None) -> str:
     return gpu_queue(GPU_CLASSES_GIB[-1])  # larger than any class: the biggest GPU worker tries
 
 
-def worker_queues(hardware: str, gpu_memory_gib: int | None = None, web_node: bool = False) -> list[str]:
+def worker_queues(
+    hardware: str, gpu_memory_gib: int | None = None, web_node: bool = False
+) -> list[str]:
     """The queues a worker on this hardware listens to, in priority order ("web": the web node's
     own queue only, e.g. a worker in the web image, which has no torch)."""
     if hardware == "web":
@@ -67,7 +72,9 @@ def worker_queues(hardware: str, gpu_memory_gib: int | None = None, web_node: bo
             raise ValueError("a GPU worker needs its GPU memory in GiB (e.g. --gpu-memory-gb 80)")
         fitting = [gib for gib in GPU_CLASSES_GIB if gib <= gpu_memory_gib]
         if not fitting:
-            raise ValueError(f"no GPU queue fits {gpu_memory_gib} GiB (the smallest class is {GPU_CLASSES_GIB[0]} GiB)")
+            raise ValueError(
+                f"no GPU queue fits {gpu_memory_gib} GiB (the smallest class is {GPU_CLASSES_GIB[0]} GiB)"
+            )
         queues = [gpu_queue(gib) for gib in reversed(fitting)]
     else:
         raise ValueError(f"hardware must be web, cpu or gpu, not {hardware!r}")

@@ -5,6 +5,7 @@ does not leak usable tokens, and a 256-bit random secret needs no slow hash. A t
 by its hash and the stored hash is compared in constant time as well. Hugging Face users signed in
 through the Space's OAuth become identities named `hf:<username>` on first use.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,13 +64,17 @@ class IdentityStore:
         with closing(self._connect()) as db, db:
             if db.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
                 raise IdentityError(f"user {name!r} exists already")
-            db.execute("INSERT INTO users (name, role, provider, created_at) VALUES (?, ?, 'token', ?)",
-                       (name, role, utc_now()))
+            db.execute(
+                "INSERT INTO users (name, role, provider, created_at) VALUES (?, ?, 'token', ?)",
+                (name, role, utc_now()),
+            )
         return Identity(name, role)
 
     def get(self, name: str) -> Identity | None:
         with closing(self._connect()) as db:
-            row = db.execute("SELECT name, role, provider FROM users WHERE name = ?", (name,)).fetchone()
+            row = db.execute(
+                "SELECT name, role, provider FROM users WHERE name = ?", (name,)
+            ).fetchone()
         return Identity(row["name"], row["role"], row["provider"]) if row else None
 
     def require(self, name: str) -> Identity:
@@ -93,17 +98,28 @@ class IdentityStore:
         except InvalidName as exc:
             raise IdentityError(str(exc)) from None
         with closing(self._connect()) as db, db:
-            db.execute("INSERT OR IGNORE INTO users (name, role, provider, created_at) VALUES (?, 'user', 'hf', ?)",
-                       (name, utc_now()))
+            db.execute(
+                "INSERT OR IGNORE INTO users (name, role, provider, created_at) VALUES (?, 'user', 'hf', ?)",
+                (name, utc_now()),
+            )
         return self.require(name)
 
     def users(self) -> list[dict[str, Any]]:
         with closing(self._connect()) as db:
             users = [dict(r) for r in db.execute("SELECT * FROM users ORDER BY name")]
-            tokens = [dict(r) for r in db.execute("SELECT id, user, created_at, revoked_at FROM tokens ORDER BY created_at")]
+            tokens = [
+                dict(r)
+                for r in db.execute(
+                    "SELECT id, user, created_at, revoked_at FROM tokens ORDER BY created_at"
+                )
+            ]
         for user in users:
             user["quotas"] = json.loads(user["quotas"]) if user["quotas"] else {}
-            user["tokens"] = [{k: t[k] for k in ("id", "created_at", "revoked_at")} for t in tokens if t["user"] == user["name"]]
+            user["tokens"] = [
+                {k: t[k] for k in ("id", "created_at", "revoked_at")}
+                for t in tokens
+                if t["user"] == user["name"]
+            ]
         return users
 
     # -- tokens ---------------------------------------------------------------------------------
@@ -113,14 +129,19 @@ class IdentityStore:
         token_id = secrets.token_hex(4)
         token = f"{TOKEN_PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
         with closing(self._connect()) as db, db:
-            db.execute("INSERT INTO tokens (id, user, token_sha256, created_at) VALUES (?, ?, ?, ?)",
-                       (token_id, name, hash_token(token), utc_now()))
+            db.execute(
+                "INSERT INTO tokens (id, user, token_sha256, created_at) VALUES (?, ?, ?, ?)",
+                (token_id, name, hash_token(token), utc_now()),
+            )
         return token_id, token
 
     def revoke(self, name: str, token_id: str | None = None) -> int:
         """Revoke one of the user's tokens (by id) or all of them; returns how many were live."""
         self.require(name)
-        query, args = "UPDATE tokens SET revoked_at = ? WHERE user = ? AND revoked_at IS NULL", [utc_now(), name]
+        query, args = (
+            "UPDATE tokens SET revoked_at = ? WHERE user = ? AND revoked_at IS NULL",
+            [utc_now(), name],
+        )
         if token_id:
             query += " AND id = ?"
             args.append(token_id)
@@ -135,8 +156,14 @@ class IdentityStore:
         with closing(self._connect()) as db:
             row = db.execute(
                 "SELECT t.token_sha256, t.revoked_at, u.name, u.role, u.provider FROM tokens t "
-                "JOIN users u ON u.name = t.user WHERE t.token_sha256 = ?", (digest,)).fetchone()
-        if row is None or row["revoked_at"] is not None or not hmac.compare_digest(row["token_sha256"], digest):
+                "JOIN users u ON u.name = t.user WHERE t.token_sha256 = ?",
+                (digest,),
+            ).fetchone()
+        if (
+            row is None
+            or row["revoked_at"] is not None
+            or not hmac.compare_digest(row["token_sha256"], digest)
+        ):
             return None
         return Identity(row["name"], row["role"], row["provider"])
 
@@ -156,7 +183,10 @@ class IdentityStore:
             else:
                 current[kind] = int(value)
         with closing(self._connect()) as db, db:
-            db.execute("UPDATE users SET quotas = ? WHERE name = ?", (json.dumps(current) if current else None, name))
+            db.execute(
+                "UPDATE users SET quotas = ? WHERE name = ?",
+                (json.dumps(current) if current else None, name),
+            )
         return current
 
     def quota_overrides(self, name: str) -> dict[str, int]:
@@ -166,27 +196,42 @@ class IdentityStore:
 
     def record_failed_validation(self, owner: str, suite: str) -> None:
         with closing(self._connect()) as db, db:
-            db.execute("INSERT INTO validation_failures (owner, suite, at) VALUES (?, ?, ?)", (owner, suite, utc_now()))
+            db.execute(
+                "INSERT INTO validation_failures (owner, suite, at) VALUES (?, ?, ?)",
+                (owner, suite, utc_now()),
+            )
 
     def failed_validations_since(self, owner: str, suite: str, since: str) -> int:
         with closing(self._connect()) as db:
-            return db.execute("SELECT COUNT(*) FROM validation_failures WHERE owner = ? AND suite = ? AND at >= ?",
-                              (owner, suite, since)).fetchone()[0]
+            return db.execute(
+                "SELECT COUNT(*) FROM validation_failures WHERE owner = ? AND suite = ? AND at >= ?",
+                (owner, suite, since),
+            ).fetchone()[0]
 
     def submissions_since(self, owner: str, suite: str, kind: str, since: str) -> int:
         with closing(self._connect()) as db:
-            return db.execute("SELECT COUNT(*) FROM submissions WHERE owner = ? AND suite = ? AND kind = ? "
-                              "AND created_at >= ?", (owner, suite, kind, since)).fetchone()[0]
+            return db.execute(
+                "SELECT COUNT(*) FROM submissions WHERE owner = ? AND suite = ? AND kind = ? "
+                "AND created_at >= ?",
+                (owner, suite, kind, since),
+            ).fetchone()[0]
 
     # -- model names ----------------------------------------------------------------------------
     def name_owner(self, model_name: str) -> str | None:
         with closing(self._connect()) as db:
-            row = db.execute("SELECT owner FROM model_names WHERE name_key = ?", (name_key(model_name),)).fetchone()
+            row = db.execute(
+                "SELECT owner FROM model_names WHERE name_key = ?", (name_key(model_name),)
+            ).fetchone()
         return row["owner"] if row else None
 
     def names(self) -> list[dict[str, Any]]:
         with closing(self._connect()) as db:
-            return [dict(r) for r in db.execute("SELECT name, owner, claimed_at FROM model_names ORDER BY name_key")]
+            return [
+                dict(r)
+                for r in db.execute(
+                    "SELECT name, owner, claimed_at FROM model_names ORDER BY name_key"
+                )
+            ]
 
     def transfer_name(self, model_name: str, new_owner: str) -> dict[str, Any]:
         """Give a model name (and its future submissions) to another identity; the operator's call."""
@@ -199,8 +244,10 @@ class IdentityStore:
         with closing(self._connect()) as db, db:
             row = db.execute("SELECT owner FROM model_names WHERE name_key = ?", (key,)).fetchone()
             if row is None:
-                db.execute("INSERT INTO model_names (name_key, name, owner, claimed_at) VALUES (?, ?, ?, ?)",
-                           (key, name, new_owner, utc_now()))
+                db.execute(
+                    "INSERT INTO model_names (name_key, name, owner, claimed_at) VALUES (?, ?, ?, ?)",
+                    (key, name, new_owner, utc_now()),
+                )
             else:
                 db.execute("UPDATE model_names SET owner = ? WHERE name_key = ?", (new_owner, key))
         return {"name": name, "previous_owner": row["owner"] if row else None, "owner": new_owner}

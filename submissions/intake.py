@@ -3,6 +3,7 @@
 Shared by the REST API, the Gradio UI and anything else that takes submissions, so every entry
 point gives the same answers. Nothing is recorded or queued unless the whole file is valid.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,14 +22,22 @@ from redis.exceptions import RedisError
 from evaluator.judge import judge_unavailable_reason
 from evaluator.predictions import PredictionsError, iter_lines, read_predictions
 from evaluator.protocols import default_protocol, protocol_problem, setting_problem
-from evaluator.splits import SplitNotInstalled
 from evaluator.registry import UnknownSuiteError, check_setting, get_suite, get_task
+from evaluator.splits import SplitNotInstalled
 from submissions import queue
 from submissions.identity import Identity, IdentityStore
 from submissions.names import InvalidName, name_key, normalise_text
 from submissions.quotas import QUOTA_LABELS, QuotaLimits, today
-from submissions.records import (Duplicate, NameTaken, QuotaUsed, Replayed, Submission, SubmissionStore,
-                                 new_submission_id, utc_now)
+from submissions.records import (
+    Duplicate,
+    NameTaken,
+    QuotaUsed,
+    Replayed,
+    Submission,
+    SubmissionStore,
+    new_submission_id,
+    utc_now,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +49,20 @@ COPY_CHUNK = 1 << 20
 class SubmissionError(ValueError):
     """A rejected submission: `status` is the HTTP status, `detail` the JSON body's detail."""
 
-    def __init__(self, status: int, message: str, problems: list[dict] | None = None, field: str | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        problems: list[dict] | None = None,
+        field: str | None = None,
+    ):
         super().__init__(message)
         self.status = status
-        self.detail = {"message": message, "problems": problems or ([{"line": None, "field": field, "message": message}] if field else [])}
+        self.detail = {
+            "message": message,
+            "problems": problems
+            or ([{"line": None, "field": field, "message": message}] if field else []),
+        }
 
 
 @dataclass(frozen=True)
@@ -76,21 +95,36 @@ class Submitter:
     idempotency_key: str | None = None
 
     @classmethod
-    def of(cls, identity: Identity, identities: IdentityStore, defaults: QuotaLimits,
-           idempotency_key: str | None = None) -> "Submitter":
+    def of(
+        cls,
+        identity: Identity,
+        identities: IdentityStore,
+        defaults: QuotaLimits,
+        idempotency_key: str | None = None,
+    ) -> "Submitter":
         key = (idempotency_key or "").strip() or None
-        if key is not None and (len(key) > MAX_IDEMPOTENCY_KEY or not key.isascii() or not key.isprintable()):
-            raise SubmissionError(422, f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY} printable ASCII characters",
-                                  field="Idempotency-Key")
+        if key is not None and (
+            len(key) > MAX_IDEMPOTENCY_KEY or not key.isascii() or not key.isprintable()
+        ):
+            raise SubmissionError(
+                422,
+                f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY} printable ASCII characters",
+                field="Idempotency-Key",
+            )
         return cls(identity, defaults.for_user(identities.quota_overrides(identity.name)), key)
 
 
 def normalise_form(form: SubmissionForm) -> SubmissionForm:
     """NFKC, trimmed, bounded; control, bidi-override and NUL characters refused (422 naming the field)."""
     try:
-        return replace(form, model_name=normalise_text(form.model_name, "model_name", MAX_MODEL_NAME),
-                       model_link=normalise_text(form.model_link, "link", 2000),
-                       description=normalise_text(form.description, "description", MAX_DESCRIPTION, multiline=True))
+        return replace(
+            form,
+            model_name=normalise_text(form.model_name, "model_name", MAX_MODEL_NAME),
+            model_link=normalise_text(form.model_link, "link", 2000),
+            description=normalise_text(
+                form.description, "description", MAX_DESCRIPTION, multiline=True
+            ),
+        )
     except InvalidName as exc:
         raise SubmissionError(422, str(exc), field=exc.field) from None
 
@@ -108,10 +142,21 @@ def check_quota(records: SubmissionStore, submitter: Submitter, suite: str, kind
 
 def quota_error(kind: str, suite: str, used: int, limit: int) -> SubmissionError:
     window = today()
-    error = SubmissionError(429, f"daily quota reached: {used} of {limit} {QUOTA_LABELS[kind]} on {suite} today; "
-                                 f"it resets at {window.resets_at} (UTC midnight)", field="suite")
-    error.detail.update({"quota": kind, "limit": limit, "used": used, "resets_at": window.resets_at,
-                         "retry_after_s": window.retry_after_s})
+    error = SubmissionError(
+        429,
+        f"daily quota reached: {used} of {limit} {QUOTA_LABELS[kind]} on {suite} today; "
+        f"it resets at {window.resets_at} (UTC midnight)",
+        field="suite",
+    )
+    error.detail.update(
+        {
+            "quota": kind,
+            "limit": limit,
+            "used": used,
+            "resets_at": window.resets_at,
+            "retry_after_s": window.retry_after_s,
+        }
+    )
     return error
 
 
@@ -134,15 +179,21 @@ def check_form(form: SubmissionForm):
         raise SubmissionError(422, str(exc), field=field) from None
     name = form.model_name.strip()
     if not name:
-        raise SubmissionError(422, "model_name is required: the name shown on the leaderboard", field="model_name")
+        raise SubmissionError(
+            422, "model_name is required: the name shown on the leaderboard", field="model_name"
+        )
     if len(name) > MAX_MODEL_NAME:
-        raise SubmissionError(422, f"model_name is longer than {MAX_MODEL_NAME} characters", field="model_name")
+        raise SubmissionError(
+            422, f"model_name is longer than {MAX_MODEL_NAME} characters", field="model_name"
+        )
     if form.model_link:
         parsed = urlparse(form.model_link)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise SubmissionError(422, "link must be an http(s) URL", field="link")
     if len(form.description) > MAX_DESCRIPTION:
-        raise SubmissionError(422, f"description is longer than {MAX_DESCRIPTION} characters", field="description")
+        raise SubmissionError(
+            422, f"description is longer than {MAX_DESCRIPTION} characters", field="description"
+        )
     try:
         task.load_split()
     except SplitNotInstalled as exc:
@@ -153,7 +204,9 @@ def check_form(form: SubmissionForm):
     return task
 
 
-def save_stream(source: BinaryIO, uploads_dir: Path, max_bytes: int, filename: str) -> tuple[Path, str, int]:
+def save_stream(
+    source: BinaryIO, uploads_dir: Path, max_bytes: int, filename: str
+) -> tuple[Path, str, int]:
     """Copy an upload to a private temp file, hashing it and enforcing the size limit as it streams."""
     uploads_dir.mkdir(parents=True, exist_ok=True)
     target = uploads_dir / f".incoming-{uuid.uuid4().hex}"
@@ -164,7 +217,9 @@ def save_stream(source: BinaryIO, uploads_dir: Path, max_bytes: int, filename: s
                 size += len(chunk)
                 if size > max_bytes:
                     raise SubmissionError(
-                        413, f"{filename} is larger than the limit of {max_bytes} bytes", field="file"
+                        413,
+                        f"{filename} is larger than the limit of {max_bytes} bytes",
+                        field="file",
                     )
                 digest.update(chunk)
                 out.write(chunk)
@@ -189,7 +244,9 @@ def accept_predictions(
 ) -> Submission:
     form = normalise_form(form)
     task = check_form(form)
-    replay_if_seen(records, submitter)  # a retry is answered even when the first one used the last slot
+    replay_if_seen(
+        records, submitter
+    )  # a retry is answered even when the first one used the last slot
     check_quota(records, submitter, form.suite, "predictions")
     check_quota(records, submitter, form.suite, "failed_validations")
     filename = Path(filename or "predictions.jsonl").name
@@ -205,45 +262,73 @@ def accept_predictions(
         temp.unlink(missing_ok=True)
         raise
     submission = Submission(
-        id=new_submission_id(), created_at=utc_now(), kind="predictions",
-        suite=form.suite, task=form.task, setting=form.setting,
-        model_name=form.model_name.strip(), model_link=form.model_link.strip(),
-        description=form.description.strip(), filename=filename,
-        file_sha256=sha256, file_bytes=size, state="queued",
+        id=new_submission_id(),
+        created_at=utc_now(),
+        kind="predictions",
+        suite=form.suite,
+        task=form.task,
+        setting=form.setting,
+        model_name=form.model_name.strip(),
+        model_link=form.model_link.strip(),
+        description=form.description.strip(),
+        filename=filename,
+        file_sha256=sha256,
+        file_bytes=size,
+        state="queued",
         progress_total=len(task.load_split().items),
-        owner=submitter.identity.name, idempotency_key=submitter.idempotency_key,
+        owner=submitter.identity.name,
+        idempotency_key=submitter.idempotency_key,
     )
     final = uploads_dir / f"{submission.id}.jsonl"
     os.replace(temp, final)
     submission.file_path = str(final)
     try:
-        return record_then_enqueue(submission, records, redis, submitter, name_key(submission.model_name))
+        return record_then_enqueue(
+            submission, records, redis, submitter, name_key(submission.model_name)
+        )
     except BaseException:
         final.unlink(missing_ok=True)
         raise
 
 
-def record_then_enqueue(submission: Submission, records: SubmissionStore, redis: Redis | None,
-                        submitter: Submitter, claim: str | None = None) -> Submission:
+def record_then_enqueue(
+    submission: Submission,
+    records: SubmissionStore,
+    redis: Redis | None,
+    submitter: Submitter,
+    claim: str | None = None,
+) -> Submission:
     """Durable record first, then the queue: if Redis is down the submission is still accepted,
     and reconcile() queues it once Redis answers again. The record is admitted in one transaction
     with its idempotency key, its model-name claim (`claim`) and the quota check."""
     window = today()
     try:
-        records.admit(submission, name_key=claim, quota=submitter.limits.of(submission.kind), since=window.start)
+        records.admit(
+            submission,
+            name_key=claim,
+            quota=submitter.limits.of(submission.kind),
+            since=window.start,
+        )
     except Replayed as seen:
         raise AlreadyAccepted(seen.submission) from None
     except Duplicate as dup:
         earlier = dup.submission
         what = "this file" if submission.kind == "predictions" else "this model run"
-        error = SubmissionError(409, f"{what} was already submitted for {submission.suite}/{submission.task} "
-                                     f"({submission.setting}) as submission {earlier.id} ({earlier.state})",
-                                field="file" if submission.kind == "predictions" else "model")
+        error = SubmissionError(
+            409,
+            f"{what} was already submitted for {submission.suite}/{submission.task} "
+            f"({submission.setting}) as submission {earlier.id} ({earlier.state})",
+            field="file" if submission.kind == "predictions" else "model",
+        )
         error.detail["existing_id"] = earlier.id
         raise error from None
     except NameTaken as taken:
-        raise SubmissionError(403, f"the model name {taken.name!r} belongs to another submitter; "
-                                   "choose another name (an operator can transfer a name)", field="model_name") from None
+        raise SubmissionError(
+            403,
+            f"the model name {taken.name!r} belongs to another submitter; "
+            "choose another name (an operator can transfer a name)",
+            field="model_name",
+        ) from None
     except QuotaUsed as used:
         raise quota_error(submission.kind, submission.suite, used.used, used.limit) from None
     if redis is not None:
@@ -268,28 +353,49 @@ class ModelForm:
     revision: str | None = None
     model_type: str = "auto"
     protocol: str | None = None
-    limit: int | None = None  # a smoke run on an even spread of N items; marked partial, never ranked
+    limit: int | None = (
+        None  # a smoke run on an even spread of N items; marked partial, never ranked
+    )
     description: str = ""
 
 
 def model_dedup_key(resolved, form: ModelForm, protocol: str) -> str:
     from evaluator.protocols import PROTOCOL_VERSION
 
-    key = [resolved.name, resolved.revision, form.suite, form.task, form.setting, protocol, PROTOCOL_VERSION, form.limit]
+    key = [
+        resolved.name,
+        resolved.revision,
+        form.suite,
+        form.task,
+        form.setting,
+        protocol,
+        PROTOCOL_VERSION,
+        form.limit,
+    ]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
-def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: Redis | None,
-                 submitter: Submitter) -> Submission:
+def accept_model(
+    form: ModelForm,
+    *,
+    records: SubmissionStore,
+    registry,
+    redis: Redis | None,
+    submitter: Submitter,
+) -> Submission:
     """Resolve the model (pinning its revision), refuse duplicates, record, then queue."""
     from evaluator.models import HubUnreachable, ModelError, resolve_model
 
-    checked = normalise_form(SubmissionForm(form.suite, form.task, form.setting, form.model or "-", "", form.description))
+    checked = normalise_form(
+        SubmissionForm(form.suite, form.task, form.setting, form.model or "-", "", form.description)
+    )
     task = check_form(checked)
     replay_if_seen(records, submitter)
     check_quota(records, submitter, form.suite, "model")
     if not task.model_protocols:
-        raise SubmissionError(422, f"{task.key} takes prediction files only; models cannot be run on it", field="task")
+        raise SubmissionError(
+            422, f"{task.key} takes prediction files only; models cannot be run on it", field="task"
+        )
     if form.limit is not None and not (1 <= form.limit <= MAX_LIMIT):
         raise SubmissionError(422, "limit must be a positive number of items", field="limit")
     try:
@@ -306,20 +412,39 @@ def accept_model(form: ModelForm, *, records: SubmissionStore, registry, redis: 
     key = model_dedup_key(resolved, form, protocol)
     existing = records.find_duplicate(key)
     if existing is not None:  # (checked again inside the recording transaction)
-        error = SubmissionError(409, f"{resolved.name}@{resolved.revision[:19]} on {task.key} ({form.setting}, {protocol}) "
-                                     f"is already {existing.state} as submission {existing.id}", field="model")
+        error = SubmissionError(
+            409,
+            f"{resolved.name}@{resolved.revision[:19]} on {task.key} ({form.setting}, {protocol}) "
+            f"is already {existing.state} as submission {existing.id}",
+            field="model",
+        )
         error.detail["existing_id"] = existing.id
         raise error
     total = len(task.load_split().items)
     submission = Submission(
-        id=new_submission_id(), created_at=utc_now(), kind="model",
-        suite=form.suite, task=form.task, setting=form.setting,
+        id=new_submission_id(),
+        created_at=utc_now(),
+        kind="model",
+        suite=form.suite,
+        task=form.task,
+        setting=form.setting,
         model_name=resolved.name,
-        model_link=f"https://huggingface.co/{resolved.name}/tree/{resolved.revision}" if resolved.source == "hub" else "",
-        description=checked.description, state="queued",
+        model_link=f"https://huggingface.co/{resolved.name}/tree/{resolved.revision}"
+        if resolved.source == "hub"
+        else "",
+        description=checked.description,
+        state="queued",
         progress_total=min(form.limit or total, total),
-        details={"model": resolved.as_dict(), "protocol": protocol, "limit": form.limit,
-                 "requested_revision": form.revision},
-        dedup_key=key, owner=submitter.identity.name, idempotency_key=submitter.idempotency_key,
+        details={
+            "model": resolved.as_dict(),
+            "protocol": protocol,
+            "limit": form.limit,
+            "requested_revision": form.revision,
+        },
+        dedup_key=key,
+        owner=submitter.identity.name,
+        idempotency_key=submitter.idempotency_key,
     )
-    return record_then_enqueue(submission, records, redis, submitter)  # a run is named by its model: no claim
+    return record_then_enqueue(
+        submission, records, redis, submitter
+    )  # a run is named by its model: no claim

@@ -3,6 +3,7 @@
 The job is safe to run more than once: a finished submission is skipped, and the store's publish
 is idempotent per submission, so a job retried after its worker was killed publishes once.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,17 +16,17 @@ from rq import get_current_job
 
 from evaluator.backends.base import BackendError
 from evaluator.judge import judge_for
-from evaluator.settings import load_evaluator_settings
 from evaluator.predictions import PredictionsError
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import score_predictions_file
+from evaluator.settings import load_evaluator_settings
 from leaderboard.head_signal import RedisHeadSignal
 from leaderboard.outbox import Outbox
 from leaderboard.result_record import make_record
 from leaderboard.results import open_outbox
 from leaderboard.store import StoreUnavailable
-from submissions.metrics import record_job
 from submissions import queue
+from submissions.metrics import record_job
 from submissions.moderation import keep_withheld, shared_visibility
 from submissions.records import Submission, SubmissionStore, utc_now
 from submissions.remote import RemoteLedger, ensure_pinned_split, note_released, send_event
@@ -38,13 +39,17 @@ log = logging.getLogger(__name__)
 PUBLISH_WAIT_S = 30.0
 
 
-def _stores(snapshot: dict[str, Any] | None = None, connection=None) -> tuple[SubmissionStore | RemoteLedger, Outbox]:
+def _stores(
+    snapshot: dict[str, Any] | None = None, connection=None
+) -> tuple[SubmissionStore | RemoteLedger, Outbox]:
     """Where this job reads and reports its submission: the web node's records (a worker on the web
     node), or the job's snapshot and Redis events (a worker elsewhere: submissions/remote.py)."""
     settings = load_submission_settings()
     if settings.worker_remote:
         if snapshot is None:
-            raise RuntimeError("a remote worker needs the submission in the job (queued by an older version?)")
+            raise RuntimeError(
+                "a remote worker needs the submission in the job (queued by an older version?)"
+            )
         submissions = RemoteLedger(_redis(connection), snapshot)
     else:
         submissions = SubmissionStore(settings.submissions_db)
@@ -53,7 +58,9 @@ def _stores(snapshot: dict[str, Any] | None = None, connection=None) -> tuple[Su
 
 def _redis(connection=None):
     job = get_current_job()
-    return connection or (job.connection if job is not None else queue.connect(load_submission_settings().redis_url))
+    return connection or (
+        job.connection if job is not None else queue.connect(load_submission_settings().redis_url)
+    )
 
 
 def publishing_outbox(connection=None) -> Outbox:
@@ -65,23 +72,29 @@ def publishing_outbox(connection=None) -> Outbox:
 
         def report(submission_id: str, revision: str) -> None:
             send_event(redis, submission_id, {"revision": revision})
+
         withhold = withhold_hidden_remote(redis)
     else:
         records = SubmissionStore(settings.submissions_db)
         report, withhold = records.update_revision, withhold_hidden(records)
-    return open_outbox(on_published=record_published(report), head_signal=head_signal(settings.redis_url),
-                       withhold=withhold)
+    return open_outbox(
+        on_published=record_published(report),
+        head_signal=head_signal(settings.redis_url),
+        withhold=withhold,
+    )
 
 
 def withhold_hidden(records: SubmissionStore):
     """The outbox's last check before a result goes out, where the records are: a submission an
     operator hid or deleted since its job started is not published; its record is kept for unhide."""
+
     def withhold(entry: dict[str, Any]) -> bool:
         record = entry["record"]
         current = records.get(record["submission_id"])
         if current is None or current.visibility == "public":
             return False
         return keep_withheld(records, current.id, record, "worker")
+
     return withhold
 
 
@@ -89,6 +102,7 @@ def withhold_hidden_remote(redis):
     """The same check on a worker elsewhere: the visibility the web node keeps in Redis; a withheld
     record goes to the web node (an event), which keeps it for unhide. Redis unreachable: the entry
     waits in the outbox (never published without the check)."""
+
     def withhold(entry: dict[str, Any]) -> bool:
         record = entry["record"]
         submission_id = record["submission_id"]
@@ -97,8 +111,11 @@ def withhold_hidden_remote(redis):
                 return False
             send_event(redis, submission_id, {"withheld_record": record})
         except RedisError as exc:
-            raise StoreUnavailable(f"cannot tell whether {submission_id} was hidden (Redis: {exc}); it waits") from None
+            raise StoreUnavailable(
+                f"cannot tell whether {submission_id} was hidden (Redis: {exc}); it waits"
+            ) from None
         return True
+
     return withhold
 
 
@@ -111,9 +128,11 @@ def head_signal(redis_url: str) -> RedisHeadSignal:
 
 def record_published(report):
     """The outbox's report: a result that went out gets its revision on the submission record."""
+
     def on_published(entry: dict[str, Any], revision: str | None) -> None:
         if entry.get("kind") == "result" and revision:
             report(entry["record"]["submission_id"], revision)
+
     return on_published
 
 
@@ -129,8 +148,12 @@ def _report_progress(done: int, total: int) -> None:
         job.save_meta()
 
 
-def result_record(submission: Submission, metrics: dict[str, Any], timings: dict[str, Any],
-                  run: dict[str, Any] | None = None) -> dict[str, Any]:
+def result_record(
+    submission: Submission,
+    metrics: dict[str, Any],
+    timings: dict[str, Any],
+    run: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The published record: the result with everything needed to reproduce or audit it."""
     provenance = {
         "suite_version": metrics["suite_version"],
@@ -143,35 +166,54 @@ def result_record(submission: Submission, metrics: dict[str, Any], timings: dict
     scoring = metrics.get("scoring_provenance") or {}
     provenance.update(scoring)
     # A judge-scored result is comparable only with results of the same judge: the judge is part of the setting.
-    setting = submission.setting + (f"+judge:{scoring['judge']['model']}" if "judge" in scoring else "")
+    setting = submission.setting + (
+        f"+judge:{scoring['judge']['model']}" if "judge" in scoring else ""
+    )
     if submission.kind == "model":
         details = submission.details or {}
         model = {k: v for k, v in details["model"].items() if k != "path"}
-        provenance.update({**(run or {}), "model": model})  # the run's own "model" (a bare name) must not replace this
+        provenance.update(
+            {**(run or {}), "model": model}
+        )  # the run's own "model" (a bare name) must not replace this
         # a limited run, or one that skipped items the model cannot run (n/a: e.g. contexts longer than its window)
-        partial = (bool(details.get("limit")) or bool((run or {}).get("not_applicable"))) \
-            and metrics["n_items"] < metrics["split"]["full_n_items"]
-        source, row_kind = f"model run ({provenance.get('protocol')})", "partial" if partial else "computed"
+        partial = (
+            bool(details.get("limit")) or bool((run or {}).get("not_applicable"))
+        ) and metrics["n_items"] < metrics["split"]["full_n_items"]
+        source, row_kind = (
+            f"model run ({provenance.get('protocol')})",
+            "partial" if partial else "computed",
+        )
     else:
-        provenance.update({"predictions_sha256": submission.file_sha256, "predictions_bytes": submission.file_bytes,
-                           "protocol": "uploaded predictions"})
+        provenance.update(
+            {
+                "predictions_sha256": submission.file_sha256,
+                "predictions_bytes": submission.file_bytes,
+                "protocol": "uploaded predictions",
+            }
+        )
         source, row_kind = "predictions file", "computed"
-    return make_record(**{
-        "submission_id": submission.id,
-        "suite": submission.suite,
-        "task": submission.task,
-        "setting": setting,
-        "model_name": submission.model_name,
-        "model_link": submission.model_link,
-        "description": submission.description,
-        "source": source,
-        "row_kind": row_kind,
-        "submitted_at": submission.created_at,
-        "provenance": provenance,
-        "timings": timings,
-        "n_items": metrics["n_items"],
-        "metrics": {"metric": metrics["metric"], "total": metrics["total"], "tiers": metrics["tiers"]},
-    })
+    return make_record(
+        **{
+            "submission_id": submission.id,
+            "suite": submission.suite,
+            "task": submission.task,
+            "setting": setting,
+            "model_name": submission.model_name,
+            "model_link": submission.model_link,
+            "description": submission.description,
+            "source": source,
+            "row_kind": row_kind,
+            "submitted_at": submission.created_at,
+            "provenance": provenance,
+            "timings": timings,
+            "n_items": metrics["n_items"],
+            "metrics": {
+                "metric": metrics["metric"],
+                "total": metrics["total"],
+                "tiers": metrics["tiers"],
+            },
+        }
+    )
 
 
 def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, dict]:
@@ -179,8 +221,8 @@ def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, di
     from evaluator.backends import ModelSpec
     from evaluator.backends.pool import shared_pool
     from evaluator.model_eval import Checkpoint, run_model
-    from evaluator.scoring import score_answers, split_provenance
     from evaluator.models import ResolvedModel, download_hub_model
+    from evaluator.scoring import score_answers, split_provenance
 
     settings = load_evaluator_settings()
     details = submission.details or {}
@@ -193,29 +235,46 @@ def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, di
     else:
         path = resolved.path or download_hub_model(resolved)
         # kept warm across jobs where the worker runs jobs in its own process (submissions/worker.py)
-        backend, warm = shared_pool().acquire(ModelSpec(resolved.name, path, resolved.model_type, resolved.revision),
-                                              settings.backend)
+        backend, warm = shared_pool().acquire(
+            ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), settings.backend
+        )
     checkpoint = Checkpoint(settings.checkpoints_dir / f"{submission.id}.jsonl")
     last_saved = [0.0]
-    job = get_current_job()  # progress is reported from the checkpoint writer's thread, where RQ's is unset
+    job = (
+        get_current_job()
+    )  # progress is reported from the checkpoint writer's thread, where RQ's is unset
 
     def on_progress(report: dict[str, Any]) -> None:
         if job is not None:
             job.meta["progress"] = report
             job.save_meta()
         if time.monotonic() - last_saved[0] > 2 or report["done"] == report["total"]:
-            submissions.update(submission.id, progress_done=report["done"], progress_total=report["total"])
+            submissions.update(
+                submission.id, progress_done=report["done"], progress_total=report["total"]
+            )
             last_saved[0] = time.monotonic()
 
-    run = run_model(task, submission.setting, backend, details.get("protocol"), details.get("limit"),
-                    checkpoint, on_progress)
+    run = run_model(
+        task,
+        submission.setting,
+        backend,
+        details.get("protocol"),
+        details.get("limit"),
+        checkpoint,
+        on_progress,
+    )
     metrics = score_answers(task, run.split, run.answers, judge_for(task, settings))
     full = task.load_split()
     metrics.update(split_provenance(task, run.split, full))
     stats = dict(run.stats)
     if warm is not None:
-        stats["engine_warm"] = warm  # loaded by an earlier job of this worker (its prefix cache too)
-    stats["seeds"] = {"option_shuffle": task.options.get("shuffle_seed"), "decoding": "greedy (no sampling)"}
+        stats["engine_warm"] = (
+            warm  # loaded by an earlier job of this worker (its prefix cache too)
+        )
+    stats["seeds"] = {
+        "option_shuffle": task.options.get("shuffle_seed"),
+        "decoding": "greedy (no sampling)",
+    }
     if submission.setting == "rag":
         from evaluator.backends.embedding import default_embedding_model
 
@@ -230,7 +289,9 @@ def _wait_for_gate(gate, limit_s: float = 600) -> None:
         time.sleep(0.05)
 
 
-def evaluate_submission(submission_id: str, snapshot: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def evaluate_submission(
+    submission_id: str, snapshot: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     submissions, results = _stores(snapshot)
     submission = submissions.start_attempt(submission_id)
     if submission is None:
@@ -241,15 +302,21 @@ def evaluate_submission(submission_id: str, snapshot: dict[str, Any] | None = No
         _wait_for_gate(gate)
     run_stats = None
     try:
-        if isinstance(submissions, RemoteLedger):  # the web node's pinned split, from the Hub, on first use
+        if isinstance(
+            submissions, RemoteLedger
+        ):  # the web node's pinned split, from the Hub, on first use
             ensure_pinned_split(submissions.redis, submission.suite)
         task = get_task(submission.suite, submission.task)
         _report_progress(0, submission.progress_total)
         if submission.kind == "model":
             metrics, run_stats = _evaluate_model(submission, task, submissions)
         else:
-            metrics = score_predictions_file(task, submission.file_path, submission.filename or "predictions file",
-                                             judge_for(task))
+            metrics = score_predictions_file(
+                task,
+                submission.file_path,
+                submission.filename or "predictions file",
+                judge_for(task),
+            )
     except (PredictionsError, UnknownSuiteError, BackendError, FileNotFoundError) as exc:
         # Deterministic failures: retrying cannot help, so fail now with the reason.
         submissions.update(submission_id, state="failed", error=str(exc), finished_at=utc_now())
@@ -272,17 +339,35 @@ def evaluate_submission(submission_id: str, snapshot: dict[str, Any] | None = No
         return None
     # Durable in the outbox first; published now unless the store is down (then it waits, in order).
     publish_started = time.time()
-    _, revision = results.publish_now("result", {"record": record, "request": submission.request_record("finished")},
-                                      wait_s=PUBLISH_WAIT_S)
+    _, revision = results.publish_now(
+        "result",
+        {"record": record, "request": submission.request_record("finished")},
+        wait_s=PUBLISH_WAIT_S,
+    )
     record_job(_connection(), "finished", time.time() - started, time.time() - publish_started)
-    if submissions.get(submission_id).visibility != "public":  # hidden or deleted while it ran: out again, in order
-        results.publish_now("withdraw", {"submission_id": submission_id,
-                                         "message": f"Withdraw result {submission_id} (hidden by an operator)"},
-                            wait_s=PUBLISH_WAIT_S)
-    published = {"revision": revision} if revision else {}  # else the publisher records it when it goes out
+    if (
+        submissions.get(submission_id).visibility != "public"
+    ):  # hidden or deleted while it ran: out again, in order
+        results.publish_now(
+            "withdraw",
+            {
+                "submission_id": submission_id,
+                "message": f"Withdraw result {submission_id} (hidden by an operator)",
+            },
+            wait_s=PUBLISH_WAIT_S,
+        )
+    published = (
+        {"revision": revision} if revision else {}
+    )  # else the publisher records it when it goes out
     submissions.update(
-        submission_id, state="finished", result=record["metrics"], **published, request_status="finished",
-        progress_done=done, progress_total=done, finished_at=utc_now(),
+        submission_id,
+        state="finished",
+        result=record["metrics"],
+        **published,
+        request_status="finished",
+        progress_done=done,
+        progress_total=done,
+        finished_at=utc_now(),
     )
     return {"revision": revision}
 
@@ -293,7 +378,9 @@ def submitter_of(submission: Submission) -> str:
     return f"owner:{owner}" if owner else f"name:{submission.model_name.strip().casefold()}"
 
 
-def _through_the_ladder(submissions: SubmissionStore, submission: Submission, metrics: dict) -> dict | None:
+def _through_the_ladder(
+    submissions: SubmissionStore, submission: Submission, metrics: dict
+) -> dict | None:
     """Released (rounded, tier-thinned) metrics, or None after recording why the result is withheld.
     The exact metrics go no further than this function (evaluator/release.py)."""
     from evaluator import release
@@ -301,18 +388,35 @@ def _through_the_ladder(submissions: SubmissionStore, submission: Submission, me
     step = release.primary_step(metrics)
     value = release.primary_value(metrics)
     released, best = submissions.decide_release(
-        submission.id, submitter_of(submission), f"{submission.suite}/{submission.task}/{submission.setting}",
+        submission.id,
+        submitter_of(submission),
+        f"{submission.suite}/{submission.task}/{submission.setting}",
         lambda best: (release.beats(value, best, step), release.round_to(value, step)),
     )
     if released:
-        if isinstance(submissions, SubmissionStore) and best is not None and (redis := _connection()) is not None:
-            note_released(redis, submitter_of(submission), f"{submission.suite}/{submission.task}/{submission.setting}",
-                          best)  # remote workers' Ladder sees this node's best too
+        if (
+            isinstance(submissions, SubmissionStore)
+            and best is not None
+            and (redis := _connection()) is not None
+        ):
+            note_released(
+                redis,
+                submitter_of(submission),
+                f"{submission.suite}/{submission.task}/{submission.setting}",
+                best,
+            )  # remote workers' Ladder sees this node's best too
         return release.released_metrics(metrics)
     withheld = release.Withheld(best=best, step=step, metric=metrics["metric"])
     n = metrics["n_items"]
-    submissions.update(submission.id, state="finished", result=withheld.as_result(), revision=None,
-                       progress_done=n, progress_total=n, finished_at=utc_now())
+    submissions.update(
+        submission.id,
+        state="finished",
+        result=withheld.as_result(),
+        revision=None,
+        progress_done=n,
+        progress_total=n,
+        finished_at=utc_now(),
+    )
     return None
 
 
@@ -325,8 +429,19 @@ def on_job_failure(job, connection, exc_type, exc_value, traceback) -> None:
     if current is None or current.state in ("finished", "cancelled"):
         return
     name = getattr(exc_type, "__name__", "error")
-    reason = f"{name}: {exc_value}" if str(exc_value or "") else f"{name} (the worker stopped before finishing)"
+    reason = (
+        f"{name}: {exc_value}"
+        if str(exc_value or "")
+        else f"{name} (the worker stopped before finishing)"
+    )
     if job.retries_left:
-        submissions.update(submission_id, state="queued", error=f"attempt failed ({reason}); retrying")
+        submissions.update(
+            submission_id, state="queued", error=f"attempt failed ({reason}); retrying"
+        )
     else:
-        submissions.update(submission_id, state="failed", error=f"evaluation failed: {reason}", finished_at=utc_now())
+        submissions.update(
+            submission_id,
+            state="failed",
+            error=f"evaluation failed: {reason}",
+            finished_at=utc_now(),
+        )

@@ -5,6 +5,7 @@ next to the queue: `record_job` adds one finished job to a counter and to durati
 and `ServiceCollector` reads Redis when /metrics is scraped. Any number of web processes report
 the same numbers, and a restarted worker loses nothing.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,7 +19,11 @@ from rq import Queue, Worker
 log = logging.getLogger(__name__)
 
 KEY = "personaboard:metrics"
-OUTCOMES = ("finished", "rejected", "error")  # published / failed for a reason given / raised or died
+OUTCOMES = (
+    "finished",
+    "rejected",
+    "error",
+)  # published / failed for a reason given / raised or died
 JOB_BUCKETS = (1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 12 * 3600)
 PUBLISH_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 QUEUE_STATES = {
@@ -37,8 +42,12 @@ def _observe(pipe, name: str, buckets: tuple[float, ...], seconds: float) -> Non
     pipe.hincrbyfloat(key, "sum", seconds)
 
 
-def record_job(redis: Redis | None, outcome: str, seconds: float | None = None,
-               publish_seconds: float | None = None) -> None:
+def record_job(
+    redis: Redis | None,
+    outcome: str,
+    seconds: float | None = None,
+    publish_seconds: float | None = None,
+) -> None:
     """Count one job by outcome, with its duration (and its publish's). Never fails the job."""
     if redis is None:
         return
@@ -54,13 +63,17 @@ def record_job(redis: Redis | None, outcome: str, seconds: float | None = None,
         log.warning("metrics not recorded (queue unreachable): %s", exc)
 
 
-def _histogram(redis: Redis, name: str, buckets: tuple[float, ...], help_text: str) -> HistogramMetricFamily:
+def _histogram(
+    redis: Redis, name: str, buckets: tuple[float, ...], help_text: str
+) -> HistogramMetricFamily:
     raw = {k.decode(): v.decode() for k, v in redis.hgetall(f"{KEY}:{name}").items()}
     cumulative, running = [], 0
     for bound in [*(str(b) for b in buckets), "+Inf"]:
         running += int(raw.get(bound, 0))
         cumulative.append((bound if bound == "+Inf" else str(float(bound)), running))
-    family = HistogramMetricFamily(f"personaboard_{name.removesuffix('_seconds')}_duration_seconds", help_text)
+    family = HistogramMetricFamily(
+        f"personaboard_{name.removesuffix('_seconds')}_duration_seconds", help_text
+    )
     family.add_metric([], cumulative, sum_value=float(raw.get("sum", 0)))
     return family
 
@@ -69,9 +82,13 @@ class ServiceCollector:
     """Read at scrape time: queue lengths from RQ, job counts and durations from Redis, the read
     path's state from this process, and the store's publish backlog."""
 
-    def __init__(self, redis: Redis, publish_backlog: Callable[[], int] | None = None,
-                 read_path: Callable[[], dict[str, float]] | None = None,
-                 publish_rejected: Callable[[], int] | None = None):
+    def __init__(
+        self,
+        redis: Redis,
+        publish_backlog: Callable[[], int] | None = None,
+        read_path: Callable[[], dict[str, float]] | None = None,
+        publish_rejected: Callable[[], int] | None = None,
+    ):
         self.redis = redis
         self.publish_backlog = publish_backlog
         self.publish_rejected = publish_rejected
@@ -81,7 +98,9 @@ class ServiceCollector:
         return []  # collected fresh on every scrape
 
     def collect(self) -> Iterable:
-        up = GaugeMetricFamily("personaboard_queue_up", "1 when Redis (the queue) answered this scrape")
+        up = GaugeMetricFamily(
+            "personaboard_queue_up", "1 when Redis (the queue) answered this scrape"
+        )
         try:
             families = list(self._queue_families())
             up.add_metric([], 1)
@@ -92,24 +111,32 @@ class ServiceCollector:
         yield up
         yield from families
         if self.publish_backlog is not None:
-            backlog = GaugeMetricFamily("personaboard_publish_backlog",
-                                        "results evaluated but not yet in the results dataset")
+            backlog = GaugeMetricFamily(
+                "personaboard_publish_backlog",
+                "results evaluated but not yet in the results dataset",
+            )
             backlog.add_metric([], self.publish_backlog())
             yield backlog
         if self.publish_rejected is not None:
-            rejected = GaugeMetricFamily("personaboard_publish_rejected",
-                                         "outbox entries the results store refused (need an operator)")
+            rejected = GaugeMetricFamily(
+                "personaboard_publish_rejected",
+                "outbox entries the results store refused (need an operator)",
+            )
             rejected.add_metric([], self.publish_rejected())
             yield rejected
         if self.read_path is not None:
             state = self.read_path()
-            builds = CounterMetricFamily("personaboard_leaderboard_builds",
-                                         "leaderboard tables built by this web process (one per revision)")
+            builds = CounterMetricFamily(
+                "personaboard_leaderboard_builds",
+                "leaderboard tables built by this web process (one per revision)",
+            )
             builds.add_metric([], state["builds"])
             yield builds
 
     def _queue_families(self):
-        jobs = GaugeMetricFamily("personaboard_queue_jobs", "jobs per queue and state", labels=["queue", "state"])
+        jobs = GaugeMetricFamily(
+            "personaboard_queue_jobs", "jobs per queue and state", labels=["queue", "state"]
+        )
         for queue in Queue.all(connection=self.redis):
             jobs.add_metric([queue.name, "queued"], queue.count)
             for state, registry in QUEUE_STATES.items():
@@ -119,11 +146,18 @@ class ServiceCollector:
         workers.add_metric([], len(Worker.all(connection=self.redis)))
         yield workers
         counts = {k.decode(): int(v) for k, v in self.redis.hgetall(f"{KEY}:jobs").items()}
-        outcome = CounterMetricFamily("personaboard_jobs", "jobs ended, by outcome (finished: published; "
-                                      "rejected: failed with a reason; error: raised or its worker died)",
-                                      labels=["outcome"])
+        outcome = CounterMetricFamily(
+            "personaboard_jobs",
+            "jobs ended, by outcome (finished: published; "
+            "rejected: failed with a reason; error: raised or its worker died)",
+            labels=["outcome"],
+        )
         for name in OUTCOMES:
             outcome.add_metric([name], counts.get(name, 0))
         yield outcome
-        yield _histogram(self.redis, "job_seconds", JOB_BUCKETS, "wall time of a job, start to publish")
-        yield _histogram(self.redis, "publish_seconds", PUBLISH_BUCKETS, "time to publish one result")
+        yield _histogram(
+            self.redis, "job_seconds", JOB_BUCKETS, "wall time of a job, start to publish"
+        )
+        yield _histogram(
+            self.redis, "publish_seconds", PUBLISH_BUCKETS, "time to publish one result"
+        )

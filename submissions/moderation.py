@@ -19,6 +19,7 @@ that lands after that last check but before the commit (a commit's time): the re
 and withdrawn at once by the job (it checks again after publishing) and by the web node when it
 folds the result's revision (submissions/remote.py), else by the reconcile loop.
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,7 +38,9 @@ log = logging.getLogger(__name__)
 ACTIONS = ("hide", "unhide", "flag", "delete", "cancel", "rerun")
 MAX_REASON = 1000
 VISIBILITY = "personaboard:visibility"  # Redis hash: submission id -> public | hidden | deleted
-WITHHELD = "computed while the submission was hidden: kept here, not published (unhide publishes it)"
+WITHHELD = (
+    "computed while the submission was hidden: kept here, not published (unhide publishes it)"
+)
 
 
 class ActionError(ValueError):
@@ -46,8 +49,16 @@ class ActionError(ValueError):
         self.status, self.field = status, field
 
 
-def apply(action: str, submission_id: str, *, actor: str, reason: str, records: SubmissionStore,
-          outbox: Outbox, redis: Redis | None) -> dict[str, Any]:
+def apply(
+    action: str,
+    submission_id: str,
+    *,
+    actor: str,
+    reason: str,
+    records: SubmissionStore,
+    outbox: Outbox,
+    redis: Redis | None,
+) -> dict[str, Any]:
     """Do one operator action; returns its audit entry, with the results `revision` it published
     (None if nothing changed there or the store is down: the outbox publishes it later, in order).
     Raises ActionError (404/409/422)."""
@@ -60,7 +71,9 @@ def apply(action: str, submission_id: str, *, actor: str, reason: str, records: 
     except InvalidName as exc:
         raise ActionError(422, str(exc), "reason") from None
     if not reason and action not in ("unhide", "flag"):
-        raise ActionError(422, f"{action} needs a reason (it is recorded in the row's history)", "reason")
+        raise ActionError(
+            422, f"{action} needs a reason (it is recorded in the row's history)", "reason"
+        )
     submission = records.get(submission_id)
     if submission is None:
         raise ActionError(404, f"no submission with id {submission_id!r}", "submission_id")
@@ -75,19 +88,25 @@ def apply(action: str, submission_id: str, *, actor: str, reason: str, records: 
             raise ActionError(409, f"submission {submission_id} is hidden already", "submission_id")
         withdrawn = _current_record(outbox, submission_id)
         entry = record({"record": withdrawn} if withdrawn else None, visibility="hidden")
-        share_visibility(redis, submission_id, "hidden")  # before the withdrawal: a running job checks it
+        share_visibility(
+            redis, submission_id, "hidden"
+        )  # before the withdrawal: a running job checks it
         entry["revision"] = withdraw_result(outbox, submission_id, "hidden")
         return entry
     if action == "unhide":
         if submission.visibility != "hidden":
             raise ActionError(409, f"submission {submission_id} is not hidden", "submission_id")
-        entry = record(visibility="public", request_status=None)  # its requests/ record goes out again
+        entry = record(
+            visibility="public", request_status=None
+        )  # its requests/ record goes out again
         share_visibility(redis, submission_id, "public")
         withdrawn, latest_run = _last_withdrawn_record(records, submission_id)
         # a record withheld by the latest run goes out even if its "finished" is still on its way (a
         # remote worker's event); an older record only once no run is under way
         if withdrawn is not None and (submission.state == "finished" or latest_run):
-            entry["revision"] = outbox.publish_now("result", {"record": withdrawn, "request": None})[1]
+            entry["revision"] = outbox.publish_now(
+                "result", {"record": withdrawn, "request": None}
+            )[1]
         return entry
     if action == "flag":
         return record(flag=reason or None)
@@ -106,28 +125,48 @@ def apply(action: str, submission_id: str, *, actor: str, reason: str, records: 
         return entry
     if action == "cancel":
         if submission.state not in ACTIVE_STATES:
-            raise ActionError(409, f"submission {submission_id} is {submission.state}: only a queued or running "
-                                   "job can be cancelled", "submission_id")
+            raise ActionError(
+                409,
+                f"submission {submission_id} is {submission.state}: only a queued or running "
+                "job can be cancelled",
+                "submission_id",
+            )
         entry = record(state="cancelled", error=f"cancelled by an operator: {reason}")
         _stop_job(redis, submission_id, submission.state)
         return entry
     # rerun
     if submission.state in ACTIVE_STATES:
-        raise ActionError(409, f"submission {submission_id} is {submission.state} already", "submission_id")
-    entry = record(state="queued", error=None, result=None, revision=None, progress_done=0, started_at=None,
-                   finished_at=None)
+        raise ActionError(
+            409, f"submission {submission_id} is {submission.state} already", "submission_id"
+        )
+    entry = record(
+        state="queued",
+        error=None,
+        result=None,
+        revision=None,
+        progress_done=0,
+        started_at=None,
+        finished_at=None,
+    )
     entry["revision"] = withdraw_result(outbox, submission_id, "rerun")
     if redis is not None:
         try:
-            queue.enqueue(redis, records.get(submission_id))  # routed by its hardware, carrying its snapshot
-        except RedisError as exc:  # recorded as queued: the reconciler enqueues it when Redis answers
+            queue.enqueue(
+                redis, records.get(submission_id)
+            )  # routed by its hardware, carrying its snapshot
+        except (
+            RedisError
+        ) as exc:  # recorded as queued: the reconciler enqueues it when Redis answers
             log.warning("rerun of %s recorded, not queued yet: %s", submission_id, exc)
     return entry
 
 
 def withdraw_result(outbox: Outbox, submission_id: str, why: str) -> str | None:
     """Through the outbox, so a withdrawal is never overtaken by the result's own pending publish."""
-    payload = {"submission_id": submission_id, "message": f"Withdraw result {submission_id} ({why} by an operator)"}
+    payload = {
+        "submission_id": submission_id,
+        "message": f"Withdraw result {submission_id} ({why} by an operator)",
+    }
     return outbox.publish_now("withdraw", payload)[1]
 
 
@@ -140,7 +179,9 @@ def _current_record(outbox: Outbox, submission_id: str) -> dict[str, Any] | None
         return None
 
 
-def _last_withdrawn_record(records: SubmissionStore, submission_id: str) -> tuple[dict[str, Any] | None, bool]:
+def _last_withdrawn_record(
+    records: SubmissionStore, submission_id: str
+) -> tuple[dict[str, Any] | None, bool]:
     """The newest record taken off (hide) or kept back (withhold), and whether it is the latest run's
     own result (withheld after the last rerun)."""
     rerun_since = False
@@ -169,7 +210,9 @@ def _stop_job(redis: Redis | None, submission_id: str, state: str) -> None:
     except (NoSuchJobError, InvalidJobOperation):
         pass  # gone already; the record's state stops any later delivery (start_attempt refuses it)
     except RedisError as exc:
-        log.warning("could not stop job %s (%s); its record is cancelled, so it will not run", job_id, exc)
+        log.warning(
+            "could not stop job %s (%s); its record is cancelled, so it will not run", job_id, exc
+        )
 
 
 def withdraw_stale(records: SubmissionStore, outbox: Outbox) -> list[str]:
@@ -185,6 +228,7 @@ def withdraw_stale(records: SubmissionStore, outbox: Outbox) -> list[str]:
 
 # -- visibility for workers without the database (submissions/remote.py), and withheld results -------
 
+
 def share_visibility(redis: Redis | None, submission_id: str, visibility: str) -> None:
     """Best effort: if Redis cannot take it now, `mirror_visibility` (the reconcile loop) does later."""
     if redis is None:
@@ -192,7 +236,9 @@ def share_visibility(redis: Redis | None, submission_id: str, visibility: str) -
     try:
         redis.hset(VISIBILITY, submission_id, visibility)
     except RedisError as exc:
-        log.warning("could not share %s's visibility (%s) with workers: %s", submission_id, visibility, exc)
+        log.warning(
+            "could not share %s's visibility (%s) with workers: %s", submission_id, visibility, exc
+        )
 
 
 def shared_visibility(redis: Redis, submission_id: str) -> str | None:
@@ -205,15 +251,28 @@ def mirror_visibility(redis: Redis, records: SubmissionStore) -> None:
     """Make Redis say what the database says: every hidden or deleted submission, and "public" for
     any Redis still holds as hidden (a lost write, a Redis restart). Raises RedisError."""
     withdrawn = set(records.withdrawn_ids())
-    shown = {k.decode() if isinstance(k, bytes) else k: v for k, v in redis.hgetall(VISIBILITY).items()}
-    changes = {sid: "hidden" for sid in withdrawn if sid not in shown or shown[sid] in (b"public", "public")}
-    changes.update({sid: "public" for sid, value in shown.items()
-                    if sid not in withdrawn and value not in (b"public", "public")})
+    shown = {
+        k.decode() if isinstance(k, bytes) else k: v for k, v in redis.hgetall(VISIBILITY).items()
+    }
+    changes = {
+        sid: "hidden"
+        for sid in withdrawn
+        if sid not in shown or shown[sid] in (b"public", "public")
+    }
+    changes.update(
+        {
+            sid: "public"
+            for sid, value in shown.items()
+            if sid not in withdrawn and value not in (b"public", "public")
+        }
+    )
     if changes:
         redis.hset(VISIBILITY, mapping=changes)
 
 
-def keep_withheld(records: SubmissionStore, submission_id: str, record: dict[str, Any], actor: str) -> bool:
+def keep_withheld(
+    records: SubmissionStore, submission_id: str, record: dict[str, Any], actor: str
+) -> bool:
     """A result not published because its submission was hidden: kept in the audit log, where unhide
     finds it. Returns False if the submission is public again by now (an unhide that came before
     this entry could find it): then the caller publishes it after all."""

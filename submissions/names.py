@@ -5,13 +5,16 @@ are the same name; the ownership key also folds case, so nobody can publish "gpt
 owner's "GPT-4". Control characters, NUL and bidirectional overrides are refused, never stripped:
 a name that renders differently from what it is (e.g. "\u202egnp.exe") is an attempt to deceive.
 """
+
 from __future__ import annotations
 
 import re
 import unicodedata
 
 # Explicit embeddings/overrides/isolates and the marks that flip display order.
-BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 
 
@@ -35,9 +38,20 @@ def normalise_text(value: str, field: str, max_chars: int, multiline: bool = Fal
         if char == "\x00":
             raise InvalidName(field, f"NUL character at position {position}")
         if char in BIDI_CONTROLS:
-            raise InvalidName(field, f"bidirectional control character U+{ord(char):04X} at position {position}")
-        if char not in allowed and unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
-            raise InvalidName(field, f"control or format character U+{ord(char):04X} at position {position}")
+            raise InvalidName(
+                field, f"bidirectional control character U+{ord(char):04X} at position {position}"
+            )
+        if char not in allowed and unicodedata.category(char) in (
+            "Cc",
+            "Cf",
+            "Cs",
+            "Co",
+            "Zl",
+            "Zp",
+        ):
+            raise InvalidName(
+                field, f"control or format character U+{ord(char):04X} at position {position}"
+            )
     return text
 
 
@@ -49,5 +63,7 @@ def name_key(name: str) -> str:
 def check_user_name(name: str, field: str = "name") -> str:
     text = normalise_text(name, field, 63)
     if not USER_NAME.fullmatch(text):
-        raise InvalidName(field, "use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit")
+        raise InvalidName(
+            field, "use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
     return text

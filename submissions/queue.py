@@ -3,6 +3,7 @@
 The job id is the submission id, so status lookups need nothing but the id, and enqueueing the
 same submission twice is a no-op while its job exists.
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,7 +30,9 @@ def job_id_for(submission_id: str) -> str:
 
 
 def connect(redis_url: str) -> Redis:
-    return Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=30)
+    return Redis.from_url(
+        redis_url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=30
+    )
 
 
 def queue_for(submission: Submission) -> str:
@@ -64,8 +67,12 @@ def live_status(redis: Redis, submission_id: str) -> dict[str, Any]:
     position = None
     if job.get_status() == JobStatus.QUEUED:
         position = Queue(job.origin, connection=redis).get_job_position(job.id)
-    return {"job_status": job.get_status().value, "queue_position": position, "progress": job.meta.get("progress"),
-            "queue": job.origin if job.origin in ALL_QUEUES else None}
+    return {
+        "job_status": job.get_status().value,
+        "queue_position": position,
+        "progress": job.meta.get("progress"),
+        "queue": job.origin if job.origin in ALL_QUEUES else None,
+    }
 
 
 def reconcile(redis: Redis, store: SubmissionStore) -> list[str]:

@@ -4,6 +4,7 @@ Days are UTC calendar days, so every client sees the same reset time. Failed val
 their own, larger budget: a mistake costs a little, while a probe that needs a scored upload
 costs a slot of the upload quota.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -17,7 +18,9 @@ class QuotaLimits:
     failed_validations: int = 50  # files refused by validation per identity, suite and UTC day
 
     def for_user(self, overrides: dict[str, int]) -> "QuotaLimits":
-        return replace(self, **{k: v for k, v in overrides.items() if k in self.__dataclass_fields__})
+        return replace(
+            self, **{k: v for k, v in overrides.items() if k in self.__dataclass_fields__}
+        )
 
     def of(self, kind: str) -> int:
         return getattr(self, kind)
@@ -34,8 +37,15 @@ def today(now: datetime | None = None) -> Window:
     now = now or datetime.now(timezone.utc)
     start = now.replace(hour=0, minute=0, second=0, microsecond=0)
     reset = start + timedelta(days=1)
-    return Window(start.isoformat(timespec="milliseconds"), reset.isoformat(timespec="seconds"),
-                  max(1, int((reset - now).total_seconds()) + 1))
+    return Window(
+        start.isoformat(timespec="milliseconds"),
+        reset.isoformat(timespec="seconds"),
+        max(1, int((reset - now).total_seconds()) + 1),
+    )
 
 
-QUOTA_LABELS = {"predictions": "prediction uploads", "model": "model runs", "failed_validations": "failed validations"}
+QUOTA_LABELS = {
+    "predictions": "prediction uploads",
+    "model": "model runs",
+    "failed_validations": "failed validations",
+}

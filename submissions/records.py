@@ -4,6 +4,7 @@ A submission is written here, with its file already on disk, before it is put on
 Redis is the queue, this is the record. If Redis loses a job, `submissions.queue.reconcile`
 finds the record still queued and enqueues it again.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,12 +67,20 @@ ADDED_COLUMNS = [
     ("request_status", "TEXT"),  # the status last sent to the results dataset's requests/ record
     ("owner", "TEXT"),  # the identity that submitted it (NULL: before identities existed)
     ("idempotency_key", "TEXT"),  # the client's Idempotency-Key, written in the same transaction
-    ("visibility", "TEXT NOT NULL DEFAULT 'public'"),  # public | hidden | deleted (operator actions)
+    (
+        "visibility",
+        "TEXT NOT NULL DEFAULT 'public'",
+    ),  # public | hidden | deleted (operator actions)
     ("flag", "TEXT"),  # an operator's public note on the row (flag action)
 ]
 # what requests/ records show: queued (running included: a commit per start would be noise), finished, failed
-REQUEST_STATUS = {"queued": "queued", "running": "queued", "finished": "finished", "failed": "failed",
-                  "cancelled": "cancelled"}
+REQUEST_STATUS = {
+    "queued": "queued",
+    "running": "queued",
+    "finished": "finished",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
 
 # Identities, model-name ownership, failed validations and the operator's audit log live in the
 # same database, so a submission, its name claim, its quota check and its idempotency key are
@@ -162,11 +171,23 @@ class Submission:
         details = self.details or {}
         model = details.get("model") or {}
         return {
-            "submission_id": self.id, "submitted_at": self.created_at, "status": status, "kind": self.kind,
-            "suite": self.suite, "task": self.task, "setting": self.setting,
-            "model_name": self.model_name, "model_link": self.model_link,
-            "model": {k: model.get(k) for k in ("source", "revision", "model_type", "parameters", "license")} if model else None,
-            "protocol": details.get("protocol"), "limit": details.get("limit"),
+            "submission_id": self.id,
+            "submitted_at": self.created_at,
+            "status": status,
+            "kind": self.kind,
+            "suite": self.suite,
+            "task": self.task,
+            "setting": self.setting,
+            "model_name": self.model_name,
+            "model_link": self.model_link,
+            "model": {
+                k: model.get(k)
+                for k in ("source", "revision", "model_type", "parameters", "license")
+            }
+            if model
+            else None,
+            "protocol": details.get("protocol"),
+            "limit": details.get("limit"),
             "predictions_sha256": self.file_sha256 or None,
         }
 
@@ -183,7 +204,10 @@ class Submission:
         data.pop("idempotency_key")
         model = (data.get("details") or {}).get("model")
         if model:
-            data["details"] = {**data["details"], "model": {k: v for k, v in model.items() if k != "path"}}
+            data["details"] = {
+                **data["details"],
+                "model": {k: v for k, v in model.items() if k != "path"},
+            }
         return data
 
 
@@ -233,9 +257,13 @@ class SubmissionStore:
                 if name not in present:
                     db.execute(f"ALTER TABLE submissions ADD COLUMN {name} {declaration}")
             db.execute("CREATE INDEX IF NOT EXISTS submissions_dedup ON submissions(dedup_key)")
-            db.execute("CREATE INDEX IF NOT EXISTS submissions_owner ON submissions(owner, suite, created_at)")
-            db.execute("CREATE UNIQUE INDEX IF NOT EXISTS submissions_idempotency "
-                       "ON submissions(owner, idempotency_key) WHERE idempotency_key IS NOT NULL")
+            db.execute(
+                "CREATE INDEX IF NOT EXISTS submissions_owner ON submissions(owner, suite, created_at)"
+            )
+            db.execute(
+                "CREATE UNIQUE INDEX IF NOT EXISTS submissions_idempotency "
+                "ON submissions(owner, idempotency_key) WHERE idempotency_key IS NOT NULL"
+            )
             db.executescript(IDENTITY_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
@@ -248,7 +276,9 @@ class SubmissionStore:
         with closing(self._connect()) as db, db:
             self._insert(db, submission)
 
-    def admit(self, submission: Submission, *, name_key: str | None, quota: int | None, since: str) -> Submission:
+    def admit(
+        self, submission: Submission, *, name_key: str | None, quota: int | None, since: str
+    ) -> Submission:
         """Record a new submission after every fair-play rule, in one write transaction (so two
         concurrent requests cannot both take the last quota slot or both claim a name):
 
@@ -263,8 +293,10 @@ class SubmissionStore:
         with closing(self._connect()) as db, db:
             db.execute("BEGIN IMMEDIATE")
             if s.idempotency_key is not None:
-                row = db.execute("SELECT * FROM submissions WHERE owner = ? AND idempotency_key = ?",
-                                 (s.owner, s.idempotency_key)).fetchone()
+                row = db.execute(
+                    "SELECT * FROM submissions WHERE owner = ? AND idempotency_key = ?",
+                    (s.owner, s.idempotency_key),
+                ).fetchone()
                 if row:
                     raise Replayed(self._from_row(row))
             skip = ", ".join(f"'{state}'" for state in NOT_DUPLICATES)
@@ -272,22 +304,33 @@ class SubmissionStore:
                 row = db.execute(
                     f"SELECT * FROM submissions WHERE owner IS ? AND file_sha256 = ? AND suite = ? AND task = ? "
                     f"AND setting = ? AND kind = 'predictions' AND state NOT IN ({skip}) ORDER BY created_at LIMIT 1",
-                    (s.owner, s.file_sha256, s.suite, s.task, s.setting)).fetchone()
+                    (s.owner, s.file_sha256, s.suite, s.task, s.setting),
+                ).fetchone()
             else:
-                row = db.execute(f"SELECT * FROM submissions WHERE dedup_key = ? AND state NOT IN ({skip}) "
-                                 "ORDER BY created_at LIMIT 1", (s.dedup_key,)).fetchone()
+                row = db.execute(
+                    f"SELECT * FROM submissions WHERE dedup_key = ? AND state NOT IN ({skip}) "
+                    "ORDER BY created_at LIMIT 1",
+                    (s.dedup_key,),
+                ).fetchone()
             if row:
                 raise Duplicate(self._from_row(row))
             if name_key is not None:
-                claim = db.execute("SELECT owner FROM model_names WHERE name_key = ?", (name_key,)).fetchone()
+                claim = db.execute(
+                    "SELECT owner FROM model_names WHERE name_key = ?", (name_key,)
+                ).fetchone()
                 if claim and claim["owner"] != s.owner:
                     raise NameTaken(s.model_name, claim["owner"])
                 if not claim:
-                    db.execute("INSERT INTO model_names (name_key, name, owner, claimed_at) VALUES (?, ?, ?, ?)",
-                               (name_key, s.model_name, s.owner, s.created_at))
+                    db.execute(
+                        "INSERT INTO model_names (name_key, name, owner, claimed_at) VALUES (?, ?, ?, ?)",
+                        (name_key, s.model_name, s.owner, s.created_at),
+                    )
             if quota is not None:
-                used = db.execute("SELECT COUNT(*) FROM submissions WHERE owner = ? AND suite = ? AND kind = ? "
-                                  "AND created_at >= ?", (s.owner, s.suite, s.kind, since)).fetchone()[0]
+                used = db.execute(
+                    "SELECT COUNT(*) FROM submissions WHERE owner = ? AND suite = ? AND kind = ? "
+                    "AND created_at >= ?",
+                    (s.owner, s.suite, s.kind, since),
+                ).fetchone()[0]
                 if used >= quota:
                     raise QuotaUsed(used, quota)
             self._insert(db, s)
@@ -306,7 +349,9 @@ class SubmissionStore:
             row = db.execute("SELECT * FROM submissions WHERE id = ?", (submission_id,)).fetchone()
         return self._from_row(row) if row else None
 
-    def list(self, states: tuple[str, ...] | None = None, limit: int = 1000, public_only: bool = False) -> list[Submission]:
+    def list(
+        self, states: tuple[str, ...] | None = None, limit: int = 1000, public_only: bool = False
+    ) -> list[Submission]:
         query, args, where = "SELECT * FROM submissions", [], []
         if states:
             where.append(f"state IN ({', '.join('?' for _ in states)})")
@@ -322,8 +367,10 @@ class SubmissionStore:
 
     def find_idempotent(self, owner: str, idempotency_key: str) -> Submission | None:
         with closing(self._connect()) as db:
-            row = db.execute("SELECT * FROM submissions WHERE owner = ? AND idempotency_key = ?",
-                             (owner, idempotency_key)).fetchone()
+            row = db.execute(
+                "SELECT * FROM submissions WHERE owner = ? AND idempotency_key = ?",
+                (owner, idempotency_key),
+            ).fetchone()
         return self._from_row(row) if row else None
 
     def find_duplicate(self, dedup_key: str) -> Submission | None:
@@ -342,43 +389,76 @@ class SubmissionStore:
                 changes[name] = json.dumps(changes[name])
         assignments = ", ".join(f"{name} = :{name}" for name in changes)
         with closing(self._connect()) as db, db:
-            db.execute(f"UPDATE submissions SET {assignments} WHERE id = :_id", {**changes, "_id": submission_id})
+            db.execute(
+                f"UPDATE submissions SET {assignments} WHERE id = :_id",
+                {**changes, "_id": submission_id},
+            )
 
     def update_revision(self, submission_id: str, revision: str) -> None:
         self.update(submission_id, revision=revision)
 
     def requests_to_publish(self, limit: int = 100) -> list[Submission]:
         """Submissions whose requests/ record does not show their current status yet."""
-        cases = " ".join(f"WHEN '{state}' THEN '{shown}'" for state, shown in REQUEST_STATUS.items())
+        cases = " ".join(
+            f"WHEN '{state}' THEN '{shown}'" for state, shown in REQUEST_STATUS.items()
+        )
         with closing(self._connect()) as db:
             rows = db.execute(
                 f"SELECT * FROM submissions WHERE visibility = 'public' AND "  # hidden: its request record was withdrawn
                 f"(request_status IS NULL OR request_status != CASE state {cases} END) "
-                "ORDER BY created_at LIMIT ?", (limit,)).fetchall()
+                "ORDER BY created_at LIMIT ?",
+                (limit,),
+            ).fetchall()
         return [self._from_row(row) for row in rows]
-    def record_action(self, submission_id: str, actor: str, action: str, reason: str,
-                      details: dict[str, Any] | None = None, **changes: Any) -> dict[str, Any]:
+
+    def record_action(
+        self,
+        submission_id: str,
+        actor: str,
+        action: str,
+        reason: str,
+        details: dict[str, Any] | None = None,
+        **changes: Any,
+    ) -> dict[str, Any]:
         """An operator action: the submission's `changes` and its audit entry, in one transaction."""
-        entry = {"at": utc_now(), "actor": actor, "action": action, "submission_id": submission_id,
-                 "reason": reason, "details": json.dumps(details) if details else None}
+        entry = {
+            "at": utc_now(),
+            "actor": actor,
+            "action": action,
+            "submission_id": submission_id,
+            "reason": reason,
+            "details": json.dumps(details) if details else None,
+        }
         with closing(self._connect()) as db, db:
             if changes:
                 assignments = ", ".join(f"{name} = :{name}" for name in changes)
-                db.execute(f"UPDATE submissions SET {assignments} WHERE id = :_id", {**changes, "_id": submission_id})
-            db.execute("INSERT INTO audit_log (at, actor, action, submission_id, reason, details) "
-                       "VALUES (:at, :actor, :action, :submission_id, :reason, :details)", entry)
+                db.execute(
+                    f"UPDATE submissions SET {assignments} WHERE id = :_id",
+                    {**changes, "_id": submission_id},
+                )
+            db.execute(
+                "INSERT INTO audit_log (at, actor, action, submission_id, reason, details) "
+                "VALUES (:at, :actor, :action, :submission_id, :reason, :details)",
+                entry,
+            )
         return {**entry, "details": details}
 
     def history(self, submission_id: str) -> list[dict[str, Any]]:
         """The operator actions on a submission, oldest first."""
         with closing(self._connect()) as db:
-            rows = db.execute("SELECT * FROM audit_log WHERE submission_id = ? ORDER BY seq", (submission_id,)).fetchall()
-        return [{**dict(r), "details": json.loads(r["details"]) if r["details"] else None} for r in rows]
+            rows = db.execute(
+                "SELECT * FROM audit_log WHERE submission_id = ? ORDER BY seq", (submission_id,)
+            ).fetchall()
+        return [
+            {**dict(r), "details": json.loads(r["details"]) if r["details"] else None} for r in rows
+        ]
 
     def withdrawn_ids(self) -> list[str]:
         """Submissions an operator hid or deleted: none of them may stay in the published table."""
         with closing(self._connect()) as db:
-            return [r[0] for r in db.execute("SELECT id FROM submissions WHERE visibility != 'public'")]
+            return [
+                r[0] for r in db.execute("SELECT id FROM submissions WHERE visibility != 'public'")
+            ]
 
     def start_attempt(self, submission_id: str) -> Submission | None:
         """Mark running and count the attempt; None if it already finished (a duplicate delivery)
@@ -392,34 +472,55 @@ class SubmissionStore:
         found = self.get(submission_id)
         return found if found and found.state == "running" else None
 
-    def decide_release(self, submission_id: str, submitter: str, scope: str, decide) -> tuple[bool, float | None]:
+    def decide_release(
+        self, submission_id: str, submitter: str, scope: str, decide
+    ) -> tuple[bool, float | None]:
         """The Ladder step for one submission, atomically: `decide(best)` -> (released, value) with
         best this submitter's best released value in scope (None: none yet). Recorded once: a
         retried job gets its first decision back, so a retry never competes with its own result."""
         with closing(self._connect()) as db:
-            db.execute("BEGIN IMMEDIATE")  # two workers finishing at once see each other's decisions
+            db.execute(
+                "BEGIN IMMEDIATE"
+            )  # two workers finishing at once see each other's decisions
             try:
-                row = db.execute("SELECT released, value FROM releases WHERE submission_id = ?",
-                                 (submission_id,)).fetchone()
+                row = db.execute(
+                    "SELECT released, value FROM releases WHERE submission_id = ?", (submission_id,)
+                ).fetchone()
                 if row is not None:
                     db.rollback()
                     return bool(row["released"]), row["value"]
-                best = db.execute("SELECT MAX(value) AS best FROM releases WHERE submitter = ? AND scope = ? "
-                                  "AND released = 1", (submitter, scope)).fetchone()["best"]
+                best = db.execute(
+                    "SELECT MAX(value) AS best FROM releases WHERE submitter = ? AND scope = ? "
+                    "AND released = 1",
+                    (submitter, scope),
+                ).fetchone()["best"]
                 released, value = decide(best)
-                db.execute("INSERT INTO releases VALUES (?, ?, ?, ?, ?, ?)",
-                           (submission_id, submitter, scope, int(released), value if released else best, utc_now()))
+                db.execute(
+                    "INSERT INTO releases VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        submission_id,
+                        submitter,
+                        scope,
+                        int(released),
+                        value if released else best,
+                        utc_now(),
+                    ),
+                )
                 db.commit()
             except BaseException:
                 db.rollback()
                 raise
         return released, (value if released else best)
 
-    def record_release(self, submission_id: str, submitter: str, scope: str, released: bool, value: float | None) -> None:
+    def record_release(
+        self, submission_id: str, submitter: str, scope: str, released: bool, value: float | None
+    ) -> None:
         """A Ladder decision made elsewhere (a remote worker, submissions/remote.py), counted here too."""
         with closing(self._connect()) as db, db:
-            db.execute("INSERT OR IGNORE INTO releases VALUES (?, ?, ?, ?, ?, ?)",
-                       (submission_id, submitter, scope, int(released), value, utc_now()))
+            db.execute(
+                "INSERT OR IGNORE INTO releases VALUES (?, ?, ?, ?, ?, ?)",
+                (submission_id, submitter, scope, int(released), value, utc_now()),
+            )
 
     @staticmethod
     def _from_row(row: sqlite3.Row) -> Submission:

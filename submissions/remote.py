@@ -21,6 +21,7 @@ Redis right before its outbox publishes (submissions/jobs.py `withhold_hidden_re
 the record to the web node instead (event "withheld_record", kept for unhide); a hide that comes
 after that check is undone when the web node folds the result's revision.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,9 @@ class RemoteLedger:
     def get(self, submission_id: str) -> Submission | None:
         if self.redis.exists(f"personaboard:finished:{submission_id}"):
             self.submission.state = "finished"
-        if visibility := shared_visibility(self.redis, submission_id):  # hidden by an operator since enqueue
+        if visibility := shared_visibility(
+            self.redis, submission_id
+        ):  # hidden by an operator since enqueue
             self.submission.visibility = visibility
         return self.submission if submission_id == self.submission.id else None
 
@@ -67,11 +70,18 @@ class RemoteLedger:
         attempts = int(self.redis.incr(f"personaboard:attempt:{submission_id}"))
         self.redis.expire(f"personaboard:attempt:{submission_id}", FINISHED_TTL_S)
         started = utc_now()
-        self.update(submission_id, state="running", attempts=max(attempts, self.submission.attempts + 1),
-                    started_at=started, error=None)
+        self.update(
+            submission_id,
+            state="running",
+            attempts=max(attempts, self.submission.attempts + 1),
+            started_at=started,
+            error=None,
+        )
         return self.submission
 
-    def decide_release(self, submission_id: str, submitter: str, scope: str, decide) -> tuple[bool, float | None]:
+    def decide_release(
+        self, submission_id: str, submitter: str, scope: str, decide
+    ) -> tuple[bool, float | None]:
         """The Ladder step (evaluator/release.py) as SubmissionStore.decide_release, atomic in Redis
         (any machine's workers see each other's decisions); the decision is also sent to the web node,
         whose own records then count it too."""
@@ -92,15 +102,32 @@ class RemoteLedger:
                     released, value = decide(best)
                     shown = value if released else best
                     pipe.multi()
-                    pipe.set(decision_key, json.dumps({"released": released, "value": shown}), ex=FINISHED_TTL_S)
+                    pipe.set(
+                        decision_key,
+                        json.dumps({"released": released, "value": shown}),
+                        ex=FINISHED_TTL_S,
+                    )
                     if released and value is not None:
-                        pipe.set(ladder_best_key(submitter, scope), max(value, best) if best is not None else value)
+                        pipe.set(
+                            ladder_best_key(submitter, scope),
+                            max(value, best) if best is not None else value,
+                        )
                     pipe.execute()
                     break
                 except WatchError:
                     continue  # another worker decided for this submitter meanwhile: decide again
-        send_event(self.redis, submission_id, {"ladder": {"submitter": submitter, "scope": scope,
-                                                          "released": released, "value": shown}})
+        send_event(
+            self.redis,
+            submission_id,
+            {
+                "ladder": {
+                    "submitter": submitter,
+                    "scope": scope,
+                    "released": released,
+                    "value": shown,
+                }
+            },
+        )
         return released, shown
 
     def update(self, submission_id: str, **changes: Any) -> None:
@@ -112,14 +139,20 @@ class RemoteLedger:
 
 
 def send_event(redis: Redis, submission_id: str, changes: dict[str, Any]) -> None:
-    redis.xadd(EVENTS, {"id": submission_id, "changes": json.dumps(changes), "worker": socket.gethostname()},
-               maxlen=EVENTS_MAX, approximate=True)
+    redis.xadd(
+        EVENTS,
+        {"id": submission_id, "changes": json.dumps(changes), "worker": socket.gethostname()},
+        maxlen=EVENTS_MAX,
+        approximate=True,
+    )
 
 
 class EventFolder:
     """The web node's side: apply the workers' events to the submission records, in order."""
 
-    def __init__(self, redis: Redis, records, consumer: str | None = None, outbox: Outbox | None = None):
+    def __init__(
+        self, redis: Redis, records, consumer: str | None = None, outbox: Outbox | None = None
+    ):
         self.redis = redis
         self.records = records
         self.consumer = consumer or f"web-{socket.gethostname()}"
@@ -141,8 +174,13 @@ class EventFolder:
         self._ensure_group()
         applied = 0
         for start in ("0", ">"):
-            answer = self.redis.xreadgroup(GROUP, self.consumer, {EVENTS: start}, count=count,
-                                           block=None if start == "0" else block_ms)
+            answer = self.redis.xreadgroup(
+                GROUP,
+                self.consumer,
+                {EVENTS: start},
+                count=count,
+                block=None if start == "0" else block_ms,
+            )
             for _, entries in answer or []:
                 for event_id, fields_ in entries:
                     self._apply(fields_)
@@ -161,26 +199,53 @@ class EventFolder:
             return
         current = self.records.get(submission_id)
         withheld = changes.pop("withheld_record", None)
-        if "ladder" in changes:  # a remote worker's Ladder decision: the web node's own jobs count it too
+        if (
+            "ladder" in changes
+        ):  # a remote worker's Ladder decision: the web node's own jobs count it too
             ladder = changes.pop("ladder")
-            self.records.record_release(submission_id, ladder["submitter"], ladder["scope"], ladder["released"],
-                                        ladder["value"])
+            self.records.record_release(
+                submission_id,
+                ladder["submitter"],
+                ladder["scope"],
+                ladder["released"],
+                ladder["value"],
+            )
         if current is None:
             log.warning("worker event for unknown submission %s ignored", submission_id)
             return
-        if withheld is not None:  # not published: the submission was hidden when the worker's outbox asked
+        if (
+            withheld is not None
+        ):  # not published: the submission was hidden when the worker's outbox asked
             worker = _text(fields_.get(b"worker") or fields_.get("worker") or "?")
-            if not keep_withheld(self.records, submission_id, withheld, f"worker:{worker}") and self.outbox is not None:
-                self.outbox.put("result", {"record": withheld, "request": None})  # unhidden meanwhile: out after all
-        if current.state in ("finished", "failed") and changes.get("state") in ("running", "queued"):
+            if (
+                not keep_withheld(self.records, submission_id, withheld, f"worker:{worker}")
+                and self.outbox is not None
+            ):
+                self.outbox.put(
+                    "result", {"record": withheld, "request": None}
+                )  # unhidden meanwhile: out after all
+        if current.state in ("finished", "failed") and changes.get("state") in (
+            "running",
+            "queued",
+        ):
             return  # a late event from an attempt that was superseded; the outcome stands
         if current.state == "cancelled" and "state" in changes:
             return  # an operator stopped it (issue 7): a worker's late report does not bring it back
-        allowed = {f.name for f in fields(Submission)} - {"id", "created_at", "kind", "file_path", "dedup_key"}
+        allowed = {f.name for f in fields(Submission)} - {
+            "id",
+            "created_at",
+            "kind",
+            "file_path",
+            "dedup_key",
+        }
         changes = {k: v for k, v in changes.items() if k in allowed}
         if changes:
             self.records.update(submission_id, **changes)
-        if changes.get("revision") and self.outbox is not None and self.records.get(submission_id).visibility != "public":
+        if (
+            changes.get("revision")
+            and self.outbox is not None
+            and self.records.get(submission_id).visibility != "public"
+        ):
             # published by a worker elsewhere after an operator hid it (after the worker's last check): out now
             withdraw_result(self.outbox, submission_id, "hidden")
 
@@ -191,8 +256,10 @@ def ladder_best_key(submitter: str, scope: str) -> str:
 
 def note_released(redis: Redis, submitter: str, scope: str, value: float) -> None:
     """A web-node job's released value, for remote workers' Ladder decisions (best effort: max)."""
-    script = "local v = tonumber(redis.call('GET', KEYS[1])) if v == nil or tonumber(ARGV[1]) > v then " \
-             "redis.call('SET', KEYS[1], ARGV[1]) end"
+    script = (
+        "local v = tonumber(redis.call('GET', KEYS[1])) if v == nil or tonumber(ARGV[1]) > v then "
+        "redis.call('SET', KEYS[1], ARGV[1]) end"
+    )
     try:
         redis.eval(script, 1, ladder_best_key(submitter, scope), repr(float(value)))
     except RedisError as exc:
@@ -205,6 +272,7 @@ def _text(value: Any) -> str:
 
 # -- hidden splits: pinned by the web node, installed by remote workers on first use -----------------
 
+
 class SplitPins:
     def __init__(self, redis: Redis):
         self.redis = redis
@@ -213,7 +281,9 @@ class SplitPins:
         """The web node's installed Hub split, for workers elsewhere. The salt travels with it so a
         worker builds the very same split (same hash, same shuffles); Redis is as private as the
         workers, which see the gold anyway (they score)."""
-        self.redis.hset(PINS, suite, json.dumps({"source": source, "revision": revision, "secret": secret}))
+        self.redis.hset(
+            PINS, suite, json.dumps({"source": source, "revision": revision, "secret": secret})
+        )
 
     def get(self, suite: str) -> dict | None:
         raw = self.redis.hget(PINS, suite)
@@ -255,11 +325,17 @@ def ensure_pinned_split(redis: Redis, suite_name: str) -> dict | None:
     current = installed_info(suite)
     if current and current.get("kind") == "hub" and current.get("revision") == pin["revision"]:
         return None
-    log.info("installing %s's split from %s at %s (pinned by the web node)", suite_name, pin["source"], pin["revision"])
+    log.info(
+        "installing %s's split from %s at %s (pinned by the web node)",
+        suite_name,
+        pin["source"],
+        pin["revision"],
+    )
     return install(suite, pin["source"], pin["revision"], secret=pin.get("secret"))
 
 
 # -- workers, as the API and the UI show them ----------------------------------------------------------
+
 
 def list_workers(redis: Redis) -> list[dict[str, Any]]:
     """RQ's registry of live workers (each re-registers on every heartbeat; a dead one expires)."""
@@ -268,15 +344,19 @@ def list_workers(redis: Redis) -> list[dict[str, Any]]:
     shown = []
     for worker in Worker.all(connection=redis):
         job_id = worker.get_current_job_id()
-        shown.append({
-            "name": worker.name,
-            "queues": worker.queue_names(),
-            "state": worker.get_state(),
-            "last_heartbeat": worker.last_heartbeat.isoformat() if worker.last_heartbeat else None,
-            "current_submission": job_id.removeprefix("submission-") if job_id else None,
-            "successful_jobs": worker.successful_job_count,
-            "failed_jobs": worker.failed_job_count,
-        })
+        shown.append(
+            {
+                "name": worker.name,
+                "queues": worker.queue_names(),
+                "state": worker.get_state(),
+                "last_heartbeat": worker.last_heartbeat.isoformat()
+                if worker.last_heartbeat
+                else None,
+                "current_submission": job_id.removeprefix("submission-") if job_id else None,
+                "successful_jobs": worker.successful_job_count,
+                "failed_jobs": worker.failed_job_count,
+            }
+        )
     return sorted(shown, key=lambda w: w["name"])
 
 

@@ -3,6 +3,7 @@
 Lives in the submissions layer so that the web app (backend/) and the UI (space/) both reach it
 by importing down; neither imports the other for it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,10 +27,16 @@ from leaderboard.results import open_outbox, open_store
 from leaderboard.store import StoreError, StoreUnavailable
 from submissions import moderation, queue
 from submissions.identity import Identity, IdentityStore
-from submissions.intake import ModelForm, SubmissionForm, Submitter, accept_model, accept_predictions
+from submissions.intake import (
+    ModelForm,
+    SubmissionForm,
+    Submitter,
+    accept_model,
+    accept_predictions,
+)
 from submissions.jobs import head_signal, record_published, withhold_hidden
-from submissions.remote import EventFolder, list_workers, publish_installed_pins
 from submissions.records import REQUEST_STATUS, Submission, SubmissionStore
+from submissions.remote import EventFolder, list_workers, publish_installed_pins
 from submissions.settings import SubmissionSettings
 
 log = logging.getLogger(__name__)
@@ -50,7 +57,8 @@ class Services:
     board: LeaderboardCache = None  # the read path: one table per results revision
     _stop: threading.Event = field(default_factory=threading.Event)
     _read_pool: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(READ_THREADS, thread_name_prefix="leaderboard"))
+        default_factory=lambda: ThreadPoolExecutor(READ_THREADS, thread_name_prefix="leaderboard")
+    )
     _store_ready: bool = False
 
     def __post_init__(self) -> None:
@@ -61,10 +69,21 @@ class Services:
     def create(cls, settings: SubmissionSettings) -> "Services":
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         records = SubmissionStore(settings.submissions_db)
-        results = open_store(head_signal=head_signal(settings.redis_url))  # others' publishes seen at once
-        services = cls(settings, records, results, queue.connect(settings.redis_url), ModelRegistry(settings.data_dir),
-                       open_outbox(results, on_published=record_published(records.update_revision),
-                                   withhold=withhold_hidden(records)))
+        results = open_store(
+            head_signal=head_signal(settings.redis_url)
+        )  # others' publishes seen at once
+        services = cls(
+            settings,
+            records,
+            results,
+            queue.connect(settings.redis_url),
+            ModelRegistry(settings.data_dir),
+            open_outbox(
+                results,
+                on_published=record_published(records.update_revision),
+                withhold=withhold_hidden(records),
+            ),
+        )
         services.prepare_store()
         return services
 
@@ -75,7 +94,9 @@ class Services:
             try:
                 self.results.ensure()
                 publish_reported(self.results)  # the papers' own rows, once per store (idempotent)
-                publish_reference(self.results)  # chance and majority lines of the installed multiple-choice splits
+                publish_reference(
+                    self.results
+                )  # chance and majority lines of the installed multiple-choice splits
                 self._store_ready = True
             except StoreUnavailable as exc:
                 log.warning("results store unavailable; retrying in the background: %s", exc)
@@ -86,10 +107,17 @@ class Services:
         push the outbox (oldest first; stops at a Hub outage and carries on next pass). Returns the backlog."""
         if self.prepare_store():
             changed = self.records.requests_to_publish()
-            if changed:  # one entry (one commit) for every request record that changed since the last pass
-                self.outbox.put("requests", {"requests": [s.request_record(REQUEST_STATUS[s.state]) for s in changed]})
+            if (
+                changed
+            ):  # one entry (one commit) for every request record that changed since the last pass
+                self.outbox.put(
+                    "requests",
+                    {"requests": [s.request_record(REQUEST_STATUS[s.state]) for s in changed]},
+                )
                 for submission in changed:
-                    self.records.update(submission.id, request_status=REQUEST_STATUS[submission.state])
+                    self.records.update(
+                        submission.id, request_status=REQUEST_STATUS[submission.state]
+                    )
             self.outbox.drain()
         return self.outbox.backlog()
 
@@ -106,7 +134,9 @@ class Services:
     def start_event_folder(self) -> None:
         """Fold remote workers' events (state, progress, revision) into the records, as they come;
         and pin this node's Hub-installed splits for them (submissions/remote.py)."""
-        folder = EventFolder(queue.connect(self.settings.redis_url), self.records, outbox=self.outbox)
+        folder = EventFolder(
+            queue.connect(self.settings.redis_url), self.records, outbox=self.outbox
+        )
 
         def loop() -> None:
             pinned = False
@@ -152,7 +182,9 @@ class Services:
         except Exception:  # noqa: BLE001 - a store problem must not stop the queue repair below
             log.exception("withdrawing hidden results failed; retried at the next reconcile")
         try:
-            moderation.mirror_visibility(self.redis, self.records)  # for workers elsewhere (a lost write)
+            moderation.mirror_visibility(
+                self.redis, self.records
+            )  # for workers elsewhere (a lost write)
             return queue.reconcile(self.redis, self.records)
         except RedisError as exc:
             log.warning("queue unreachable, reconcile postponed: %s", exc)
@@ -160,7 +192,9 @@ class Services:
 
     def start_board_watcher(self) -> None:
         """Build each new results head's leaderboard (and its default bodies) as soon as it moves."""
-        threading.Thread(target=self.board.watch, args=(self._stop,), name="leaderboard-watch", daemon=True).start()
+        threading.Thread(
+            target=self.board.watch, args=(self._stop,), name="leaderboard-watch", daemon=True
+        ).start()
 
     def start_reconciler(self) -> None:
         def loop() -> None:
@@ -175,14 +209,26 @@ class Services:
         self._read_pool.shutdown(wait=False, cancel_futures=True)
 
     # -- the one way in: the API, the UI (and anything else that takes submissions) go through these
-    def submit_predictions(self, form: SubmissionForm, stream: BinaryIO, filename: str, submitter: Submitter) -> Submission:
+    def submit_predictions(
+        self, form: SubmissionForm, stream: BinaryIO, filename: str, submitter: Submitter
+    ) -> Submission:
         """Validate, store, record and queue a predictions file (SubmissionError on a refusal)."""
-        return accept_predictions(form, stream, filename, records=self.records, uploads_dir=self.settings.uploads_dir,
-                                  max_bytes=self.settings.max_upload_bytes, redis=self.redis, submitter=submitter)
+        return accept_predictions(
+            form,
+            stream,
+            filename,
+            records=self.records,
+            uploads_dir=self.settings.uploads_dir,
+            max_bytes=self.settings.max_upload_bytes,
+            redis=self.redis,
+            submitter=submitter,
+        )
 
     def submit_model(self, form: ModelForm, submitter: Submitter) -> Submission:
         """Resolve, check, record and queue a model run (SubmissionError on a refusal)."""
-        return accept_model(form, records=self.records, registry=self.models, redis=self.redis, submitter=submitter)
+        return accept_model(
+            form, records=self.records, registry=self.models, redis=self.redis, submitter=submitter
+        )
 
     def submission(self, submission_id: str) -> Submission | None:
         return self.records.get(submission_id) if submission_id else None
@@ -212,7 +258,10 @@ class Services:
         status["queue_position"] = live.get("queue_position")
         status["queue"] = live.get("queue")
         status["job_status"] = live.get("job_status")
-        progress = live.get("progress") or {"done": submission.progress_done, "total": submission.progress_total}
+        progress = live.get("progress") or {
+            "done": submission.progress_done,
+            "total": submission.progress_total,
+        }
         status["progress"] = progress
         status["history"] = self.history(submission.id)
         if submission.visibility != "public":  # hidden or deleted: no scores, no text of it shown
@@ -221,14 +270,25 @@ class Services:
 
     def history(self, submission_id: str) -> list[dict[str, Any]]:
         """The row's operator actions as shown publicly (who, when, what, why)."""
-        return [{k: e[k] for k in ("at", "actor", "action", "reason")} for e in self.records.history(submission_id)]
+        return [
+            {k: e[k] for k in ("at", "actor", "action", "reason")}
+            for e in self.records.history(submission_id)
+        ]
 
-    def leaderboard(self, suite=None, task=None, setting=None, tier=None, revision=None) -> pd.DataFrame:
+    def leaderboard(
+        self, suite=None, task=None, setting=None, tier=None, revision=None
+    ) -> pd.DataFrame:
         """The filtered leaderboard (shared: do not modify it)."""
         return self.board.table(revision).view(Filters(suite, task, setting, tier))
 
-    async def leaderboard_body(self, filters: Filters, fmt: str, revision: str | None = None,
-                               gzipped: bool = False, page: Page | None = None) -> Body:
+    async def leaderboard_body(
+        self,
+        filters: Filters,
+        fmt: str,
+        revision: str | None = None,
+        gzipped: bool = False,
+        page: Page | None = None,
+    ) -> Body:
         """The encoded leaderboard: from memory when this head's body is built, otherwise built on
         the read threads, so the event loop never does the work and never waits for it."""
         if revision is None:
@@ -237,6 +297,6 @@ class Services:
             if found is not None:
                 return found
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._read_pool,
-                                          lambda: self.board.table(revision).body(filters, fmt, gzipped, page))
-
+        return await loop.run_in_executor(
+            self._read_pool, lambda: self.board.table(revision).body(filters, fmt, gzipped, page)
+        )

@@ -3,6 +3,7 @@
 A worker started on another node needs only PERSONABOARD_DATA_DIR (a shared folder) and
 PERSONABOARD_REDIS_URL to join.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,11 +35,15 @@ def redis_url(host: str, port: int, password: str | None = None) -> str:
 class SubmissionSettings(LeaderboardSettings):
     redis_url: str = f"redis://127.0.0.1:{DEFAULT_REDIS_PORT}/0"
     redis_port: int = DEFAULT_REDIS_PORT
-    redis_host: str = "127.0.0.1"  # the address the service's own Redis binds: loopback unless a password is set
+    redis_host: str = (
+        "127.0.0.1"  # the address the service's own Redis binds: loopback unless a password is set
+    )
     redis_password: str | None = None
     max_upload_bytes: int = 64 * 1024 * 1024
     job_gate: Path | None = None
-    quotas: QuotaLimits = QuotaLimits()  # per identity, suite and UTC day; `personaboard users quota` overrides
+    quotas: QuotaLimits = (
+        QuotaLimits()
+    )  # per identity, suite and UTC day; `personaboard users quota` overrides
     # a worker on another machine: no access to the web node's disk; state through Redis (submissions/remote.py)
     worker_remote: bool = False
 
@@ -67,7 +72,9 @@ def load_submission_settings() -> SubmissionSettings:
         quotas=QuotaLimits(
             predictions=int(env.get("PERSONABOARD_QUOTA_PREDICTIONS", QuotaLimits.predictions)),
             model=int(env.get("PERSONABOARD_QUOTA_MODEL_RUNS", QuotaLimits.model)),
-            failed_validations=int(env.get("PERSONABOARD_QUOTA_FAILED_VALIDATIONS", QuotaLimits.failed_validations)),
+            failed_validations=int(
+                env.get("PERSONABOARD_QUOTA_FAILED_VALIDATIONS", QuotaLimits.failed_validations)
+            ),
         ),
         worker_remote=env.get(WORKER_REMOTE_ENV, "").lower() in ("1", "true", "yes"),
     )

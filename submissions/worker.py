@@ -5,6 +5,7 @@ imported. Importing the job's code (numpy, pandas, the results store, the suites
 splits take about a second; done once in the worker, before the first fork, instead of in every
 horse, that second comes off the start of every job (see bench/bench_queue_latency.py).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -34,7 +35,9 @@ def preload() -> None:
         log.exception("preloading the job code failed; each job will load it itself")
 
 
-THREADS_ENV = "PERSONABOARD_WORKER_THREADS"  # explicit compute threads per worker (overrides the share)
+THREADS_ENV = (
+    "PERSONABOARD_WORKER_THREADS"  # explicit compute threads per worker (overrides the share)
+)
 
 
 def compute_threads(cores: int | None = None, workers: int | None = None) -> int:
@@ -87,6 +90,8 @@ def keeps_engines_warm() -> bool:
     work-horse per job so that a crashing job cannot take the worker with it."""
     default = "1" if os.environ.get("PERSONABOARD_BACKEND", "transformers") == "vllm" else "0"
     return os.environ.get(WARM_ENV, default) == "1"
+
+
 def _die_with_worker(worker_pid: int) -> None:
     """In every child the worker forks (its scheduler, its work-horses): SIGKILL when the worker dies.
 
@@ -106,7 +111,9 @@ def readable_worker_name() -> str:
     """`host-pid-xxxx` instead of RQ's 32-hex uuid, so the status line and /api/v1/workers say which
     machine and process a worker is. The random suffix keeps a restarted container (same hostname,
     same pid) from clashing with its dead predecessor's key while that key has not expired."""
-    host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40] or "host"
+    host = (
+        "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40] or "host"
+    )
     return f"{host}-{os.getpid()}-{secrets.token_hex(2)}"
 
 

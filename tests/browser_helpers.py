@@ -4,6 +4,7 @@ The same helpers as tests/test_browser.py uses (launching chromium, picking a Gr
 option, reading the leaderboard grid, screenshots), shared here so other browser tests reuse them.
 Import this module only after `pytest.importorskip("playwright.sync_api")`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,8 +19,14 @@ from playwright.sync_api import expect
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -39,7 +46,9 @@ def launch_chromium():
 def open_page(browser, base_url: str, timeout_ms: int = 30_000, token: str | None = None):
     """A fresh context (own cookies/storage, downloads allowed) on the service's page, loaded;
     with `token`, the page's API-token field holds it (submitting needs an identity)."""
-    context = browser.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000}, base_url=base_url)
+    context = browser.new_context(
+        accept_downloads=True, viewport={"width": 1400, "height": 1000}, base_url=base_url
+    )
     context.set_default_timeout(timeout_ms)
     page = context.new_page()
     page.goto("/")
@@ -85,7 +94,9 @@ def choose(page, elem_id: str, option: str) -> None:
     expect(box).to_be_enabled()
     for _ in range(3):
         box.click()
-        choice = page.locator(f"#{elem_id} [role='listbox'] [role='option'][aria-label={json.dumps(option)}]")
+        choice = page.locator(
+            f"#{elem_id} [role='listbox'] [role='option'][aria-label={json.dumps(option)}]"
+        )
         try:
             choice.first.wait_for(state="visible", timeout=5_000)
         except sync_api.TimeoutError:

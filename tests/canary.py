@@ -6,13 +6,24 @@ httpx, and at the end every log file, result record, submissions database and up
 services wrote under pytest's temporary folder. Only the split's own files (the source folder a
 test builds, and the installed copy under the data folder's splits/) may hold it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 GOLD_CANARY = "pb-gold-canary-5e0d2f7b91c4"
 SOURCE_SUFFIX = "-split"  # a test's split source folders end with this
-SCANNED_SUFFIXES = {".log", ".json", ".jsonl", ".sqlite3", ".sqlite3-wal", ".csv", ".txt", ".html", ""}
+SCANNED_SUFFIXES = {
+    ".log",
+    ".json",
+    ".jsonl",
+    ".sqlite3",
+    ".sqlite3-wal",
+    ".csv",
+    ".txt",
+    ".html",
+    "",
+}
 
 
 def may_hold_gold(path: Path) -> bool:

@@ -9,6 +9,7 @@ here is stopped by PID at teardown (children also get SIGTERM if pytest itself d
     shared_live_service     -> the same, started once per test session (do not break it)
     hub_server              -> HubServerProcess: a local Hub-API server (tests/hub_server.py), with a token
 """
+
 from __future__ import annotations
 
 import os
@@ -89,7 +90,9 @@ class LiveService:
     # -- workers ---------------------------------------------------------------------------
     def start_worker(self) -> subprocess.Popen:
         i = len(self.workers) + len(self._retired)
-        proc = processes.start_worker(self.redis_url, self.env, log_path=self.log_dir / f"worker-{i}.log")
+        proc = processes.start_worker(
+            self.redis_url, self.env, log_path=self.log_dir / f"worker-{i}.log"
+        )
         self.workers.append(proc)
         return proc
 
@@ -116,9 +119,13 @@ class LiveService:
                 return
             for p in missing:
                 if p.poll() is not None:
-                    raise RuntimeError(f"worker pid {p.pid} exited with code {p.returncode}:\n{self.logs()}")
+                    raise RuntimeError(
+                        f"worker pid {p.pid} exited with code {p.returncode}:\n{self.logs()}"
+                    )
             if time.monotonic() > deadline:
-                raise TimeoutError(f"workers {[p.pid for p in missing]} did not register:\n{self.logs()}")
+                raise TimeoutError(
+                    f"workers {[p.pid for p in missing]} did not register:\n{self.logs()}"
+                )
             time.sleep(0.2)
 
     # -- misc ------------------------------------------------------------------------------
@@ -164,9 +171,16 @@ def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
     web_port = processes.free_port()
     token, admin_token = create_test_users(data_dir)
     svc = LiveService(
-        base_url=processes.base_url("127.0.0.1", web_port), redis_url=redis.url, data_dir=data_dir,
-        env=env, redis=redis, web=None, web_port=web_port, log_dir=log_dir,  # type: ignore[arg-type]
-        token=token, admin_token=admin_token,
+        base_url=processes.base_url("127.0.0.1", web_port),
+        redis_url=redis.url,
+        data_dir=data_dir,
+        env=env,
+        redis=redis,
+        web=None,
+        web_port=web_port,
+        log_dir=log_dir,  # type: ignore[arg-type]
+        token=token,
+        admin_token=admin_token,
     )
     try:
         for _ in range(n_workers):
@@ -183,7 +197,6 @@ def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
 def gold_canary_watch(tmp_path_factory):
     """Issue 7 §3: the gold canary (tests/canary.py) never reaches a response or a log in this run."""
     import httpx
-
     from canary import GOLD_CANARY, leaks_in_tree
 
     seen: list[str] = []
@@ -252,7 +265,6 @@ def module_live_service(tmp_path_factory):
         svc.stop()
 
 
-
 @pytest.fixture
 def start_service():
     """start(root, n_workers) -> LiveService, stopped at teardown (e.g. a web node with no worker of its own)."""
@@ -272,7 +284,8 @@ def start_service():
 @pytest.fixture
 def hub_server(tmp_path_factory):
     """tests/hub_server.py on a free port, accepting hub_server.TEST_TOKEN; stopped by PID at teardown."""
-    from hub_server import TEST_TOKEN as HUB_TEST_TOKEN, HubServerProcess
+    from hub_server import TEST_TOKEN as HUB_TEST_TOKEN
+    from hub_server import HubServerProcess
 
     root = tmp_path_factory.mktemp("hub")
     server = HubServerProcess(root / "state", [HUB_TEST_TOKEN], root / "hub.log").start()

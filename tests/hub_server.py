@@ -33,6 +33,7 @@ than main, squash, deletion of repos, rate limits (429), gated repos, the datase
 Auth: `--token` (repeatable) lists the valid tokens. Writes need one; a private repo is invisible
 (404 RepoNotFound, as the Hub answers) without one. Reads of public repos need none.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,7 +76,9 @@ class HubState:
         (self.root / "blobs").mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()  # guards the state dict and its file
         self.commit_locks: dict[str, threading.Lock] = {}
-        self.refused_commits = 0  # 409 + 412 answers since start (GET /_test/stats): tests check conflicts happened
+        self.refused_commits = (
+            0  # 409 + 412 answers since start (GET /_test/stats): tests check conflicts happened
+        )
         path = self.root / "state.json"
         self.repos: dict[str, dict] = json.loads(path.read_text()) if path.exists() else {}
 
@@ -108,17 +111,33 @@ class HubState:
         with self.lock:
             if key in self.repos:
                 raise HubError(409, "You already created this repo")
-            repo = {"private": private, "created": now_iso(), "branches": {}, "tags": {}, "commits": {}}
+            repo = {
+                "private": private,
+                "created": now_iso(),
+                "branches": {},
+                "tags": {},
+                "commits": {},
+            }
             self.repos[key] = repo
-            oid = self._commit(repo, None, {".gitattributes": self.put_blob(GITATTRIBUTES)}, "initial commit", "")
+            oid = self._commit(
+                repo, None, {".gitattributes": self.put_blob(GITATTRIBUTES)}, "initial commit", ""
+            )
             repo["branches"]["main"] = oid
             self.save()
 
     def _commit(self, repo: dict, parent: str | None, tree: dict, title: str, message: str) -> str:
         date = now_iso()
-        body = json.dumps([parent, sorted(tree.items()), title, message, date, len(repo["commits"])]).encode()
+        body = json.dumps(
+            [parent, sorted(tree.items()), title, message, date, len(repo["commits"])]
+        ).encode()
         oid = hashlib.sha1(body).hexdigest()
-        repo["commits"][oid] = {"parent": parent, "tree": tree, "title": title, "message": message, "date": date}
+        repo["commits"][oid] = {
+            "parent": parent,
+            "tree": tree,
+            "title": title,
+            "message": message,
+            "date": date,
+        }
         return oid
 
     def resolve(self, repo: dict, revision: str) -> str:
@@ -129,7 +148,9 @@ class HubState:
             return repo["tags"][revision]["oid"]
         if revision in repo["commits"]:
             return revision
-        matches = [oid for oid in repo["commits"] if len(revision) >= 7 and oid.startswith(revision)]
+        matches = [
+            oid for oid in repo["commits"] if len(revision) >= 7 and oid.startswith(revision)
+        ]
         if len(matches) == 1:
             return matches[0]
         raise HubError(404, f"Invalid rev id: {revision}", "RevisionNotFound")
@@ -145,7 +166,9 @@ class HubState:
         if branch not in repo["branches"]:
             raise HubError(404, f"Invalid rev id: {branch}", "RevisionNotFound")
         lock = self.commit_locks.setdefault(key, threading.Lock())
-        if not lock.acquire(blocking=False):  # the Hub refuses a commit while another is in progress
+        if not lock.acquire(
+            blocking=False
+        ):  # the Hub refuses a commit while another is in progress
             self.refused_commits += 1
             raise HubError(409, "A commit is already in progress on this branch; please retry")
         try:
@@ -154,7 +177,9 @@ class HubState:
                 parent = header.get("parentCommit")
                 if parent and parent != head:
                     self.refused_commits += 1
-                    raise HubError(412, "A commit has happened since. Please refresh and try again.")
+                    raise HubError(
+                        412, "A commit has happened since. Please refresh and try again."
+                    )
                 tree = dict(repo["commits"][head]["tree"])
             for line in lines:
                 key_, value = line.get("key"), line.get("value") or {}
@@ -174,9 +199,15 @@ class HubState:
                 elif key_ != "header":
                     raise HubError(400, f"unknown commit operation {key_!r}")
             with self.lock:
-                if repo["branches"][branch] != head:  # never happens with the lock, but keep it honest
-                    raise HubError(412, "A commit has happened since. Please refresh and try again.")
-                oid = self._commit(repo, head, tree, header.get("summary", ""), header.get("description", ""))
+                if (
+                    repo["branches"][branch] != head
+                ):  # never happens with the lock, but keep it honest
+                    raise HubError(
+                        412, "A commit has happened since. Please refresh and try again."
+                    )
+                oid = self._commit(
+                    repo, head, tree, header.get("summary", ""), header.get("description", "")
+                )
                 repo["branches"][branch] = oid
                 self.save()
                 return oid
@@ -191,13 +222,20 @@ def tree_entries(tree: dict, state: HubState, path: str, recursive: bool) -> lis
     for file_path, oid in sorted(tree.items()):
         if not file_path.startswith(prefix):
             continue
-        rest = file_path[len(prefix):]
+        rest = file_path[len(prefix) :]
         parts = rest.split("/")
         for depth in range(1, len(parts)):
             folder = prefix + "/".join(parts[:depth])
             if recursive or depth == 1:
-                entries.setdefault(folder, {"type": "directory", "oid": hashlib.sha1(folder.encode()).hexdigest(),
-                                            "size": 0, "path": folder})
+                entries.setdefault(
+                    folder,
+                    {
+                        "type": "directory",
+                        "oid": hashlib.sha1(folder.encode()).hexdigest(),
+                        "size": 0,
+                        "path": folder,
+                    },
+                )
             if not recursive:
                 break
         if recursive or len(parts) == 1:
@@ -206,7 +244,12 @@ def tree_entries(tree: dict, state: HubState, path: str, recursive: bool) -> lis
 
 
 def file_entry(path: str, oid: str, state: HubState) -> dict:
-    return {"type": "file", "oid": oid, "size": (state.root / "blobs" / oid).stat().st_size, "path": path}
+    return {
+        "type": "file",
+        "oid": oid,
+        "size": (state.root / "blobs" / oid).stat().st_size,
+        "path": path,
+    }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -227,8 +270,14 @@ class Handler(BaseHTTPRequestHandler):
     def _body(self) -> bytes:
         return self.body
 
-    def _send(self, status: int, body: bytes = b"", content_type: str = "application/json",
-              headers: dict | None = None, head: bool = False) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes = b"",
+        content_type: str = "application/json",
+        headers: dict | None = None,
+        head: bool = False,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -245,11 +294,15 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"X-Error-Message": exc.message}
         if exc.code:
             headers["X-Error-Code"] = exc.code
-        self._send(exc.status, json.dumps({"error": exc.message}).encode(), headers=headers, head=head)
+        self._send(
+            exc.status, json.dumps({"error": exc.message}).encode(), headers=headers, head=head
+        )
 
     def _dispatch(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        self.body = self.rfile.read(length) if length else b""  # always read, so keep-alive stays in step
+        self.body = (
+            self.rfile.read(length) if length else b""
+        )  # always read, so keep-alive stays in step
         try:
             url = urlsplit(self.path)
             segments = [unquote(s) for s in url.path.split("/")[1:]]
@@ -272,7 +325,13 @@ class Handler(BaseHTTPRequestHandler):
         if seg[:2] == ["api", "whoami-v2"]:
             if not self._authorized():
                 raise HubError(401, "Invalid credentials in Authorization header")
-            return self._json({"type": "user", "name": "personaboard-test", "auth": {"accessToken": {"role": "write"}}})
+            return self._json(
+                {
+                    "type": "user",
+                    "name": "personaboard-test",
+                    "auth": {"accessToken": {"role": "write"}},
+                }
+            )
         if seg[:2] == ["api", "validate-yaml"] and method == "POST":
             self._body()
             return self._json({"errors": [], "warnings": []})
@@ -282,7 +341,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._api_repo(method, seg[1][:-1], f"{seg[2]}/{seg[3]}", seg[4:], query)
         # downloads: /{repo}/resolve/... (models) or /{type}s/{repo}/resolve/...
         if len(seg) >= 5 and seg[0] in ("datasets", "spaces") and seg[3] == "resolve":
-            return self._resolve(method, seg[0][:-1], f"{seg[1]}/{seg[2]}", seg[4], "/".join(seg[5:]))
+            return self._resolve(
+                method, seg[0][:-1], f"{seg[1]}/{seg[2]}", seg[4], "/".join(seg[5:])
+            )
         if len(seg) >= 4 and seg[2] == "resolve":
             return self._resolve(method, "model", f"{seg[0]}/{seg[1]}", seg[3], "/".join(seg[4:]))
         raise HubError(404, f"no route for {method} {self.path}")
@@ -298,10 +359,14 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self.state.create(f"{repo_type}:{repo_id}", private)
         except HubError as exc:  # the Hub names the existing repo's url in its 409
-            return self._json({"error": exc.message, "url": url}, exc.status, {"X-Error-Message": exc.message})
+            return self._json(
+                {"error": exc.message, "url": url}, exc.status, {"X-Error-Message": exc.message}
+            )
         self._json({"url": url, "name": repo_id})
 
-    def _api_repo(self, method: str, repo_type: str, repo_id: str, rest: list[str], query: dict) -> None:
+    def _api_repo(
+        self, method: str, repo_type: str, repo_id: str, rest: list[str], query: dict
+    ) -> None:
         key = f"{repo_type}:{repo_id}"
         with self.state.lock:
             repo = self.state.repo(key, self._authorized())
@@ -315,22 +380,39 @@ class Handler(BaseHTTPRequestHandler):
             payload = json.loads(self._body())
             with self.state.lock:
                 _, tree = self.state.tree(repo, rest[1] if len(rest) > 1 else "main")
-            files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": tree.get(f["path"])}
-                     for f in payload["files"]]
+            files = [
+                {
+                    "path": f["path"],
+                    "uploadMode": "regular",
+                    "shouldIgnore": False,
+                    "oid": tree.get(f["path"]),
+                }
+                for f in payload["files"]
+            ]
             return self._json({"files": files, "commitOid": None})
         if action == "commit" and method == "POST":
             lines = [json.loads(line) for line in self._body().splitlines() if line.strip()]
             oid = self.state.apply_commit(key, repo, rest[1] if len(rest) > 1 else "main", lines)
             prefix = "" if repo_type == "model" else f"{repo_type}s/"
             host = self.headers.get("Host", "127.0.0.1")
-            return self._json({"success": True, "commitOid": oid, "commitUrl": f"http://{host}/{prefix}{repo_id}/commit/{oid}",
-                               "pullRequestUrl": None})
+            return self._json(
+                {
+                    "success": True,
+                    "commitOid": oid,
+                    "commitUrl": f"http://{host}/{prefix}{repo_id}/commit/{oid}",
+                    "pullRequestUrl": None,
+                }
+            )
         if action == "tree" and method == "GET":
             with self.state.lock:
                 _, tree = self.state.tree(repo, rest[1] if len(rest) > 1 else "main")
             path = "/".join(rest[2:])
             recursive = query.get("recursive", ["false"])[0].lower() in ("1", "true")
-            if path and path not in tree and not any(p.startswith(path.rstrip("/") + "/") for p in tree):
+            if (
+                path
+                and path not in tree
+                and not any(p.startswith(path.rstrip("/") + "/") for p in tree)
+            ):
                 raise HubError(404, f"{path} does not exist", "EntryNotFound")
             return self._json(tree_entries(tree, self.state, path, recursive))
         if action == "paths-info" and method == "POST":
@@ -342,21 +424,43 @@ class Handler(BaseHTTPRequestHandler):
                 if path in tree:
                     out.append(file_entry(path, tree[path], self.state))
                 elif any(p.startswith(path.rstrip("/") + "/") for p in tree):
-                    out.append({"type": "directory", "oid": hashlib.sha1(path.encode()).hexdigest(), "size": 0, "path": path})
+                    out.append(
+                        {
+                            "type": "directory",
+                            "oid": hashlib.sha1(path.encode()).hexdigest(),
+                            "size": 0,
+                            "path": path,
+                        }
+                    )
             return self._json(out)
         if action == "refs" and method == "GET":
             with self.state.lock:
-                branches = [{"name": n, "ref": f"refs/heads/{n}", "targetCommit": o} for n, o in repo["branches"].items()]
-                tags = [{"name": n, "ref": f"refs/tags/{n}", "targetCommit": t["oid"]} for n, t in repo["tags"].items()]
-            return self._json({"branches": branches, "tags": tags, "converts": [], "pullRequests": []})
+                branches = [
+                    {"name": n, "ref": f"refs/heads/{n}", "targetCommit": o}
+                    for n, o in repo["branches"].items()
+                ]
+                tags = [
+                    {"name": n, "ref": f"refs/tags/{n}", "targetCommit": t["oid"]}
+                    for n, t in repo["tags"].items()
+                ]
+            return self._json(
+                {"branches": branches, "tags": tags, "converts": [], "pullRequests": []}
+            )
         if action == "commits" and method == "GET":
             with self.state.lock:
                 oid = self.state.resolve(repo, rest[1] if len(rest) > 1 else "main")
                 history = []
                 while oid:
                     commit = repo["commits"][oid]
-                    history.append({"id": oid, "title": commit["title"], "message": commit["message"],
-                                    "date": commit["date"], "authors": [{"user": "personaboard-test"}]})
+                    history.append(
+                        {
+                            "id": oid,
+                            "title": commit["title"],
+                            "message": commit["message"],
+                            "date": commit["date"],
+                            "authors": [{"user": "personaboard-test"}],
+                        }
+                    )
                     oid = commit["parent"]
             return self._json(history)
         if action == "tag" and method == "POST":
@@ -381,9 +485,18 @@ class Handler(BaseHTTPRequestHandler):
             oid, tree = self.state.tree(repo, revision)
             commit = repo["commits"][oid]
         info = {
-            "_id": hashlib.sha1(repo_id.encode()).hexdigest()[:24], "id": repo_id, "author": repo_id.split("/")[0],
-            "sha": oid, "lastModified": commit["date"], "createdAt": repo["created"], "private": repo["private"],
-            "disabled": False, "gated": False, "downloads": 0, "likes": 0, "tags": [],
+            "_id": hashlib.sha1(repo_id.encode()).hexdigest()[:24],
+            "id": repo_id,
+            "author": repo_id.split("/")[0],
+            "sha": oid,
+            "lastModified": commit["date"],
+            "createdAt": repo["created"],
+            "private": repo["private"],
+            "disabled": False,
+            "gated": False,
+            "downloads": 0,
+            "likes": 0,
+            "tags": [],
             "siblings": [{"rfilename": path} for path in sorted(tree)],
         }
         if repo_type == "model":
@@ -396,15 +509,19 @@ class Handler(BaseHTTPRequestHandler):
         facts: dict = {}
         if "config.json" in tree:
             config = json.loads(self.state.blob(tree["config.json"]))
-            facts["config"] = {k: config[k] for k in ("architectures", "model_type", "auto_map") if k in config}
+            facts["config"] = {
+                k: config[k] for k in ("architectures", "model_type", "auto_map") if k in config
+            }
             if "tokenizer_config.json" in tree:
                 tokenizer = json.loads(self.state.blob(tree["tokenizer_config.json"]))
-                facts["config"]["tokenizer_config"] = {k: v for k, v in tokenizer.items() if k == "chat_template"}
+                facts["config"]["tokenizer_config"] = {
+                    k: v for k, v in tokenizer.items() if k == "chat_template"
+                }
         counts: dict[str, int] = {}
         for path, oid in tree.items():
             if path.endswith(".safetensors"):
                 data = self.state.blob(oid)
-                header = json.loads(data[8:8 + int.from_bytes(data[:8], "little")])
+                header = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")])
                 for name, meta in header.items():
                     if name != "__metadata__":
                         size = 1
@@ -461,8 +578,13 @@ class HubServerProcess:
         for token in self.tokens:
             argv += ["--token", token]
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -471,7 +593,9 @@ class HubServerProcess:
                 return self
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"hub server did not start: {self.log_path.read_text()[-2000:]}")
+                    raise RuntimeError(
+                        f"hub server did not start: {self.log_path.read_text()[-2000:]}"
+                    )
                 time.sleep(0.05)
 
     def stats(self) -> dict:

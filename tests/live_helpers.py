@@ -4,6 +4,7 @@ They talk to a running service over HTTP only (httpx, never through a proxy). Go
 here, in the test process, to build predictions files with known scores: the tests are the
 scorer's side; the service never sends gold to anyone.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,10 +65,14 @@ class Predictions:
 def make_predictions(correct: Callable[[object], bool]) -> Predictions:
     """A complete predictions file answering item i correctly iff correct(item); its exact scores."""
     lines, n_all, c_all = [], 0, 0
-    counts: dict[str, dict[str, list[int]]] = {g: {t: [0, 0] for t in ts} for g, ts in tier_groups().items()}
+    counts: dict[str, dict[str, list[int]]] = {
+        g: {t: [0, 0] for t in ts} for g, ts in tier_groups().items()
+    }
     for item in split_items():
         ok = bool(correct(item))
-        lines.append(json.dumps({"id": item.id, "answer": item.gold if ok else wrong_letter(item.gold)}))
+        lines.append(
+            json.dumps({"id": item.id, "answer": item.gold if ok else wrong_letter(item.gold)})
+        )
         n_all += 1
         c_all += ok
         for group, tier in item.tiers.items():
@@ -91,11 +96,21 @@ def explicit_only() -> Predictions:
     return make_predictions(lambda item: item.tiers["form"] == "explicit")
 
 
-def submit(http: httpx.Client, body: bytes, setting: str = "zero_shot", model_name: str = "test-model",
-           suite: str = SUITE, task: str = TASK, filename: str = "predictions.jsonl", **extra) -> httpx.Response:
+def submit(
+    http: httpx.Client,
+    body: bytes,
+    setting: str = "zero_shot",
+    model_name: str = "test-model",
+    suite: str = SUITE,
+    task: str = TASK,
+    filename: str = "predictions.jsonl",
+    **extra,
+) -> httpx.Response:
     data = {"suite": suite, "task": task, "setting": setting, "model_name": model_name, **extra}
     data = {k: v for k, v in data.items() if v is not None}
-    return http.post("/api/v1/submissions", files={"file": (filename, body, "application/x-ndjson")}, data=data)
+    return http.post(
+        "/api/v1/submissions", files={"file": (filename, body, "application/x-ndjson")}, data=data
+    )
 
 
 def submit_ok(http: httpx.Client, body: bytes, **kwargs) -> str:
@@ -110,8 +125,14 @@ def status(http: httpx.Client, submission_id: str) -> dict:
     return response.json()
 
 
-def wait_state(http: httpx.Client, submission_id: str, states=TERMINAL, timeout: float = 120.0,
-               interval: float = 0.1, logs: Callable[[], str] | None = None) -> dict:
+def wait_state(
+    http: httpx.Client,
+    submission_id: str,
+    states=TERMINAL,
+    timeout: float = 120.0,
+    interval: float = 0.1,
+    logs: Callable[[], str] | None = None,
+) -> dict:
     deadline = time.monotonic() + timeout
     last = None
     while True:
@@ -130,10 +151,14 @@ def wait_state(http: httpx.Client, submission_id: str, states=TERMINAL, timeout:
         time.sleep(interval)
 
 
-def wait_finished(http: httpx.Client, submission_id: str, timeout: float = 120.0, logs=None) -> dict:
+def wait_finished(
+    http: httpx.Client, submission_id: str, timeout: float = 120.0, logs=None
+) -> dict:
     final = wait_state(http, submission_id, TERMINAL, timeout, logs=logs)
-    assert final["state"] == "finished", (f"submission {submission_id} ended {final['state']}: {final.get('error')}"
-                                          + (f"\n{logs()}" if logs else ""))
+    assert final["state"] == "finished", (
+        f"submission {submission_id} ended {final['state']}: {final.get('error')}"
+        + (f"\n{logs()}" if logs else "")
+    )
     return final
 
 
@@ -153,7 +178,9 @@ def run_cli(*args: str, env: dict, timeout: float = 300) -> subprocess.Completed
     script = Path(sys.executable).parent / "personaboard"
     command = [str(script)] if script.exists() else [sys.executable, "-m", "backend.cli"]
     root = Path(__file__).resolve().parents[1]
-    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=root, env=env, timeout=timeout)
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, cwd=root, env=env, timeout=timeout
+    )
 
 
 def register_model(svc, name: str, folder: Path) -> dict:
@@ -164,6 +191,7 @@ def register_model(svc, name: str, folder: Path) -> dict:
 
 
 # -- processes, read from /proc (the supervisor and fault tests) -------------------------------
+
 
 def _pid_alive(pid: int) -> bool:
     from backend.processes import pid_alive

@@ -5,6 +5,7 @@ A 503 that says a dependency is unreachable (the Hugging Face Hub, offline here)
 answer, not a crash: it is counted apart; 500 and any other 5xx fail the test. Run with -s for the
 figures (requests sent, answers by status class).
 """
+
 from __future__ import annotations
 
 import collections
@@ -28,7 +29,9 @@ def test_no_server_errors_on_fuzzed_requests(module_live_service):
     server_errors: list[str] = []
     started = time.monotonic()
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert any(op.path == "/api/v1/submissions" and op.method.upper() == "POST" for op in operations)
+    assert any(
+        op.path == "/api/v1/submissions" and op.method.upper() == "POST" for op in operations
+    )
 
     for operation in operations:
         for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
@@ -36,15 +39,25 @@ def test_no_server_errors_on_fuzzed_requests(module_live_service):
                 break
 
             @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(max_examples=EXAMPLES_PER_MODE, deadline=None, database=None, derandomize=True,
-                      suppress_health_check=list(HealthCheck))
+            @settings(
+                max_examples=EXAMPLES_PER_MODE,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+            )
             def fuzz(case):
-                response = case.call(base_url=svc.base_url, timeout=30,
-                                     headers={"Authorization": f"Bearer {svc.token}"})  # past identity, into intake
+                response = case.call(
+                    base_url=svc.base_url,
+                    timeout=30,
+                    headers={"Authorization": f"Bearer {svc.token}"},
+                )  # past identity, into intake
                 code = response.status_code
                 statuses[f"{code // 100}xx" if code != 503 else "503"] += 1
                 if code >= 500 and not (code == 503 and "unreachable" in response.text.lower()):
-                    server_errors.append(f"{case.method} {case.path} -> {code}: {response.text[:200]}")
+                    server_errors.append(
+                        f"{case.method} {case.path} -> {code}: {response.text[:200]}"
+                    )
 
             try:
                 fuzz()
@@ -52,8 +65,10 @@ def test_no_server_errors_on_fuzzed_requests(module_live_service):
                 statuses["modes with nothing to generate"] += 1
 
     total = sum(v for k, v in statuses.items() if k.endswith("xx") or k == "503")
-    print(f"\nschemathesis: {total} requests over {len(operations)} operations in "
-          f"{time.monotonic() - started:.0f} s; answers {dict(sorted(statuses.items()))}; "
-          f"{len(server_errors)} server errors")
+    print(
+        f"\nschemathesis: {total} requests over {len(operations)} operations in "
+        f"{time.monotonic() - started:.0f} s; answers {dict(sorted(statuses.items()))}; "
+        f"{len(server_errors)} server errors"
+    )
     assert total >= len(operations) * 2
     assert not server_errors, "\n".join(server_errors[:10]) + "\n" + svc.logs()

@@ -7,6 +7,7 @@
 Screenshots go to pytest's tmp_path (and to $PERSONABOARD_BROWSER_ARTIFACTS when set), so a
 person can look at what the browser saw.
 """
+
 from __future__ import annotations
 
 import io
@@ -25,14 +26,24 @@ STATE_TIMEOUT_S = 120
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"
+    ),
 ]
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 expect = sync_api.expect
 
 from browser_helpers import (  # noqa: E402  (after the importorskip above)
-    choose, download, launch_chromium, open_page, open_tab, row_for, screenshot, submissions, wait_table,
+    choose,
+    download,
+    launch_chromium,
+    open_page,
+    open_tab,
+    row_for,
+    screenshot,
+    submissions,
+    wait_table,
 )
 
 
@@ -66,7 +77,9 @@ def write_predictions(path: Path, items, correct_form: str) -> float:
         for item in items:
             ok = item.tiers["form"] == correct_form
             right += ok
-            out.write(json.dumps({"id": item.id, "answer": item.gold if ok else wrong[item.gold]}) + "\n")
+            out.write(
+                json.dumps({"id": item.id, "answer": item.gold if ok else wrong[item.gold]}) + "\n"
+            )
     return right / len(items)
 
 
@@ -91,7 +104,9 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     lines = body.splitlines()
     assert len(lines) == 3000 == len(items)
     records = [json.loads(line) for line in lines]
-    assert all("gold" not in r and "answer" not in r for r in records), "public inputs leak gold labels"
+    assert all("gold" not in r and "answer" not in r for r in records), (
+        "public inputs leak gold labels"
+    )
     assert [r["id"] for r in records] == [item.id for item in items]
 
     # A predictions file right on exactly the 'explicit' items: 1000 of 3000 -> 33.3.
@@ -124,28 +139,41 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     # submission's suite and task, its row outlined, Total 33.3 among all tiers' columns.
     row_link = page.locator("#submit-status a.pb-row-link")
     assert f"highlight={submission_id}" in row_link.get_attribute("href")
-    assert page.locator("#submit-status a.pb-result-link").get_attribute("href") == f"/result/{submission_id}"
+    assert (
+        page.locator("#submit-status a.pb-result-link").get_attribute("href")
+        == f"/result/{submission_id}"
+    )
     open_tab(page, "Leaderboard")
     expect(page.locator("#filter-suite input[role='combobox']")).to_have_value("PrefEval")
-    expect(page.locator(f"#leaderboard-table tr[data-id='{submission_id}']")).to_have_attribute("aria-current", "true")
+    expect(page.locator(f"#leaderboard-table tr[data-id='{submission_id}']")).to_have_attribute(
+        "aria-current", "true"
+    )
     headers, rows = wait_table(page, lambda h, r: row_for(r, model), f"a row for {model}")
     row = row_for(rows, model)
     assert row["Total"] == "33.3", row
     assert row["Kind"] == "verified" and row["Setting"] == SUBMIT_SETTING and row["Rank"], row
     assert {"Explicit", "Implicit (choice)", "Implicit (persona)"} <= set(headers), headers
-    assert (row["Explicit"], row["Implicit (choice)"], row["Implicit (persona)"]) == ("100.0", "0.0", "0.0"), row
+    assert (row["Explicit"], row["Implicit (choice)"], row["Implicit (persona)"]) == (
+        "100.0",
+        "0.0",
+        "0.0",
+    ), row
     screenshot(page, tmp_path, "leaderboard")
 
     # Filters: suite, setting, then a tier: the columns narrow to that tier.
     choose(page, "filter-suite", "PrefEval")
     choose(page, "filter-setting", SUBMIT_SETTING)
     headers, rows = wait_table(
-        page, lambda h, r: r and all(x["Setting"] == SUBMIT_SETTING for x in r) and row_for(r, model),
-        f"only setting {SUBMIT_SETTING} rows")
+        page,
+        lambda h, r: r and all(x["Setting"] == SUBMIT_SETTING for x in r) and row_for(r, model),
+        f"only setting {SUBMIT_SETTING} rows",
+    )
     choose(page, "filter-tier", "Preference form: Explicit")
     headers, rows = wait_table(
-        page, lambda h, r: "Explicit" in h and "Implicit (choice)" not in h and row_for(r, model),
-        "only the Explicit tier column")
+        page,
+        lambda h, r: "Explicit" in h and "Implicit (choice)" not in h and row_for(r, model),
+        "only the Explicit tier column",
+    )
     assert not any(h.startswith("Topic") or h in ("Implicit (persona)",) for h in headers), headers
     row = row_for(rows, model)
     assert row["Explicit"] == "100.0" and row["Total"] == "33.3", row
@@ -158,10 +186,16 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     links = page.locator("#leaderboard-downloads a")
     for fmt in ("CSV", "JSON", "PARQUET"):
         href = links.filter(has_text=fmt).get_attribute("href")
-        assert f"setting={SUBMIT_SETTING}" in href and "tier=form%2Fexplicit" in href and "suite=prefeval" in href, href
+        assert (
+            f"setting={SUBMIT_SETTING}" in href
+            and "tier=form%2Fexplicit" in href
+            and "suite=prefeval" in href
+        ), href
     frames = {
         "CSV": pd.read_csv(io.BytesIO(download(page, links.filter(has_text="CSV")))),
-        "JSON": pd.read_json(io.BytesIO(download(page, links.filter(has_text="JSON"))), orient="records"),
+        "JSON": pd.read_json(
+            io.BytesIO(download(page, links.filter(has_text="JSON"))), orient="records"
+        ),
         "PARQUET": pd.read_parquet(io.BytesIO(download(page, links.filter(has_text="PARQUET")))),
     }
     for fmt, frame in frames.items():

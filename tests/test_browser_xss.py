@@ -2,6 +2,7 @@
 of HTML, Markdown and spreadsheet-formula payloads create no element and run no script in the
 status view or the leaderboard, show as typed, and come out of the CSV download neutralised.
 """
+
 from __future__ import annotations
 
 import csv
@@ -18,7 +19,9 @@ from live_helpers import explicit_only, reordered, submit_ok, wait_finished  # n
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"
+    ),
 ]
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
@@ -31,7 +34,7 @@ PAYLOADS = [
     "<script>window.__xss=2</script>",
     "[click](javascript:window.__xss=3)",
     '![i](x" onerror="window.__xss=4)',
-    "<a href=\"javascript:window.__xss=5\">a</a> **bold**",
+    '<a href="javascript:window.__xss=5">a</a> **bold**',
     '=HYPERLINK("https://evil.example","x")',
 ]
 # what the payloads would create if rendered as markup
@@ -42,7 +45,10 @@ def test_payload_names_are_inert_in_status_and_leaderboard(module_live_service, 
     svc = module_live_service
     with svc.http() as http:
         body = explicit_only().body  # rotated per name: an identical resubmission would be a 409
-        ids = {name: submit_ok(http, reordered(body, i), model_name=name) for i, name in enumerate(PAYLOADS)}
+        ids = {
+            name: submit_ok(http, reordered(body, i), model_name=name)
+            for i, name in enumerate(PAYLOADS)
+        }
         for sid in ids.values():
             wait_finished(http, sid, logs=svc.logs)
 
@@ -60,14 +66,19 @@ def test_payload_names_are_inert_in_status_and_leaderboard(module_live_service, 
         # the leaderboard: one row per payload, the name as text
         open_tab(page, "Leaderboard")
         page.locator("#refresh-leaderboard").click()
-        _, rows = wait_table(page, lambda h, r: all(any(x.get("Model") == n for x in r) for n in PAYLOADS),
-                             "a row for every payload name")
+        _, rows = wait_table(
+            page,
+            lambda h, r: all(any(x.get("Model") == n for x in r) for n in PAYLOADS),
+            "a row for every payload name",
+        )
         table = page.locator("#leaderboard-table")
         assert table.locator(CREATED).count() == 0, table.inner_html()[:2000]
         assert page.evaluate("window.__xss") is None  # no payload ran
 
         # the CSV download neutralises the formula (a leading apostrophe), other names unchanged
         body = download(page, page.locator("#leaderboard-downloads a", has_text="CSV"))
-        names = [row["model_name"] for row in csv.DictReader(io.StringIO(body.decode(), newline=""))]
+        names = [
+            row["model_name"] for row in csv.DictReader(io.StringIO(body.decode(), newline=""))
+        ]
         assert "'" + PAYLOADS[-1] in names and PAYLOADS[-1] not in names
         assert set(PAYLOADS[:-1]) <= set(names)

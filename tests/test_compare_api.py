@@ -1,4 +1,5 @@
 """GET /api/v1/compare against a live service: two uploads on PrefEval mcq, checked by hand."""
+
 from __future__ import annotations
 
 import sys
@@ -8,7 +9,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from live_helpers import client, explicit_only, make_predictions, reordered, submit_ok, wait_finished  # noqa: E402
+from live_helpers import (
+    client,
+    explicit_only,
+    make_predictions,
+    reordered,
+    submit_ok,
+    wait_finished,
+)  # noqa: E402
 
 TRAVEL = ("travel_hotel", "travel_restaurant", "travel_transportation", "travel_activities")
 
@@ -23,10 +31,22 @@ def test_paired_comparison_of_two_uploads(http, shared_live_service):
     from evaluator.registry import get_task
 
     items = get_task("prefeval", "mcq").load_split().items
-    travel_choice = sum(1 for i in items if i.tiers["form"] == "implicit_choice" and i.tiers["topic"] in TRAVEL)
-    a = submit_ok(http, reordered(explicit_only().body, 13), model_name="cmp-explicit")  # rotated: e2e_api sends the file itself
-    b = submit_ok(http, make_predictions(lambda i: i.tiers["form"] == "explicit" or (
-        i.tiers["form"] == "implicit_choice" and i.tiers["topic"] in TRAVEL)).body, model_name="cmp-travel")
+    travel_choice = sum(
+        1 for i in items if i.tiers["form"] == "implicit_choice" and i.tiers["topic"] in TRAVEL
+    )
+    a = submit_ok(
+        http, reordered(explicit_only().body, 13), model_name="cmp-explicit"
+    )  # rotated: e2e_api sends the file itself
+    b = submit_ok(
+        http,
+        make_predictions(
+            lambda i: (
+                i.tiers["form"] == "explicit"
+                or (i.tiers["form"] == "implicit_choice" and i.tiers["topic"] in TRAVEL)
+            )
+        ).body,
+        model_name="cmp-travel",
+    )
     for sid in (a, b):
         wait_finished(http, sid, logs=shared_live_service.logs)
     response = http.get("/api/v1/compare", params={"a": a, "b": b})
@@ -36,7 +56,9 @@ def test_paired_comparison_of_two_uploads(http, shared_live_service):
     assert result["difference"] == pytest.approx(-travel_choice / 3000)
     assert result["n"] == 3000 and result["n_units"] == 1000 and result["unit"] == "preference_pair"
     assert result["ci95"][0] < result["difference"] < result["ci95"][1] < 0
-    assert result["p_value"] < 0.001  # 214 pairs, all one way: a sign-flip extreme beyond any sampled flip
+    assert (
+        result["p_value"] < 0.001
+    )  # 214 pairs, all one way: a sign-flip extreme beyond any sampled flip
     assert (result["a"]["submission_id"], result["b"]["submission_id"]) == (a, b)
     same = http.get("/api/v1/compare", params={"a": a, "b": a}).json()
     assert same["difference"] == 0 and same["p_value"] == 1.0

@@ -3,6 +3,7 @@
 Predictions files are built here with known scores (gold read in the test process, which is the
 scorer's side); every number the service publishes is checked exactly against them.
 """
+
 from __future__ import annotations
 
 import io
@@ -16,11 +17,23 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import (  # noqa: E402
-    Predictions, explicit_only, make_predictions, split_items, submit, submit_ok, tier_groups,
+    Predictions,
+    explicit_only,
+    make_predictions,
+    split_items,
+    submit,
+    submit_ok,
+    tier_groups,
     wait_finished,
 )
 
-SETTINGS = {"zero_shot", "reminder", "cot", "rag", "self_critic"}  # self_critic: open_ended only (the task refuses it elsewhere)
+SETTINGS = {
+    "zero_shot",
+    "reminder",
+    "cot",
+    "rag",
+    "self_critic",
+}  # self_critic: open_ended only (the task refuses it elsewhere)
 FORMS = ["explicit", "implicit_choice", "implicit_persona"]
 ACCEPTED: list[str] = []  # ids accepted by the shared service in this module
 
@@ -58,6 +71,7 @@ def assert_result(result: dict, expected: Predictions) -> None:
 
 
 # -- read-only endpoints ------------------------------------------------------------------------
+
 
 def test_health(http):
     body = http.get("/api/v1/health").json()
@@ -100,7 +114,9 @@ def test_openapi_lists_the_endpoints(http):
         assert path in paths, f"{path} missing from OpenAPI: {sorted(paths)}"
         assert method in paths[path], (path, method)
     assert "get" in paths["/api/v1/submissions"]
-    form = paths["/api/v1/submissions"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+    form = paths["/api/v1/submissions"]["post"]["requestBody"]["content"]["multipart/form-data"][
+        "schema"
+    ]
     assert {"file", "suite", "task", "setting", "model_name"} <= set(form["required"])
 
 
@@ -128,15 +144,24 @@ def test_unknown_task_inputs_404(http):
 
 # -- submit, score, publish -------------------------------------------------------------------
 
+
 def test_submission_scored_published_and_downloadable(http, shared_live_service):
     svc = shared_live_service
     versions_before = http.get("/api/v1/leaderboard/versions").json()["versions"]
-    table_before = http.get("/api/v1/leaderboard", params={"suite": "prefeval", "task": "mcq"}).json()
+    table_before = http.get(
+        "/api/v1/leaderboard", params={"suite": "prefeval", "task": "mcq"}
+    ).json()
 
     expected = explicit_only()
     assert expected.total == 1 / 3
-    response = submit(http, expected.body, setting="reminder", model_name="explicit-only",
-                      link="https://example.org/model", description="right on explicit items only")
+    response = submit(
+        http,
+        expected.body,
+        setting="reminder",
+        model_name="explicit-only",
+        link="https://example.org/model",
+        description="right on explicit items only",
+    )
     assert response.status_code == 201, response.text
     created = response.json()
     sid = created["id"]
@@ -157,13 +182,17 @@ def test_submission_scored_published_and_downloadable(http, shared_live_service)
     # one new version per publish (the result; before it, perhaps its requests/ record), and the
     # older revision still gives the older table
     versions = http.get("/api/v1/leaderboard/versions").json()["versions"]
-    new = versions[:len(versions) - len(versions_before)]
-    results = [v for v in new if not v["message"].startswith("Requests: ")]  # requests/ records: their own versions
+    new = versions[: len(versions) - len(versions_before)]
+    results = [
+        v for v in new if not v["message"].startswith("Requests: ")
+    ]  # requests/ records: their own versions
     assert [v["revision"] for v in results] == [final["revision"]], new
     assert results[0]["message"].startswith(f"Add result {sid}")
-    assert [v["revision"] for v in versions[len(new):]] == [v["revision"] for v in versions_before]
-    older = http.get("/api/v1/leaderboard", params={
-        "suite": "prefeval", "task": "mcq", "revision": versions_before[0]["revision"]})
+    assert [v["revision"] for v in versions[len(new) :]] == [v["revision"] for v in versions_before]
+    older = http.get(
+        "/api/v1/leaderboard",
+        params={"suite": "prefeval", "task": "mcq", "revision": versions_before[0]["revision"]},
+    )
     assert older.status_code == 200
     assert older.json() == table_before
     assert sid not in {row["submission_id"] for row in older.json()}
@@ -172,8 +201,10 @@ def test_submission_scored_published_and_downloadable(http, shared_live_service)
 
     # the row, in every format, with exact values
     expected_columns = expected.column_values()
-    frames = {fmt: leaderboard(http, fmt, suite="prefeval", task="mcq", setting="reminder")
-              for fmt in ("json", "csv", "parquet")}
+    frames = {
+        fmt: leaderboard(http, fmt, suite="prefeval", task="mcq", setting="reminder")
+        for fmt in ("json", "csv", "parquet")
+    }
     for fmt, frame in frames.items():
         for column in ["total", *(f"{g}/{t}" for g, ts in tier_groups().items() for t in ts)]:
             assert column in frame.columns, (fmt, column)
@@ -184,7 +215,11 @@ def test_submission_scored_published_and_downloadable(http, shared_live_service)
         assert row["setting"] == "reminder"
         assert row["model_link"] == "https://example.org/model"
         assert int(row["n_items"]) == 3000
-    assert list(frames["csv"].columns) == list(frames["json"].columns) == list(frames["parquet"].columns)
+    assert (
+        list(frames["csv"].columns)
+        == list(frames["json"].columns)
+        == list(frames["parquet"].columns)
+    )
 
     # downloads carry a file name
     csv = http.get("/api/v1/leaderboard", params={"format": "csv"})
@@ -210,7 +245,9 @@ def test_filters(http, shared_live_service):
     # setting filter: only that setting's rows
     only_cot = leaderboard(http, suite="prefeval", task="mcq", setting="cot")
     assert set(only_cot["setting"]) == {"cot"}
-    assert sid_cot in set(only_cot["submission_id"]) and sid_rag not in set(only_cot["submission_id"])
+    assert sid_cot in set(only_cot["submission_id"]) and sid_rag not in set(
+        only_cot["submission_id"]
+    )
     only_rag = leaderboard(http, suite="prefeval", task="mcq", setting="rag")
     assert set(only_rag["setting"]) == {"rag"}
     assert row_of(only_rag, sid_rag)["total"] == third.total
@@ -233,7 +270,9 @@ def test_filters(http, shared_live_service):
         assert row_of(frame, sid_rag)["form/explicit"] == third.tiers["form"]["explicit"]
         ranked = frame[frame["row_kind"] == "computed"]["form/explicit"].dropna()
         assert list(ranked) == sorted(ranked, reverse=True)
-    topic = leaderboard(http, suite="prefeval", task="mcq", tier="topic/travel_hotel", format="json")
+    topic = leaderboard(
+        http, suite="prefeval", task="mcq", tier="topic/travel_hotel", format="json"
+    )
     assert [c for c in topic.columns if "/" in c] == ["topic/travel_hotel"]
     assert row_of(topic, sid_rag)["topic/travel_hotel"] == third.tiers["topic"]["travel_hotel"]
 
@@ -243,6 +282,7 @@ def test_filters(http, shared_live_service):
 
 
 # -- bad input: 4xx with line and field, never 500 -----------------------------------------------
+
 
 def _lines() -> list[bytes]:
     return explicit_only().body.splitlines()
@@ -338,16 +378,28 @@ def test_bad_form_rejected(http, overrides, field):
 def test_bad_requests_never_500(http):
     cases = [
         http.post("/api/v1/submissions", data={"suite": "prefeval"}),  # not multipart
-        http.post("/api/v1/submissions", content=b"{}", headers={"content-type": "application/json"}),
-        http.post("/api/v1/submissions", files={"other": ("x", b"1")},
-                  data={"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": "m"}),
-        http.post("/api/v1/submissions", content=b"--broken\r\n\r\n",
-                  headers={"content-type": "multipart/form-data; boundary=broken"}),
+        http.post(
+            "/api/v1/submissions", content=b"{}", headers={"content-type": "application/json"}
+        ),
+        http.post(
+            "/api/v1/submissions",
+            files={"other": ("x", b"1")},
+            data={"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": "m"},
+        ),
+        http.post(
+            "/api/v1/submissions",
+            content=b"--broken\r\n\r\n",
+            headers={"content-type": "multipart/form-data; boundary=broken"},
+        ),
         http.get("/api/v1/submissions", params={"limit": 0}),
         http.get("/api/v1/leaderboard", params={"revision": "zzz"}),
     ]
     for response in cases:
-        assert 400 <= response.status_code < 500, (response.request.url, response.status_code, response.text)
+        assert 400 <= response.status_code < 500, (
+            response.request.url,
+            response.status_code,
+            response.text,
+        )
         assert "detail" in response.json()
 
 
@@ -362,7 +414,10 @@ def test_accepted_submissions_survive_bad_requests(http, shared_live_service):
     final = http.get(f"/api/v1/submissions/{sid}").json()
     assert final["state"] == "finished"
     assert final["result"]["total"]["accuracy"]["value"] == 1 / 3
-    listed = {s["id"]: s for s in http.get("/api/v1/submissions", params={"limit": 1000}).json()["submissions"]}
+    listed = {
+        s["id"]: s
+        for s in http.get("/api/v1/submissions", params={"limit": 1000}).json()["submissions"]
+    }
     assert sid in listed
     # every submission accepted so far in this module is still there and finished
     for accepted in ACCEPTED:
@@ -398,35 +453,58 @@ def test_upload_size_limit(live_service):
 
         # far over, streamed without a declared length (chunked): rejected while it streams
         boundary = "pbtestboundary"
-        head = (f"--{boundary}\r\n"
-                'Content-Disposition: form-data; name="file"; filename="p.jsonl"\r\n'
-                "Content-Type: application/x-ndjson\r\n\r\n").encode()
+        head = (
+            f"--{boundary}\r\n"
+            'Content-Disposition: form-data; name="file"; filename="p.jsonl"\r\n'
+            "Content-Type: application/x-ndjson\r\n\r\n"
+        ).encode()
         fields = b"".join(
             f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}'.encode()
-            for k, v in {"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": "m"}.items()
+            for k, v in {
+                "suite": "prefeval",
+                "task": "mcq",
+                "setting": "zero_shot",
+                "model_name": "m",
+            }.items()
         )
 
         def chunks():
             yield head
             for start in range(0, len(huge), 65536):
-                yield huge[start:start + 65536]
+                yield huge[start : start + 65536]
             yield fields + f"\r\n--{boundary}--\r\n".encode()
 
-        response = http.post("/api/v1/submissions", content=chunks(),
-                             headers={"content-type": f"multipart/form-data; boundary={boundary}"})
+        response = http.post(
+            "/api/v1/submissions",
+            content=chunks(),
+            headers={"content-type": f"multipart/form-data; boundary={boundary}"},
+        )
         assert response.status_code == 413, response.text
         assert response.json()["detail"]["problems"][0]["field"] == "file"
 
         final = http.get(f"/api/v1/submissions/{sid}").json()
-        assert final["state"] == "finished" and final["result"]["total"]["accuracy"]["value"] == 1 / 3
+        assert (
+            final["state"] == "finished" and final["result"]["total"]["accuracy"]["value"] == 1 / 3
+        )
         listed = http.get("/api/v1/submissions").json()["submissions"]
         assert [s["id"] for s in listed] == [sid]
-        assert not list((svc.data_dir / "uploads").glob(".incoming-*")), "a rejected upload was left on disk"
+        assert not list((svc.data_dir / "uploads").glob(".incoming-*")), (
+            "a rejected upload was left on disk"
+        )
 
 
 # -- the gold never leaves the scorer ------------------------------------------------------------
 
-GOLD_KEYS = {"gold", "gold_label", "gold_answer", "correct", "is_correct", "per_item", "item_scores", "item_results"}
+GOLD_KEYS = {
+    "gold",
+    "gold_label",
+    "gold_answer",
+    "correct",
+    "is_correct",
+    "per_item",
+    "item_scores",
+    "item_results",
+}
 
 
 def _walk(value, path="$"):
@@ -478,7 +556,9 @@ def test_no_endpoint_reveals_gold(http, shared_live_service):
                 leaked = (set(value) & item_ids) or (set(value) & GOLD_KEYS)
                 assert not leaked, f"{where} {path} has per-item keys {sorted(leaked)[:5]}"
             if isinstance(value, list) and len(value) >= 50:
-                assert not any(isinstance(v, (str, bool)) for v in value), f"{where} {path}: long flat list"
+                assert not any(isinstance(v, (str, bool)) for v in value), (
+                    f"{where} {path}: long flat list"
+                )
             if isinstance(value, str) and "/openapi" not in where:
                 # an item id may appear only inside a message (e.g. "missing ids: ..."), never as data
                 if value in item_ids:

@@ -3,6 +3,7 @@ service's data folder, JSON submissions over HTTP, real rq workers running tiny 
 results in the store with their provenance, and a worker SIGKILLed mid-run resuming from its
 checkpoint. Also `personaboard evaluate` on a model folder.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import register_model, run_cli, wait_state  # noqa: E402
 from tiny_models import build_tiny_model  # noqa: E402
+
 from leaderboard.store import result_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +30,10 @@ SUITE, TASK = "prefeval", "mcq"
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e-tiny-models")
-    return {"generative": build_tiny_model(root / "gen", "generative", seed=11),
-            "reward": build_tiny_model(root / "rew", "reward", seed=12)}
+    return {
+        "generative": build_tiny_model(root / "gen", "generative", seed=11),
+        "reward": build_tiny_model(root / "rew", "reward", seed=12),
+    }
 
 
 def http_client(svc) -> httpx.Client:
@@ -43,7 +47,14 @@ def stored_record(svc, sid: str) -> dict:
 
 
 def model_body(model: str, **extra) -> dict:
-    return {"model": model, "suite": SUITE, "task": TASK, "setting": "zero_shot", "limit": 12, **extra}
+    return {
+        "model": model,
+        "suite": SUITE,
+        "task": TASK,
+        "setting": "zero_shot",
+        "limit": 12,
+        **extra,
+    }
 
 
 @pytest.mark.slow
@@ -75,14 +86,18 @@ def test_model_submissions_run_and_publish_partial_rows(shared_live_service, tin
         assert again.json()["detail"]["existing_id"] == ids[gen_name]
         assert ids[gen_name] in again.json()["detail"]["message"]
 
-        finals = {name: wait_state(http, sid, timeout=180, logs=svc.logs) for name, sid in ids.items()}
+        finals = {
+            name: wait_state(http, sid, timeout=180, logs=svc.logs) for name, sid in ids.items()
+        }
         print(f"\ntwo 12-item model runs finished in {time.monotonic() - started:.1f} s")
         for name, final in finals.items():
             assert final["state"] == "finished", final
             assert final["error"] is None and final["attempts"] == 1
             assert final["progress"]["done"] == 12
 
-        rows = http.get("/api/v1/leaderboard", params={"suite": SUITE, "task": TASK, "setting": "zero_shot"}).json()
+        rows = http.get(
+            "/api/v1/leaderboard", params={"suite": SUITE, "task": TASK, "setting": "zero_shot"}
+        ).json()
         by_id = {row["submission_id"]: row for row in rows}
         for name, sid in ids.items():
             assert sid in by_id, rows
@@ -90,7 +105,10 @@ def test_model_submissions_run_and_publish_partial_rows(shared_live_service, tin
             assert by_id[sid]["model_name"] == name
             assert by_id[sid]["n_items"] == 12
 
-        for name, entry, protocol in ((gen_name, gen_entry, "choice_logprobs"), (rm_name, rm_entry, "reward")):
+        for name, entry, protocol in (
+            (gen_name, gen_entry, "choice_logprobs"),
+            (rm_name, rm_entry, "reward"),
+        ):
             record = stored_record(svc, ids[name])
             prov = record["provenance"]
             assert record["row_kind"] == "partial" and record["n_items"] == 12
@@ -106,17 +124,23 @@ def test_model_submissions_run_and_publish_partial_rows(shared_live_service, tin
 
         # still a duplicate once finished
         finished_again = http.post("/api/v1/submissions", json=model_body(rm_name))
-        assert finished_again.status_code == 409 and finished_again.json()["detail"]["existing_id"] == ids[rm_name]
+        assert (
+            finished_again.status_code == 409
+            and finished_again.json()["detail"]["existing_id"] == ids[rm_name]
+        )
         # a different limit is a different run
         other = http.post("/api/v1/submissions", json=model_body(rm_name, limit=3))
         assert other.status_code == 201, other.text
-        assert wait_state(http, other.json()["id"], timeout=120, logs=svc.logs)["state"] == "finished"
+        assert (
+            wait_state(http, other.json()["id"], timeout=120, logs=svc.logs)["state"] == "finished"
+        )
 
 
 def test_model_submission_refusals(shared_live_service):
     svc = shared_live_service
     assert svc.env.get("HF_HUB_OFFLINE") == "1"  # the premise of the 503 case
     with http_client(svc) as http:
+
         def problem_fields(answer) -> set:
             return {p["field"] for p in answer.json()["detail"]["problems"]}
 
@@ -140,8 +164,14 @@ def test_model_submission_refusals(shared_live_service):
             answer = http.post("/api/v1/submissions", json=body)
             assert answer.status_code == 422, (body, answer.text)
             assert field in problem_fields(answer), (body, answer.json())
-            assert field in answer.json()["detail"]["message"] or answer.json()["detail"]["problems"]
-        broken = http.post("/api/v1/submissions", content=b"{not json", headers={"content-type": "application/json"})
+            assert (
+                field in answer.json()["detail"]["message"] or answer.json()["detail"]["problems"]
+            )
+        broken = http.post(
+            "/api/v1/submissions",
+            content=b"{not json",
+            headers={"content-type": "application/json"},
+        )
         assert broken.status_code == 422, broken.text
 
 
@@ -163,7 +193,9 @@ def test_worker_killed_mid_model_run_resumes_from_checkpoint(live_service, tiny)
         assert answer.status_code == 201, answer.text
         sid = answer.json()["id"]
         deadline = time.monotonic() + 150
-        while True:  # the first batch (64 items) is checkpointed (progress inside a chunk comes earlier)
+        while (
+            True
+        ):  # the first batch (64 items) is checkpointed (progress inside a chunk comes earlier)
             body = http.get(f"/api/v1/submissions/{sid}").json()
             assert body["state"] != "finished", "finished before the worker could be killed"
             if checkpoint_lines(svc, sid) >= 64:
@@ -182,8 +214,10 @@ def test_worker_killed_mid_model_run_resumes_from_checkpoint(live_service, tiny)
         svc.start_worker()
 
         final = wait_state(http, sid, timeout=180, logs=svc.logs)
-        print(f"\nworker SIGKILL mid model run -> finished {time.monotonic() - killed_at:.1f} s later "
-              f"(attempts={final['attempts']})")
+        print(
+            f"\nworker SIGKILL mid model run -> finished {time.monotonic() - killed_at:.1f} s later "
+            f"(attempts={final['attempts']})"
+        )
         assert final["state"] == "finished", final
         assert final["attempts"] >= 2
         prov = stored_record(svc, sid)["provenance"]
@@ -195,8 +229,20 @@ def test_worker_killed_mid_model_run_resumes_from_checkpoint(live_service, tiny)
 @pytest.mark.slow
 def test_cli_evaluate_model_folder(tiny, tmp_path):
     env = {**os.environ, "PERSONABOARD_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1"}
-    proc = run_cli("evaluate", "--model", str(tiny["generative"]), "--suite", SUITE, "--task", TASK,
-               "--setting", "zero_shot", "--limit", "6", env=env)
+    proc = run_cli(
+        "evaluate",
+        "--model",
+        str(tiny["generative"]),
+        "--suite",
+        SUITE,
+        "--task",
+        TASK,
+        "--setting",
+        "zero_shot",
+        "--limit",
+        "6",
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["n_items"] == 6 and result["partial"] is True

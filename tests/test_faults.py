@@ -2,6 +2,7 @@
 the web app restarted, Redis restarted, Redis's data wiped. No accepted submission may be lost,
 and each is published exactly once.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -13,13 +14,22 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from backend import processes  # noqa: E402
 from live_helpers import (  # noqa: E402
-    explicit_only, make_predictions, reordered, status, submit, submit_ok, wait_finished, wait_state, wait_until,
+    explicit_only,
+    make_predictions,
+    reordered,
+    status,
+    submit,
+    submit_ok,
+    wait_finished,
+    wait_state,
+    wait_until,
 )
-from submissions.settings import FAULT_GATE_ENV  # noqa: E402
-from submissions.queue import job_id_for  # noqa: E402
+
+from backend import processes  # noqa: E402
 from leaderboard.store import result_glob  # noqa: E402
+from submissions.queue import job_id_for  # noqa: E402
+from submissions.settings import FAULT_GATE_ENV  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -33,8 +43,11 @@ def kill_all_workers(svc) -> None:
 
 def git_subjects(svc) -> list[str]:
     out = subprocess.run(
-        ["git", "log", "--format=%s"], cwd=svc.data_dir / "results-dataset",
-        capture_output=True, text=True, check=True,
+        ["git", "log", "--format=%s"],
+        cwd=svc.data_dir / "results-dataset",
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return out.splitlines()
 
@@ -44,7 +57,9 @@ def assert_published_once(svc, http, submission_id: str) -> None:
     assert len(records) == 1, records
     commits = [s for s in git_subjects(svc) if s.startswith(f"Add result {submission_id}")]
     assert len(commits) == 1, git_subjects(svc)
-    rows = [r for r in http.get("/api/v1/leaderboard").json() if r["submission_id"] == submission_id]
+    rows = [
+        r for r in http.get("/api/v1/leaderboard").json() if r["submission_id"] == submission_id
+    ]
     assert len(rows) == 1, rows
 
 
@@ -83,7 +98,9 @@ def test_worker_sigkill_mid_job_is_retried_and_published_once(live_service, tmp_
 
         final = wait_finished(http, sid, timeout=RECOVERY_LIMIT_S, logs=svc.logs)
         recovered_s = time.monotonic() - killed_at
-        print(f"\nworker SIGKILL -> submission finished in {recovered_s:.1f} s (attempts={final['attempts']})")
+        print(
+            f"\nworker SIGKILL -> submission finished in {recovered_s:.1f} s (attempts={final['attempts']})"
+        )
         assert recovered_s < RECOVERY_LIMIT_S
         assert final["attempts"] >= 2
         assert final["error"] is None
@@ -99,7 +116,10 @@ def test_web_restart_loses_no_submission(live_service):
         done = submit_ok(http, expected.body, model_name="done-before")
         wait_finished(http, done, logs=svc.logs)
         kill_all_workers(svc)
-        queued = [submit_ok(http, reordered(expected.body, i + 1), model_name=f"queued-{i}") for i in range(3)]
+        queued = [
+            submit_ok(http, reordered(expected.body, i + 1), model_name=f"queued-{i}")
+            for i in range(3)
+        ]
 
         svc.restart_web()
         for sid in queued:
@@ -124,7 +144,9 @@ def test_redis_restart_with_queued_submissions(live_service):
     expected = make_predictions(lambda item: item.tiers["form"] != "explicit")  # 2/3
     with svc.http() as http:
         kill_all_workers(svc)
-        queued = [submit_ok(http, reordered(expected.body, i), model_name=f"queued-{i}") for i in range(2)]
+        queued = [
+            submit_ok(http, reordered(expected.body, i), model_name=f"queued-{i}") for i in range(2)
+        ]
         assert svc.redis_client().llen("rq:queue:personaboard") == 2
 
         port, redis_dir = svc.redis.port, svc.redis.dir
@@ -139,7 +161,11 @@ def test_redis_restart_with_queued_submissions(live_service):
         during_id = during.json()["id"]
 
         svc.redis = processes.start_redis(port, redis_dir)
-        wait_until(lambda: http.get("/api/v1/health").json()["queue"] == "ok", 30, "the app to see Redis again")
+        wait_until(
+            lambda: http.get("/api/v1/health").json()["queue"] == "ok",
+            30,
+            "the app to see Redis again",
+        )
         # the append-only file brought the queue back
         assert svc.redis_client().llen("rq:queue:personaboard") >= 2
         svc.start_worker()
@@ -160,7 +186,9 @@ def test_redis_data_wiped_then_reconciled(live_service):
     expected = explicit_only()
     with svc.http() as http:
         kill_all_workers(svc)
-        queued = [submit_ok(http, reordered(expected.body, i), model_name=f"wiped-{i}") for i in range(3)]
+        queued = [
+            submit_ok(http, reordered(expected.body, i), model_name=f"wiped-{i}") for i in range(3)
+        ]
         svc.redis_client().flushall()
         assert svc.redis_client().dbsize() == 0
         for sid in queued:

@@ -7,6 +7,7 @@ line of that file and name no server path (a dropdown may echo the value the cli
 a missing path must get the same answer as an existing one (no existence oracle), the submit
 event must answer with its refusal, and nothing may be queued.
 """
+
 from __future__ import annotations
 
 import sys
@@ -50,10 +51,14 @@ def test_every_event_refuses_foreign_paths(svc):
             "/etc/passwd": Path("/etc/passwd").read_text().splitlines(),
             str(stored): stored.read_text().splitlines(),
             "/nonexistent/predictions.jsonl": [],
-            str(upload_root / "0123abcd" / "predictions.jsonl"): [],  # inside the upload folder, never uploaded
+            str(
+                upload_root / "0123abcd" / "predictions.jsonl"
+            ): [],  # inside the upload folder, never uploaded
         }
         info = http.get("/gradio_api/info").json()
-        endpoints = {name.lstrip("/"): spec["parameters"] for name, spec in info["named_endpoints"].items()}
+        endpoints = {
+            name.lstrip("/"): spec["parameters"] for name, spec in info["named_endpoints"].items()
+        }
         assert "submit" in endpoints, sorted(endpoints)
         before = len(http.get("/api/v1/submissions", params={"limit": 1000}).json()["submissions"])
 
@@ -64,8 +69,13 @@ def test_every_event_refuses_foreign_paths(svc):
                 # the submit event gets every kind of path; the others an existing/missing pair (bounded)
                 paths = foreign if name == "submit" else dict(list(foreign.items())[::2])
                 for path, lines in paths.items():
-                    data = [p.get("parameter_default") if p.get("parameter_has_default") else None for p in parameters]
-                    if name == "submit":  # everything else valid (a real identity too): only the file is wrong
+                    data = [
+                        p.get("parameter_default") if p.get("parameter_has_default") else None
+                        for p in parameters
+                    ]
+                    if (
+                        name == "submit"
+                    ):  # everything else valid (a real identity too): only the file is wrong
                         data[1:5] = ["prefeval", "mcq", "zero_shot", "path-prober"]
                         data[7:8] = [svc.token] if len(data) > 7 else []
                     data[slot] = file_data(path)
@@ -75,19 +85,28 @@ def test_every_event_refuses_foreign_paths(svc):
                     answers[path] = answer.replace(path, PLACEHOLDER)
                     # the client's own value may be echoed back (a dropdown's "not in the list of
                     # choices"); no other server path may appear: not the data folder, not the upload folder
-                    assert str(svc.data_dir) not in answers[path] and "/etc/" not in answers[path], answers[path]
+                    assert (
+                        str(svc.data_dir) not in answers[path] and "/etc/" not in answers[path]
+                    ), answers[path]
                     checked += 1
                     if name == "submit" and slot == 0:
                         # Gradio's own check answers first (a bare error); ours (space/uploads.py, unit
                         # tested) stands behind it: either way a refusal naming nothing
                         ours = "only a file uploaded through this page" in answer
-                        assert ours or answer.strip() == 'HTTP 200: event: error\ndata: {"error": null}', answer[:500]
+                        assert (
+                            ours
+                            or answer.strip() == 'HTTP 200: event: error\ndata: {"error": null}'
+                        ), answer[:500]
                         assert path not in answer, answer
                 # an existing and a missing path (outside the upload folder) get the same answer: no oracle
-                outside = {answers[p] for p in list(paths)[:3] if not p.startswith(str(upload_root))}
+                outside = {
+                    answers[p] for p in list(paths)[:3] if not p.startswith(str(upload_root))
+                }
                 assert len(outside) == 1, (name, slot, answers)
         after = len(http.get("/api/v1/submissions", params={"limit": 1000}).json()["submissions"])
         assert after == before, "a foreign path was accepted as a submission"
         assert checked >= 2 * len(endpoints)
-        print(f"\n{checked} calls over {len(endpoints)} Gradio events: all refused, no line quoted, "
-              f"no server path named (beyond the caller's own value echoed), no existence oracle")
+        print(
+            f"\n{checked} calls over {len(endpoints)} Gradio events: all refused, no line quoted, "
+            f"no server path named (beyond the caller's own value echoed), no existence oracle"
+        )

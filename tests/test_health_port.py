@@ -2,6 +2,7 @@
 it answers GET /api/v1/health on both ports with the same report, follows a publish and a Redis
 that goes away, and serves nothing else on the health port; a web event loop that stops beating
 is reported as stalled (503)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,11 +10,19 @@ import time
 
 import httpx
 import pytest
+from board_fixture import minimal_record
 
 from backend import health
 from backend.health import PATH, HealthListener, LoopHeartbeat, QueueProbe
-from backend.processes import base_url, child_env, free_port, start_redis, start_web, stop_process, wait_http
-from board_fixture import minimal_record
+from backend.processes import (
+    base_url,
+    child_env,
+    free_port,
+    start_redis,
+    start_web,
+    stop_process,
+    wait_http,
+)
 from leaderboard.store import LocalDatasetStore
 
 
@@ -39,10 +48,16 @@ def test_health_port_answers_the_same_report_and_follows_publishes_and_redis(web
         assert on_port.json() == on_web.json() and on_port.json()["queue"] == "ok"
         assert on_port.headers["content-type"] == "application/json"
 
-        revision = LocalDatasetStore(data_dir / "results-dataset").publish(minimal_record("health-port", 0.5))
+        revision = LocalDatasetStore(data_dir / "results-dataset").publish(
+            minimal_record("health-port", 0.5)
+        )
         assert http.get(health_url + PATH).json()["results_revision"] == revision
 
-        for other in ("/api/v1/leaderboard", "/", PATH + "/x"):  # the health port serves health only
+        for other in (
+            "/api/v1/leaderboard",
+            "/",
+            PATH + "/x",
+        ):  # the health port serves health only
             assert http.get(health_url + other).status_code == 404
         assert http.post(health_url + PATH).status_code == 404
         assert http.head(health_url + PATH).status_code == 200
@@ -68,7 +83,9 @@ def test_a_web_loop_that_stops_beating_is_reported_stalled(tmp_path, monkeypatch
     heartbeat = LoopHeartbeat()
     loop = asyncio.new_event_loop()
     heartbeat.start(loop)  # beats only while this loop runs
-    listener = HealthListener(services, QueueProbe(services.redis), heartbeat, "127.0.0.1", free_port())
+    listener = HealthListener(
+        services, QueueProbe(services.redis), heartbeat, "127.0.0.1", free_port()
+    )
     listener.start()
     url = f"http://127.0.0.1:{listener.server.config.port}{PATH}"
     try:

@@ -1,8 +1,8 @@
 """The Hub results store and the outbox, through a real HTTP server that speaks the Hub's API
 (tests/hub_server.py): huggingface_hub's own client code runs unchanged against it."""
+
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hub_server import TEST_TOKEN as HUB_TEST_TOKEN  # noqa: E402
 
 from evaluator.hub import DatasetRepo
 from leaderboard.hub_store import HubDatasetStore
@@ -19,20 +20,33 @@ from leaderboard.outbox import Outbox
 from leaderboard.store import LocalDatasetStore, StoreError, request_path, result_path
 from leaderboard.table import records_to_scores
 
-from hub_server import TEST_TOKEN as HUB_TEST_TOKEN  # noqa: E402
-
 REPO = "personaboard/results"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
-def make_record(submission_id: str, value: float, suite: str = "prefeval", task: str = "mcq") -> dict:
-    stats = {"accuracy": {"value": value, "ci95": [max(0.0, value - 0.1), min(1.0, value + 0.1)], "n": 4}}
+def make_record(
+    submission_id: str, value: float, suite: str = "prefeval", task: str = "mcq"
+) -> dict:
+    stats = {
+        "accuracy": {"value": value, "ci95": [max(0.0, value - 0.1), min(1.0, value + 0.1)], "n": 4}
+    }
     return {
-        "submission_id": submission_id, "suite": suite, "task": task, "setting": "zero_shot",
-        "model_name": f"model-{submission_id}", "model_link": "", "source": "predictions file", "row_kind": "computed",
+        "submission_id": submission_id,
+        "suite": suite,
+        "task": task,
+        "setting": "zero_shot",
+        "model_name": f"model-{submission_id}",
+        "model_link": "",
+        "source": "predictions file",
+        "row_kind": "computed",
         "submitted_at": "2026-01-01T00:00:00+00:00",
-        "provenance": {"protocol": "choice_logprobs", "backend": "transformers", "judge": {"model": "judge-x"},
-                       "model": {"revision": "abc123"}, "split": {"sha256": "f" * 64}},
+        "provenance": {
+            "protocol": "choice_logprobs",
+            "backend": "transformers",
+            "judge": {"model": "judge-x"},
+            "model": {"revision": "abc123"},
+            "split": {"sha256": "f" * 64},
+        },
         "metrics": {"metric": "accuracy", "total": stats, "tiers": {"form": {"explicit": stats}}},
     }
 
@@ -46,19 +60,25 @@ def online(monkeypatch):
 
 
 def hub_store(server, tmp_path: Path, name: str = "cache") -> HubDatasetStore:
-    return HubDatasetStore(DatasetRepo(REPO, HUB_TEST_TOKEN, server.url, tmp_path / name), private=True)
+    return HubDatasetStore(
+        DatasetRepo(REPO, HUB_TEST_TOKEN, server.url, tmp_path / name), private=True
+    )
 
 
 def sorted_table(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.sort_values(["submission_id", "tier_group", "tier", "metric"]).reset_index(drop=True)
+    return frame.sort_values(["submission_id", "tier_group", "tier", "metric"]).reset_index(
+        drop=True
+    )
 
 
 def test_hub_store_publishes_versions_and_releases(hub_server, tmp_path, online):
     store = hub_store(hub_server, tmp_path)
     store.ensure()
     created = store.head()
-    r1 = store.publish(make_record("s1", 0.5), request={"submission_id": "s1", "suite": "prefeval", "task": "mcq",
-                                                        "status": "finished"})
+    r1 = store.publish(
+        make_record("s1", 0.5),
+        request={"submission_id": "s1", "suite": "prefeval", "task": "mcq", "status": "finished"},
+    )
     r2 = store.publish(make_record("s2", 0.75))
     assert len({created, r1, r2}) == 3
     assert store.publish(make_record("s1", 0.5)) == r1  # a retried job publishes once
@@ -68,8 +88,13 @@ def test_hub_store_publishes_versions_and_releases(hub_server, tmp_path, online)
     assert sorted(r["submission_id"] for r in store.records()) == ["s1", "s2"]
     # the table carries the provenance a user filters by
     row = store.scores().iloc[0]
-    assert (row["protocol"], row["backend"], row["judge"], row["model_revision"], row["split_sha256"]) == \
-        ("choice_logprobs", "transformers", "judge-x", "abc123", "f" * 64)
+    assert (
+        row["protocol"],
+        row["backend"],
+        row["judge"],
+        row["model_revision"],
+        row["split_sha256"],
+    ) == ("choice_logprobs", "transformers", "judge-x", "abc123", "f" * 64)
 
     release = store.release("v1", notes="first public release")
     assert store.resolve_revision("v1") == release.revision
@@ -86,9 +111,14 @@ def test_hub_store_publishes_versions_and_releases(hub_server, tmp_path, online)
         anonymous.head()
     # what the Hub holds: the local store's layout
     files = set(store.repo.files(store.head()))
-    assert {"README.md", "data/scores/part-00000.parquet", result_path("prefeval", "mcq", "s1"),
-            result_path("prefeval", "mcq", "s2"), request_path({"submission_id": "s1", "suite": "prefeval", "task": "mcq"}),
-            "releases/v1.json"} <= files
+    assert {
+        "README.md",
+        "data/scores/part-00000.parquet",
+        result_path("prefeval", "mcq", "s1"),
+        result_path("prefeval", "mcq", "s2"),
+        request_path({"submission_id": "s1", "suite": "prefeval", "task": "mcq"}),
+        "releases/v1.json",
+    } <= files
 
 
 def test_local_store_releases_and_requests(tmp_path):
@@ -101,7 +131,9 @@ def test_local_store_releases_and_requests(tmp_path):
     assert store.publish_requests([queued]) is None  # a late "queued" never undoes "finished"
     release = store.release("v1", notes="notes here")
     assert store.resolve_revision("v1") == release.revision != r1
-    assert [(r.name, r.notes, r.revision) for r in store.releases()] == [("v1", "notes here", release.revision)]
+    assert [(r.name, r.notes, r.revision) for r in store.releases()] == [
+        ("v1", "notes here", release.revision)
+    ]
     assert set(store.scores("v1")["submission_id"]) == {"s1"}
     with pytest.raises(StoreError):
         store.release("v1")
@@ -109,7 +141,8 @@ def test_local_store_releases_and_requests(tmp_path):
         store.release("--delete")  # never an option to git
 
 
-PUBLISHER = textwrap.dedent("""
+PUBLISHER = textwrap.dedent(
+    """
     import json, sys
     from evaluator.hub import DatasetRepo
     from leaderboard.hub_store import HubDatasetStore
@@ -120,7 +153,9 @@ PUBLISHER = textwrap.dedent("""
     for i in range(int(n)):
         store.publish(make_record(f"{prefix}{i:02d}", (i + 1) / 100))
     print("done", flush=True)
-""" % REPO)
+"""
+    % REPO
+)
 
 
 def test_two_publishers_at_once_lose_nothing(hub_server, tmp_path, online):
@@ -129,22 +164,46 @@ def test_two_publishers_at_once_lose_nothing(hub_server, tmp_path, online):
     hub_store(hub_server, tmp_path).ensure()
     n = 8
     env = {**__import__("os").environ, "HF_HUB_OFFLINE": "0", "PYTHONPATH": str(PROJECT_ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", PUBLISHER, hub_server.url, HUB_TEST_TOKEN, str(tmp_path / f"c{p}"),
-                               p, str(n)], cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for p in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                PUBLISHER,
+                hub_server.url,
+                HUB_TEST_TOKEN,
+                str(tmp_path / f"c{p}"),
+                p,
+                str(n),
+            ],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for p in ("a", "b")
+    ]
     outputs = [proc.communicate(timeout=300)[0].decode() for proc in procs]
     assert all(proc.returncode == 0 for proc in procs), outputs
-    assert hub_server.stats()["refused_commits"] > 0, "the publishers never collided: the test proved nothing"
+    assert hub_server.stats()["refused_commits"] > 0, (
+        "the publishers never collided: the test proved nothing"
+    )
     store = hub_store(hub_server, tmp_path, "reader")
     records = store.records()
-    assert sorted(r["submission_id"] for r in records) == sorted(f"{p}{i:02d}" for p in "ab" for i in range(n))
+    assert sorted(r["submission_id"] for r in records) == sorted(
+        f"{p}{i:02d}" for p in "ab" for i in range(n)
+    )
     assert len(store.versions()) == 2 * n + 1  # one commit per publish, plus the card
-    pd.testing.assert_frame_equal(sorted_table(store.scores()), sorted_table(records_to_scores(records)),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        sorted_table(store.scores()), sorted_table(records_to_scores(records)), check_dtype=False
+    )
     # and at every revision, the table is the fold of the records of that revision
     middle = store.versions()[n].revision
-    pd.testing.assert_frame_equal(sorted_table(store.scores(middle)), sorted_table(records_to_scores(store.records(middle))),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        sorted_table(store.scores(middle)),
+        sorted_table(records_to_scores(store.records(middle))),
+        check_dtype=False,
+    )
 
 
 def test_hub_killed_and_restarted_mid_stream(hub_server, tmp_path, online):
@@ -152,7 +211,11 @@ def test_hub_killed_and_restarted_mid_stream(hub_server, tmp_path, online):
     store = hub_store(hub_server, tmp_path)
     store.ensure()
     published: list[str] = []
-    outbox = Outbox(tmp_path / "outbox", store, on_published=lambda entry, rev: published.append(entry["record"]["submission_id"]))
+    outbox = Outbox(
+        tmp_path / "outbox",
+        store,
+        on_published=lambda entry, rev: published.append(entry["record"]["submission_id"]),
+    )
     names = [f"k{i:02d}" for i in range(12)]
     for sid in names[:4]:
         outbox.put("result", {"record": make_record(sid, 0.5)})
@@ -196,17 +259,34 @@ LOAD = textwrap.dedent("""
 def test_load_dataset_reads_the_table_from_the_folder_and_the_hub(hub_server, tmp_path, online):
     local = LocalDatasetStore(tmp_path / "results")
     local.publish(make_record("l1", 0.5))
-    env = {**__import__("os").environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_DATASETS_CACHE": str(tmp_path / "dcache")}
-    out = subprocess.run([sys.executable, "-c", LOAD, str(local.root)], env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **__import__("os").environ,
+        "PYTHONPATH": str(PROJECT_ROOT),
+        "HF_DATASETS_CACHE": str(tmp_path / "dcache"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD, str(local.root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "['l1'] ['judge-x']" in out.stdout and "'split_sha256'" in out.stdout
 
     store = hub_store(hub_server, tmp_path)
     store.publish(make_record("h1", 0.5))
     store.publish(make_record("h2", 0.25))
-    env.update({"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub_server.url, "HF_HOME": str(tmp_path / "hf")})
-    out = subprocess.run([sys.executable, "-c", LOAD, REPO, HUB_TEST_TOKEN], env=env, capture_output=True, text=True,
-                         timeout=300)
+    env.update(
+        {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub_server.url, "HF_HOME": str(tmp_path / "hf")}
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD, REPO, HUB_TEST_TOKEN],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "['h1', 'h2'] ['judge-x']" in out.stdout and "'model_revision'" in out.stdout
 
@@ -228,7 +308,8 @@ def test_read_path_pivots_one_hub_part_per_publish(hub_server, tmp_path, online,
     pd.testing.assert_frame_equal(table.view(Filters()), wide_view(store.scores(table.revision)))
 
 
-SIGNALLED_PUBLISHER = textwrap.dedent("""
+SIGNALLED_PUBLISHER = textwrap.dedent(
+    """
     import sys
     from evaluator.hub import DatasetRepo
     from leaderboard.head_signal import RedisHeadSignal
@@ -240,10 +321,14 @@ SIGNALLED_PUBLISHER = textwrap.dedent("""
     while sid := sys.stdin.readline().strip():  # one publish per line; its id is printed once it returned
         store.publish(make_record(sid, 0.5))
         print(sid, flush=True)
-""" % REPO)
+"""
+    % REPO
+)
 
 
-def test_a_publish_by_another_process_is_in_the_next_read(hub_server, redis_server, tmp_path, online, monkeypatch):
+def test_a_publish_by_another_process_is_in_the_next_read(
+    hub_server, redis_server, tmp_path, online, monkeypatch
+):
     """Issue 12's "never served stale" with the Hub store: the web node's read path keeps the Hub's
     head (no Hub call per request), yet a publish another process made is in the very next read
     after that publish returned, because the publisher renewed the head signal in Redis first."""
@@ -253,25 +338,45 @@ def test_a_publish_by_another_process_is_in_the_next_read(hub_server, redis_serv
 
     # the kept head never expires here: only the signal can tell the reader that the head moved
     monkeypatch.setattr(hub_store_module, "HEAD_TTL_S", 600.0)
-    reader = HubDatasetStore(DatasetRepo(REPO, HUB_TEST_TOKEN, hub_server.url, tmp_path / "reader"), private=True,
-                             head_signal=RedisHeadSignal(redis_server))
+    reader = HubDatasetStore(
+        DatasetRepo(REPO, HUB_TEST_TOKEN, hub_server.url, tmp_path / "reader"),
+        private=True,
+        head_signal=RedisHeadSignal(redis_server),
+    )
     reader.ensure()
     hub_reads = []
     resolve = reader.repo.resolve
     monkeypatch.setattr(reader.repo, "resolve", lambda *a: hub_reads.append(a) or resolve(*a))
     cache = LeaderboardCache(reader, lambda: [])
     env = {**__import__("os").environ, "HF_HUB_OFFLINE": "0", "PYTHONPATH": str(PROJECT_ROOT)}
-    publisher = subprocess.Popen([sys.executable, "-c", SIGNALLED_PUBLISHER, hub_server.url, HUB_TEST_TOKEN,
-                                  str(tmp_path / "publisher"), redis_server], cwd=PROJECT_ROOT, env=env,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    publisher = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            SIGNALLED_PUBLISHER,
+            hub_server.url,
+            HUB_TEST_TOKEN,
+            str(tmp_path / "publisher"),
+            redis_server,
+        ],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         shown = set()
         for sid in ("other-0", "other-1", "other-2"):
-            kept = cache.table()  # the reader holds the head it read (a request just before the publish)
+            kept = (
+                cache.table()
+            )  # the reader holds the head it read (a request just before the publish)
             assert sid not in set(kept.view(Filters())["submission_id"])
             publisher.stdin.write(f"{sid}\n")
             publisher.stdin.flush()
-            assert publisher.stdout.readline().strip() == sid  # the other process's publish returned
+            assert (
+                publisher.stdout.readline().strip() == sid
+            )  # the other process's publish returned
             table = cache.table()  # the next read
             shown = set(table.view(Filters())["submission_id"])
             assert sid in shown and table.revision != kept.revision
@@ -289,7 +394,9 @@ def test_a_publish_by_another_process_is_in_the_next_read(hub_server, redis_serv
         publisher.wait(timeout=60)
 
 
-def test_a_hub_repo_with_flat_record_folders_is_sharded_once(hub_server, tmp_path, online, monkeypatch):
+def test_a_hub_repo_with_flat_record_folders_is_sharded_once(
+    hub_server, tmp_path, online, monkeypatch
+):
     from leaderboard import hub_store as hub_store_module
 
     def flat_path(record: dict) -> str:  # where stores made before id_shard kept a record
@@ -300,26 +407,39 @@ def test_a_hub_repo_with_flat_record_folders_is_sharded_once(hub_server, tmp_pat
     with monkeypatch.context() as old_code:
         for name in ("record_path", "request_path"):
             old_code.setattr(hub_store_module, name, flat_path)
-        old_code.setattr(hub_store_module, "DATASET_CARD", "---\npretty_name: the card before sharding\n---\n")
+        old_code.setattr(
+            hub_store_module, "DATASET_CARD", "---\npretty_name: the card before sharding\n---\n"
+        )
         old = hub_store(hub_server, tmp_path, "old")
         first = old.publish(make_record("s1", 0.5), request=request)
         flat_head = old.publish(make_record("s2", 0.75))
     assert "results/prefeval/mcq/s1.json" in old.repo.files(flat_head)
 
     store = hub_store(hub_server, tmp_path)
-    assert store.publish(make_record("s1", 0.9)) == first  # the first result stands, across the move
+    assert (
+        store.publish(make_record("s1", 0.9)) == first
+    )  # the first result stands, across the move
     head = store.head_revision(fresh=True)
     assert store.versions()[0].message.startswith("Shard the records folders")
     files = set(store.repo.files(head))
-    assert {result_path("prefeval", "mcq", "s1"), result_path("prefeval", "mcq", "s2"), request_path(request)} <= files
+    assert {
+        result_path("prefeval", "mcq", "s1"),
+        result_path("prefeval", "mcq", "s2"),
+        request_path(request),
+    } <= files
     assert not any(p.count("/") == 3 for p in files if p.startswith(("results/", "requests/")))
     assert store.repo.read("README.md", head).decode() == hub_store_module.DATASET_CARD
-    assert [r["submission_id"] for r in store.records()] == [r["submission_id"] for r in store.records(flat_head)] \
+    assert (
+        [r["submission_id"] for r in store.records()]
+        == [r["submission_id"] for r in store.records(flat_head)]
         == ["s1", "s2"]
+    )
     assert store.current_record("s2") == make_record("s2", 0.75)
     pd.testing.assert_frame_equal(store.scores(), store.scores(flat_head))
     again = hub_store(hub_server, tmp_path, "again")
     again.ensure()
     assert again.head_revision(fresh=True) == head  # once
     assert again.withdraw("s1", "hide s1") and set(again.scores()["submission_id"]) == {"s2"}
-    assert not any(p.endswith("/s1.json") for p in again.repo.files(again.head_revision(fresh=True)))
+    assert not any(
+        p.endswith("/s1.json") for p in again.repo.files(again.head_revision(fresh=True))
+    )

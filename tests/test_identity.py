@@ -1,5 +1,6 @@
 """Identity, name ownership, quotas, duplicates and Idempotency-Key, over HTTP against a live service
 (real Redis, rq workers, uvicorn); users and tokens made with the `personaboard users` CLI."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,6 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import make_predictions, run_cli, submit, wait_finished, wait_until  # noqa: E402
+
 from leaderboard.store import result_glob  # noqa: E402
 
 
@@ -38,7 +40,9 @@ def new_user(svc, *, admin: bool = False, **quotas: int) -> tuple[str, str]:
 
 def unique_predictions(salt: str) -> bytes:
     """A valid, complete predictions file whose bytes (and sha256) depend on `salt`."""
-    return make_predictions(lambda item: int(hashlib.sha256((salt + item.id).encode()).hexdigest(), 16) % 3 == 0).body
+    return make_predictions(
+        lambda item: int(hashlib.sha256((salt + item.id).encode()).hexdigest(), 16) % 3 == 0
+    ).body
 
 
 def records_with(svc, **where) -> list[dict]:
@@ -55,8 +59,10 @@ def test_tokens_missing_invalid_revoked_valid(svc):
         missing = submit(anonymous, body, model_name="tok-model")
         assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
         assert missing.json()["detail"]["problems"][0]["field"] == "Authorization"
-        model_run = anonymous.post("/api/v1/submissions", json={"model": "x", "suite": "prefeval", "task": "mcq",
-                                                                "setting": "zero_shot"})
+        model_run = anonymous.post(
+            "/api/v1/submissions",
+            json={"model": "x", "suite": "prefeval", "task": "mcq", "setting": "zero_shot"},
+        )
         assert model_run.status_code == 401
     with svc.http(token="pb_not-a-real-token") as forged:
         assert submit(forged, body, model_name="tok-model").status_code == 401
@@ -68,10 +74,15 @@ def test_tokens_missing_invalid_revoked_valid(svc):
     proc = run_cli("users", "revoke", name, env=svc.env)
     assert proc.returncode == 0 and json.loads(proc.stdout)["revoked"] == 1, proc.stderr
     with svc.http(token=token) as revoked:
-        assert submit(revoked, unique_predictions("tokens-2"), model_name="tok-model").status_code == 401
+        assert (
+            submit(revoked, unique_predictions("tokens-2"), model_name="tok-model").status_code
+            == 401
+        )
     listed = json.loads(run_cli("users", "list", env=svc.env).stdout)
     entry = next(u for u in listed if u["name"] == name)
-    assert entry["tokens"][0]["revoked_at"] and token not in json.dumps(listed)  # tokens are never listed
+    assert entry["tokens"][0]["revoked_at"] and token not in json.dumps(
+        listed
+    )  # tokens are never listed
     assert [r["id"] for r in records_with(svc, owner=name)] == [accepted.json()["id"]]
 
 
@@ -82,8 +93,12 @@ def test_model_name_belongs_to_first_publisher(svc):
     with svc.http(token=alice_token) as http:
         assert submit(http, unique_predictions(model + "a"), model_name=model).status_code == 201
     with svc.http(token=mallory_token) as http:
-        for spelling in (model, model.upper(), f"  {model.lower()} ", "".join(chr(ord(c) + 0xFEE0) if c.isalnum() else c
-                                                                             for c in model)):  # full-width forms
+        for spelling in (
+            model,
+            model.upper(),
+            f"  {model.lower()} ",
+            "".join(chr(ord(c) + 0xFEE0) if c.isalnum() else c for c in model),
+        ):  # full-width forms
             taken = submit(http, unique_predictions(model + "m"), model_name=spelling)
             assert taken.status_code == 403, (spelling, taken.text)
             assert taken.json()["detail"]["problems"][0]["field"] == "model_name"
@@ -95,9 +110,15 @@ def test_model_name_belongs_to_first_publisher(svc):
         assert submit(http, unique_predictions(model + "a2"), model_name=model).status_code == 403
 
 
-@pytest.mark.parametrize("bad, why", [
-    ("evil\u202egnp.exe", "U+202E"), ("nul\x00name", "NUL"), ("bell\x07", "U+0007"), ("x" * 201, "longer than 200"),
-])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ("evil\u202egnp.exe", "U+202E"),
+        ("nul\x00name", "NUL"),
+        ("bell\x07", "U+0007"),
+        ("x" * 201, "longer than 200"),
+    ],
+)
 def test_names_with_hidden_characters_are_refused_naming_the_field(svc, bad, why):
     with svc.http() as http:
         refused = submit(http, unique_predictions("names" + why), model_name=bad)
@@ -111,18 +132,33 @@ def test_quota_429_then_failed_validations_counted_apart(svc):
     broken = [b'{"id": "nope", "answer": "A"}\n' + str(i).encode() for i in range(4)]
     with svc.http(token=token) as http:
         # failed validations have their own budget (3): two of them leave the 2 uploads of the day intact
-        assert [submit(http, broken[i], model_name=f"q-{name}").status_code for i in range(2)] == [422, 422]
-        ids = [submit(http, unique_predictions(f"quota{i}"), model_name=f"q-{name}").json()["id"] for i in range(2)]
+        assert [submit(http, broken[i], model_name=f"q-{name}").status_code for i in range(2)] == [
+            422,
+            422,
+        ]
+        ids = [
+            submit(http, unique_predictions(f"quota{i}"), model_name=f"q-{name}").json()["id"]
+            for i in range(2)
+        ]
         over = submit(http, unique_predictions("quota2"), model_name=f"q-{name}")
         assert over.status_code == 429, over.text
         detail = over.json()["detail"]
         assert (detail["quota"], detail["limit"], detail["used"]) == ("predictions", 2, 2)
-        assert detail["resets_at"].endswith("T00:00:00+00:00") and int(over.headers["retry-after"]) > 0
+        assert (
+            detail["resets_at"].endswith("T00:00:00+00:00") and int(over.headers["retry-after"]) > 0
+        )
         assert "resets at" in detail["message"]
         # another suite has its own quota: refused for other reasons (its split or content), not the quota
-        other = http.post("/api/v1/submissions", files={"file": ("p.jsonl", b"{}\n")},
-                          data={"suite": "recentering", "task": "attribute_verification", "setting": "zero_shot",
-                                "model_name": f"q-{name}"})
+        other = http.post(
+            "/api/v1/submissions",
+            files={"file": ("p.jsonl", b"{}\n")},
+            data={
+                "suite": "recentering",
+                "task": "attribute_verification",
+                "setting": "zero_shot",
+                "model_name": f"q-{name}",
+            },
+        )
         assert other.status_code in (409, 422) and "quota" not in other.json()["detail"], other.text
     assert sorted(r["id"] for r in records_with(svc, owner=name)) == sorted(ids)
     # the operator raises this user's upload limit: accepted again; the failed budget is still 3
@@ -131,7 +167,9 @@ def test_quota_429_then_failed_validations_counted_apart(svc):
         assert submit(http, unique_predictions("quota2"), model_name=f"q-{name}").status_code == 201
         assert submit(http, broken[2], model_name=f"q-{name}").status_code == 422
         last = submit(http, broken[3], model_name=f"q-{name}")
-        assert last.status_code == 429 and last.json()["detail"]["quota"] == "failed_validations", last.text
+        assert last.status_code == 429 and last.json()["detail"]["quota"] == "failed_validations", (
+            last.text
+        )
         for sid in ids:
             wait_finished(http, sid, logs=svc.logs)
 
@@ -142,11 +180,19 @@ def test_identical_resubmission_409_with_earlier_id(svc):
     with svc.http(token=token) as http:
         first = submit(http, body, model_name=f"d-{name}")
         assert first.status_code == 201
-        again = submit(http, body, model_name=f"d-{name}-renamed")  # same file, suite, task, setting
-        assert again.status_code == 409 and again.json()["detail"]["existing_id"] == first.json()["id"]
-        assert submit(http, body, model_name=f"d-{name}", setting="cot").status_code == 201  # another setting
+        again = submit(
+            http, body, model_name=f"d-{name}-renamed"
+        )  # same file, suite, task, setting
+        assert (
+            again.status_code == 409 and again.json()["detail"]["existing_id"] == first.json()["id"]
+        )
+        assert (
+            submit(http, body, model_name=f"d-{name}", setting="cot").status_code == 201
+        )  # another setting
     _, other_token = new_user(svc)
-    with svc.http(token=other_token) as http:  # dedup is per owner: another identity may send the same file
+    with svc.http(
+        token=other_token
+    ) as http:  # dedup is per owner: another identity may send the same file
         assert submit(http, body, model_name=f"d2-{name}").status_code == 201
 
 
@@ -154,10 +200,19 @@ def test_idempotency_key_returns_first_answer_once(svc):
     name, token = new_user(svc)
     key = uuid.uuid4().hex
     with svc.http(token=token) as http:
+
         def send(_):
-            return http.post("/api/v1/submissions", headers={"Idempotency-Key": key},
-                             files={"file": ("p.jsonl", unique_predictions("idem"))},
-                             data={"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": f"i-{name}"})
+            return http.post(
+                "/api/v1/submissions",
+                headers={"Idempotency-Key": key},
+                files={"file": ("p.jsonl", unique_predictions("idem"))},
+                data={
+                    "suite": "prefeval",
+                    "task": "mcq",
+                    "setting": "zero_shot",
+                    "model_name": f"i-{name}",
+                },
+            )
 
         with ThreadPoolExecutor(4) as pool:  # concurrent retries with one key
             answers = list(pool.map(send, range(4)))
@@ -174,22 +229,42 @@ def test_idempotency_after_dropped_connection(svc):
     key = uuid.uuid4().hex
     body = unique_predictions("dropped")
     boundary = uuid.uuid4().hex
-    fields = {"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": f"drop-{name}"}
-    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()]
-    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.jsonl"\r\n'
-                 f"Content-Type: application/x-ndjson\r\n\r\n".encode() + body + f"\r\n--{boundary}--\r\n".encode())
+    fields = {
+        "suite": "prefeval",
+        "task": "mcq",
+        "setting": "zero_shot",
+        "model_name": f"drop-{name}",
+    }
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+        for k, v in fields.items()
+    ]
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.jsonl"\r\n'
+        f"Content-Type: application/x-ndjson\r\n\r\n".encode()
+        + body
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     payload = b"".join(parts)
     host, port = svc.base_url.removeprefix("http://").split(":")
-    head = (f"POST /api/v1/submissions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
-            f"Idempotency-Key: {key}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\n"
-            f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n").encode()
+    head = (
+        f"POST /api/v1/submissions HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+        f"Idempotency-Key: {key}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\n"
+        f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+    ).encode()
     with socket.create_connection((host, int(port))) as raw:
         raw.sendall(head + payload)
         raw.shutdown(socket.SHUT_RDWR)  # gone before any answer
-    recorded = wait_until(lambda: records_with(svc, owner=name), timeout=60, what="the dropped upload's record")
+    recorded = wait_until(
+        lambda: records_with(svc, owner=name), timeout=60, what="the dropped upload's record"
+    )
     with svc.http(token=token) as http:
-        retry = http.post("/api/v1/submissions", headers={"Idempotency-Key": key},
-                          files={"file": ("p.jsonl", body)}, data=fields)
+        retry = http.post(
+            "/api/v1/submissions",
+            headers={"Idempotency-Key": key},
+            files={"file": ("p.jsonl", body)},
+            data=fields,
+        )
     assert retry.status_code == 201 and retry.json()["id"] == recorded[0]["id"], retry.text
     assert retry.headers["idempotent-replayed"] == "true"
     assert len(records_with(svc, owner=name)) == 1
@@ -231,14 +306,18 @@ def test_ui_identity_from_hugging_face_profile(tmp_path):
     from submissions.records import SubmissionStore
 
     identities = IdentityStore(SubmissionStore(tmp_path / "s.sqlite3"))
-    profile = gr.OAuthProfile({"preferred_username": "some-researcher", "name": "R", "profile": "", "picture": ""})
+    profile = gr.OAuthProfile(
+        {"preferred_username": "some-researcher", "name": "R", "profile": "", "picture": ""}
+    )
     first = ui_identity(identities, "", profile)
     assert (first.name, first.provider, first.role) == ("hf:some-researcher", "hf", "user")
     assert ui_identity(identities, "", profile) == first  # the same account, the same identity
     with pytest.raises(SubmissionError) as refused:
         ui_identity(identities, "", None)
     assert refused.value.status == 401
-    bad = gr.OAuthProfile({"preferred_username": "evil\u202e", "name": "", "profile": "", "picture": ""})
+    bad = gr.OAuthProfile(
+        {"preferred_username": "evil\u202e", "name": "", "profile": "", "picture": ""}
+    )
     with pytest.raises(SubmissionError):
         ui_identity(identities, "", bad)
 
@@ -278,14 +357,22 @@ def test_operator_actions_need_an_admin(svc):
     _, token = new_user(svc)
     sid = finished_submission(svc, token, "needs-admin")
     with svc.http(token="") as anonymous:
-        assert anonymous.post(f"/api/v1/admin/submissions/{sid}/hide", json={"reason": "x"}).status_code == 401
+        assert (
+            anonymous.post(
+                f"/api/v1/admin/submissions/{sid}/hide", json={"reason": "x"}
+            ).status_code
+            == 401
+        )
     with svc.http(token=token) as user:  # the submitter is no operator, not even of their own row
         refused = user.post(f"/api/v1/admin/submissions/{sid}/hide", json={"reason": "x"})
         assert refused.status_code == 403, refused.text
     with svc.http(token=svc.admin_token) as admin:
         assert act(admin, "hide", sid, expect=422)["detail"]["problems"][0]["field"] == "reason"
         assert act(admin, "hide", "0" * 16, "x", expect=404)
-        assert leaderboard_ids(admin) >= {sid} and not admin.get(f"/api/v1/submissions/{sid}").json()["history"]
+        assert (
+            leaderboard_ids(admin) >= {sid}
+            and not admin.get(f"/api/v1/submissions/{sid}").json()["history"]
+        )
 
 
 def test_hide_unhide_flag_delete_with_audit_log(svc):
@@ -305,27 +392,50 @@ def test_hide_unhide_flag_delete_with_audit_log(svc):
             ids = leaderboard_ids(admin, fmt)
             assert sid not in ids and keep in ids, fmt
         assert sid not in leaderboard_ids(admin, revision=head)
-        assert sid in leaderboard_ids(admin, revision=before)  # versions published before keep it: history
-        assert sid not in {s["id"] for s in admin.get("/api/v1/submissions", params={"limit": 1000}).json()["submissions"]}
+        assert sid in leaderboard_ids(
+            admin, revision=before
+        )  # versions published before keep it: history
+        assert sid not in {
+            s["id"]
+            for s in admin.get("/api/v1/submissions", params={"limit": 1000}).json()["submissions"]
+        }
         act(admin, "hide", sid, "again", expect=409)
     dataset = svc.data_dir / "results-dataset"
-    assert not list(dataset.glob(result_glob(sid))) and not list(dataset.glob(result_glob(sid, "requests")))
+    assert not list(dataset.glob(result_glob(sid))) and not list(
+        dataset.glob(result_glob(sid, "requests"))
+    )
 
     # unhide and flag from the CLI, as the operator on the server
     proc = run_cli("submissions", "unhide", sid, "--actor", "ops-alice", env=svc.env)
     assert proc.returncode == 0, proc.stderr
-    proc = run_cli("submissions", "flag", sid, "--reason", "scores disputed by the authors", "--actor", "ops-alice",
-                   env=svc.env)
+    proc = run_cli(
+        "submissions",
+        "flag",
+        sid,
+        "--reason",
+        "scores disputed by the authors",
+        "--actor",
+        "ops-alice",
+        env=svc.env,
+    )
     assert proc.returncode == 0, proc.stderr
-    wait_until(lambda: list(dataset.glob(result_glob(sid, "requests"))), 30, "the request record published again")
+    wait_until(
+        lambda: list(dataset.glob(result_glob(sid, "requests"))),
+        30,
+        "the request record published again",
+    )
     with svc.http(token="") as anyone:
         assert sid in leaderboard_ids(anyone)
         status = anyone.get(f"/api/v1/submissions/{sid}").json()
-        assert status["visibility"] == "public" and status["flag"] == "scores disputed by the authors"
+        assert (
+            status["visibility"] == "public" and status["flag"] == "scores disputed by the authors"
+        )
         history = anyone.get(f"/api/v1/submissions/{sid}/history").json()["history"]
     assert [(e["action"], e["actor"], e["reason"]) for e in history] == [
-        ("hide", "operator", "copied predictions"), ("unhide", "ops-alice", ""),
-        ("flag", "ops-alice", "scores disputed by the authors")]
+        ("hide", "operator", "copied predictions"),
+        ("unhide", "ops-alice", ""),
+        ("flag", "ops-alice", "scores disputed by the authors"),
+    ]
     assert all(e["at"] for e in history) and status["history"] == history
     cli_history = json.loads(run_cli("submissions", "history", sid, env=svc.env).stdout)
     assert [e["action"] for e in cli_history] == ["hide", "unhide", "flag"]
@@ -333,7 +443,9 @@ def test_hide_unhide_flag_delete_with_audit_log(svc):
     with svc.http(token=svc.admin_token) as admin:
         deleted = act(admin, "delete", sid, "spam")
         assert deleted["submission"]["visibility"] == "deleted"
-        assert sid not in leaderboard_ids(admin, "parquet") and keep in leaderboard_ids(admin, "parquet")
+        assert sid not in leaderboard_ids(admin, "parquet") and keep in leaderboard_ids(
+            admin, "parquet"
+        )
         act(admin, "unhide", sid, expect=409)  # deleted is for good
     assert not list((svc.data_dir / "uploads").glob(f"{sid}*"))
     assert not list((svc.data_dir / "results-dataset").glob(result_glob(sid)))
@@ -348,7 +460,9 @@ def test_cancel_queued_and_running_then_rerun(svc):
         svc.kill_worker(0)
     try:
         with svc.http(token=token) as http, svc.http(token=svc.admin_token) as admin:
-            queued = submit(http, unique_predictions("cancel-queued"), model_name="op-cancel").json()["id"]
+            queued = submit(
+                http, unique_predictions("cancel-queued"), model_name="op-cancel"
+            ).json()["id"]
             act(admin, "cancel", queued, "submitted by mistake")
             assert http.get(f"/api/v1/submissions/{queued}").json()["state"] == "cancelled"
             assert redis.llen("rq:queue:personaboard") == 0
@@ -359,11 +473,21 @@ def test_cancel_queued_and_running_then_rerun(svc):
             svc.start_worker()
             svc.env.pop(FAULT_GATE_ENV)
             svc.wait_workers_registered()
-            running = submit(http, unique_predictions("cancel-running"), model_name="op-cancel").json()["id"]
-            wait_until(lambda: http.get(f"/api/v1/submissions/{running}").json()["state"] == "running", 60, "running")
+            running = submit(
+                http, unique_predictions("cancel-running"), model_name="op-cancel"
+            ).json()["id"]
+            wait_until(
+                lambda: http.get(f"/api/v1/submissions/{running}").json()["state"] == "running",
+                60,
+                "running",
+            )
             act(admin, "cancel", running, "runaway job")
             job = f"submission-{running}"
-            wait_until(lambda: redis.hget(f"rq:job:{job}", "status") in (b"stopped", b"canceled"), 30, "the job to stop")
+            wait_until(
+                lambda: redis.hget(f"rq:job:{job}", "status") in (b"stopped", b"canceled"),
+                30,
+                "the job to stop",
+            )
             assert http.get(f"/api/v1/submissions/{running}").json()["state"] == "cancelled"
             svc.kill_worker(len(svc.workers) - 1)  # the pausing worker
 
@@ -375,7 +499,9 @@ def test_cancel_queued_and_running_then_rerun(svc):
             final = wait_finished(http, running, logs=svc.logs)
             assert final["revision"] and running in leaderboard_ids(http)
             assert [e["action"] for e in final["history"]] == ["cancel", "rerun"]
-            assert http.get(f"/api/v1/submissions/{queued}").json()["state"] == "cancelled"  # never ran
+            assert (
+                http.get(f"/api/v1/submissions/{queued}").json()["state"] == "cancelled"
+            )  # never ran
             assert queued not in leaderboard_ids(http)
     finally:
         svc.env.pop(FAULT_GATE_ENV, None)

@@ -7,6 +7,7 @@ and a clean exit. Addresses stay on 127.0.0.1 (the image listens on 0.0.0.0). No
 building the images, the slim base's packages, and vLLM itself (the GPU worker starts and takes
 jobs without it; a job on it needs CUDA).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,9 @@ import time
 from pathlib import Path
 
 import pytest
+from live_helpers import client, wait_until
 
 from backend import processes
-from live_helpers import client, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
@@ -56,8 +57,16 @@ STAGES = dockerfile_stages()
 def image_command(target: str, data_dir: Path, redis_url: str, extra: dict | None = None):
     stage = STAGES[target]
     argv = [sys.executable if word == "python" else word for word in stage["cmd"]]
-    env = processes.child_env(data_dir, redis_url, extra={**stage["env"], "PERSONABOARD_DATA_DIR": str(data_dir),
-                                                          "PERSONABOARD_REDIS_URL": redis_url, **(extra or {})})
+    env = processes.child_env(
+        data_dir,
+        redis_url,
+        extra={
+            **stage["env"],
+            "PERSONABOARD_DATA_DIR": str(data_dir),
+            "PERSONABOARD_REDIS_URL": redis_url,
+            **(extra or {}),
+        },
+    )
     return argv, env
 
 
@@ -90,7 +99,9 @@ def test_dockerfile_has_the_three_images():
 def external_redis(tmp_path):
     """Redis on another loopback address with a password, as compose's `redis` service is to the
     web container: the supervisor must use it, not start its own."""
-    server = processes.start_redis(processes.free_port(), tmp_path / "redis", host="127.0.0.2", password="pw-for-test")
+    server = processes.start_redis(
+        processes.free_port(), tmp_path / "redis", host="127.0.0.2", password="pw-for-test"
+    )
     try:
         yield f"redis://:pw-for-test@127.0.0.2:{server.port}/0"
     finally:
@@ -102,13 +113,25 @@ def test_web_image_command_serves(tmp_path, external_redis):
     from rq import Worker
 
     port = processes.free_port()
-    assert STAGES["web"]["env"]["PERSONABOARD_WORKERS"] == "0"  # compose runs the workers as their own services
+    assert (
+        STAGES["web"]["env"]["PERSONABOARD_WORKERS"] == "0"
+    )  # compose runs the workers as their own services
     # a Space sets one worker of its own, for uploaded files: the web image has no torch, so only that queue
-    argv, env = image_command("web", tmp_path / "data", external_redis,
-                              {"PERSONABOARD_HOST": "127.0.0.1", "PERSONABOARD_PORT": str(port), "PERSONABOARD_WORKERS": "1"})
+    argv, env = image_command(
+        "web",
+        tmp_path / "data",
+        external_redis,
+        {
+            "PERSONABOARD_HOST": "127.0.0.1",
+            "PERSONABOARD_PORT": str(port),
+            "PERSONABOARD_WORKERS": "1",
+        },
+    )
     log = tmp_path / "web.log"
     with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         base = processes.base_url("127.0.0.1", port)
         processes.wait_http(base, timeout=180, proc=proc, log_path=log)
@@ -117,19 +140,33 @@ def test_web_image_command_serves(tmp_path, external_redis):
             assert http.get("/api/v1/leaderboard").status_code == 200
             assert http.get("/metrics").status_code == 200
         connection = Redis.from_url(external_redis)
-        wait_until(lambda: Worker.all(connection=connection), timeout=120, what="the web image's worker registered")
+        wait_until(
+            lambda: Worker.all(connection=connection),
+            timeout=120,
+            what="the web image's worker registered",
+        )
         assert [w.queue_names() for w in Worker.all(connection=connection)] == [["personaboard"]]
     finally:
         code = stop(proc)
     assert code == 0, log.read_text()[-3000:]
-    assert "using external Redis at 127.0.0.2" in log.read_text() and "pw-for-test" not in log.read_text()
+    assert (
+        "using external Redis at 127.0.0.2" in log.read_text()
+        and "pw-for-test" not in log.read_text()
+    )
 
 
-@pytest.mark.parametrize("target, extra, queues", [
-    # beside the web node (compose's shared volume): its own queue, then the hardware's
-    ("worker-cpu", {}, ["personaboard", "personaboard:cpu"]),
-    ("worker-gpu", {"PERSONABOARD_GPU_MEMORY_GB": "48"}, ["personaboard", "personaboard:gpu-48g", "personaboard:gpu-24g"]),
-])
+@pytest.mark.parametrize(
+    "target, extra, queues",
+    [
+        # beside the web node (compose's shared volume): its own queue, then the hardware's
+        ("worker-cpu", {}, ["personaboard", "personaboard:cpu"]),
+        (
+            "worker-gpu",
+            {"PERSONABOARD_GPU_MEMORY_GB": "48"},
+            ["personaboard", "personaboard:gpu-48g", "personaboard:gpu-24g"],
+        ),
+    ],
+)
 def test_worker_image_command_joins_the_queue(tmp_path, redis_server, target, extra, queues):
     from redis import Redis
     from rq import Worker
@@ -137,36 +174,65 @@ def test_worker_image_command_joins_the_queue(tmp_path, redis_server, target, ex
     argv, env = image_command(target, tmp_path / "data", redis_server, extra)
     log = tmp_path / f"{target}.log"
     with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         connection = Redis.from_url(redis_server)
 
         def listening() -> bool:  # registered and idle: its signal handlers are in place
             assert proc.poll() is None, log.read_text()[-3000:]
-            return any(w.pid == proc.pid and w.get_state() == "idle" for w in Worker.all(connection=connection))
+            return any(
+                w.pid == proc.pid and w.get_state() == "idle"
+                for w in Worker.all(connection=connection)
+            )
 
-        wait_until(listening, timeout=120, what=f"{target} registered with the queue and idle", interval=0.2)
+        wait_until(
+            listening,
+            timeout=120,
+            what=f"{target} registered with the queue and idle",
+            interval=0.2,
+        )
         worker = next(w for w in Worker.all(connection=connection) if w.pid == proc.pid)
         assert worker.queue_names() == queues
     finally:
         code = stop(proc)
     assert code == 0, log.read_text()[-3000:]
     deadline = time.monotonic() + 10
-    while any(w.pid == proc.pid for w in Worker.all(connection=connection)) and time.monotonic() < deadline:
+    while (
+        any(w.pid == proc.pid for w in Worker.all(connection=connection))
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.1)
-    assert not any(w.pid == proc.pid for w in Worker.all(connection=connection))  # it left the queue cleanly
+    assert not any(
+        w.pid == proc.pid for w in Worker.all(connection=connection)
+    )  # it left the queue cleanly
 
 
-@pytest.mark.parametrize("target, extra, message", [
-    # a GPU image on a machine without a GPU, and no memory given: refused, not guessed
-    ("worker-gpu", {"PERSONABOARD_GPU_MEMORY_GB": ""}, "found no CUDA device"),
-    # on another machine (shares only Redis and the Hub) a worker needs the Hub results repo
-    ("worker-cpu", {"PERSONABOARD_WORKER_REMOTE": "1", "PERSONABOARD_RESULTS_REPO": ""}, "publishes to the Hub"),
-    # offline mode is for a local results folder only
-    ("worker-cpu", {"PERSONABOARD_RESULTS_REPO": "org/results", "HF_TOKEN": "hf_x", "HF_HUB_OFFLINE": "1"},
-     "HF_HUB_OFFLINE is on"),
-    ("web", {"PERSONABOARD_RESULTS_REPO": "org/results", "HF_TOKEN": "hf_x", "HF_HUB_OFFLINE": "1"}, "HF_HUB_OFFLINE is on"),
-])
+@pytest.mark.parametrize(
+    "target, extra, message",
+    [
+        # a GPU image on a machine without a GPU, and no memory given: refused, not guessed
+        ("worker-gpu", {"PERSONABOARD_GPU_MEMORY_GB": ""}, "found no CUDA device"),
+        # on another machine (shares only Redis and the Hub) a worker needs the Hub results repo
+        (
+            "worker-cpu",
+            {"PERSONABOARD_WORKER_REMOTE": "1", "PERSONABOARD_RESULTS_REPO": ""},
+            "publishes to the Hub",
+        ),
+        # offline mode is for a local results folder only
+        (
+            "worker-cpu",
+            {"PERSONABOARD_RESULTS_REPO": "org/results", "HF_TOKEN": "hf_x", "HF_HUB_OFFLINE": "1"},
+            "HF_HUB_OFFLINE is on",
+        ),
+        (
+            "web",
+            {"PERSONABOARD_RESULTS_REPO": "org/results", "HF_TOKEN": "hf_x", "HF_HUB_OFFLINE": "1"},
+            "HF_HUB_OFFLINE is on",
+        ),
+    ],
+)
 def test_image_refuses_a_configuration_that_cannot_work(tmp_path, target, extra, message):
     argv, env = image_command(target, tmp_path / "data", "redis://127.0.0.1:1/0", extra)
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -1,5 +1,6 @@
 """A tiny random model through PrefEval's new tasks: mcq_turns (n/a by window, RAG over the whole
 conversation) and open_ended (generation, self-critic, the four judge checks with a tiny judge)."""
+
 from __future__ import annotations
 
 import sys
@@ -21,7 +22,9 @@ from evaluator.suites.prefeval import open_ended  # noqa: E402
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    folder = build_tiny_model(tmp_path_factory.mktemp("tiny-prefeval") / "gen", "generative", seed=21)
+    folder = build_tiny_model(
+        tmp_path_factory.mktemp("tiny-prefeval") / "gen", "generative", seed=21
+    )
     return load_backend(ModelSpec("tiny-gen", str(folder), "generative", "r0"), device="cpu")
 
 
@@ -48,7 +51,9 @@ def test_mcq_turns_rag_fits_any_window(tiny):
 @pytest.mark.parametrize("setting", ["self_critic"])  # its first step is the zero-shot answer
 def test_open_ended_generation_judged_by_four_checks(tiny, setting):
     task = get_task("prefeval", "open_ended")
-    run = run_model(task, setting, tiny, limit=1)  # three 300-token generations, then four judge calls
+    run = run_model(
+        task, setting, tiny, limit=1
+    )  # three 300-token generations, then four judge calls
     assert run.stats["protocol"] == "generate_parse" and len(run.answers) == 1
     judge = Judge("tiny-judge", "r0", tiny)
     result = score_answers(task, run.split, run.answers, judge)
@@ -66,6 +71,8 @@ def test_circular_protocol_through_a_model_run(tiny):
     assert set(circular.answers) == set(plain.answers)
     # an item counts only where all four rotations agree, so circular can only take away correct answers
     gold = {item.id: item.gold for item in circular.split.items}
-    assert sum(circular.answers[i] == gold[i] for i in gold) <= sum(plain.answers[i] == gold[i] for i in gold)
+    assert sum(circular.answers[i] == gold[i] for i in gold) <= sum(
+        plain.answers[i] == gold[i] for i in gold
+    )
     agreed = [a for a in circular.answers.values() if a is not None]
     assert all(a in "ABCD" for a in agreed)

@@ -10,6 +10,7 @@ Figures (run with -s to see them): labels recovered per 100 probing uploads, bef
 The rows of the hidden split also carry a gold canary in a gold-only field (tests/conftest.py
 checks that it never appears in a response or log of the whole test run).
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,17 @@ def hidden_fixture(folder: Path, public: bool) -> dict[str, str]:
         votes = [rng.choice(("YES", "NO")) for _ in range(3)]
         item_id = f"h{i:03d}"
         gold[item_id] = "YES" if votes.count("YES") >= 2 else "NO"
-        lines.append(json.dumps({"id": item_id, "prompt": f"Prompt {i}: plan a weekend.", "attribute": f"Attribute {i}.",
-                                 "votes": votes, "annotator_note": GOLD_CANARY}))
+        lines.append(
+            json.dumps(
+                {
+                    "id": item_id,
+                    "prompt": f"Prompt {i}: plan a weekend.",
+                    "attribute": f"Attribute {i}.",
+                    "votes": votes,
+                    "annotator_note": GOLD_CANARY,
+                }
+            )
+        )
     (folder / "relevance.jsonl").write_text("\n".join(lines) + "\n")
     return gold
 
@@ -63,8 +73,11 @@ def install(svc, folder: Path) -> None:
 
 def upload(http: httpx.Client, answers: dict[str, str], model_name: str) -> dict:
     body = "".join(json.dumps({"id": i, "answer": a}) + "\n" for i, a in answers.items()).encode()
-    response = http.post("/api/v1/submissions", files={"file": ("p.jsonl", body, "application/x-ndjson")},
-                         data={"suite": SUITE, "task": TASK, "setting": "zero_shot", "model_name": model_name})
+    response = http.post(
+        "/api/v1/submissions",
+        files={"file": ("p.jsonl", body, "application/x-ndjson")},
+        data={"suite": SUITE, "task": TASK, "setting": "zero_shot", "model_name": model_name},
+    )
     assert response.status_code == 201, response.text
     final = wait_state(http, response.json()["id"], timeout=120)
     assert final["state"] == "finished", final
@@ -91,8 +104,13 @@ def flip_one_attack(http: httpx.Client, gold: dict[str, str], model_name: str) -
         inferred = "YES" if score > base else "NO"
         recovered += inferred == gold[item_id]
         wrong += inferred != gold[item_id]
-    return {"uploads": PROBES, "recovered": recovered, "wrong": wrong,
-            "per_100_uploads": 100 * recovered / PROBES, "baseline_accuracy": base}
+    return {
+        "uploads": PROBES,
+        "recovered": recovered,
+        "wrong": wrong,
+        "per_100_uploads": 100 * recovered / PROBES,
+        "baseline_accuracy": base,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -113,19 +131,28 @@ def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path)
         assert hidden_fixture(tmp_path / "hidden-split", public=False) == gold
         install(svc, tmp_path / "hidden-split")
         suite = {s["name"]: s for s in http.get("/api/v1/suites").json()["suites"]}[SUITE]
-        assert suite["split"]["visibility"] == "hidden" and "Ladder" in suite["split"]["visibility_note"]
+        assert (
+            suite["split"]["visibility"] == "hidden"
+            and "Ladder" in suite["split"]["visibility_note"]
+        )
         after = flip_one_attack(http_after, gold, "prober-after")
 
         # what the public sees of the hidden split: the released baseline only, rounded, large tiers only
         rows = http.get("/api/v1/leaderboard", params={"suite": SUITE, "task": TASK}).json()
         mine = [r for r in rows if r["model_name"] == "prober-after"]
         assert len(mine) == 1, mine  # the withheld probes published nothing
-        assert round(mine[0]["total"] / 0.1, 9) == round(mine[0]["total"] / 0.1)  # on the 0.1 grid (n=200)
+        assert round(mine[0]["total"] / 0.1, 9) == round(
+            mine[0]["total"] / 0.1
+        )  # on the 0.1 grid (n=200)
 
-    print(f"\nflip-one-answer probing, {N_ITEMS}-item split, {PROBES} probing uploads per phase:"
-          f"\n  before (exact scores): {before['recovered']} labels recovered ({before['per_100_uploads']:.0f} per 100 uploads),"
-          f" {before['wrong']} wrong"
-          f"\n  after (Ladder, hidden): {after['recovered']} labels recovered ({after['per_100_uploads']:.0f} per 100 uploads),"
-          f" {after['wrong']} wrong; every other label is a guess")
-    assert before["recovered"] == PROBES and before["wrong"] == 0  # exact scores: one label per upload
+    print(
+        f"\nflip-one-answer probing, {N_ITEMS}-item split, {PROBES} probing uploads per phase:"
+        f"\n  before (exact scores): {before['recovered']} labels recovered ({before['per_100_uploads']:.0f} per 100 uploads),"
+        f" {before['wrong']} wrong"
+        f"\n  after (Ladder, hidden): {after['recovered']} labels recovered ({after['per_100_uploads']:.0f} per 100 uploads),"
+        f" {after['wrong']} wrong; every other label is a guess"
+    )
+    assert (
+        before["recovered"] == PROBES and before["wrong"] == 0
+    )  # exact scores: one label per upload
     assert after["recovered"] == 0 and after["wrong"] == 0  # the Ladder: no probe released anything

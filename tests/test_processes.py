@@ -1,4 +1,5 @@
 """Tests of the process plumbing: redis-server, RQ workers, stop/kill by PID, the supervisor."""
+
 from __future__ import annotations
 
 import os
@@ -12,22 +13,19 @@ from pathlib import Path
 
 import pytest
 import redis
+from live_helpers import cmdline, descendants, pgid, wait_until
 from rq import Queue, Worker
 
 from backend import processes
 from backend.redis_server import RedisServerError, find_redis_server
 from backend.settings import QUEUE_NAME
-from live_helpers import cmdline, descendants, pgid, wait_until
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HAVE_APP = (PROJECT_ROOT / "backend" / "app.py").exists()
 
 
-
-
-
-
 # --- redis-server ---------------------------------------------------------------------------
+
 
 def test_redis_binary_found_and_answers_ping(redis_server):
     binary = find_redis_server()
@@ -67,7 +65,9 @@ def test_redis_binds_loopback_and_needs_a_password_elsewhere(tmp_path):
         processes.start_redis(processes.free_port(), tmp_path / "exposed", host="0.0.0.0")
     # with a password: clients without it are refused; the password is not on the command line
     secret = 'pw "with" \\ quotes'
-    server = processes.start_redis(processes.free_port(), tmp_path / "locked", host="0.0.0.0", password=secret)
+    server = processes.start_redis(
+        processes.free_port(), tmp_path / "locked", host="0.0.0.0", password=secret
+    )
     try:
         assert server.client().ping()
         assert server.client().config_get("bind")["bind"] == "0.0.0.0"
@@ -130,6 +130,7 @@ def test_aof_survives_sigkill(tmp_path):
 
 # --- workers --------------------------------------------------------------------------------
 
+
 def _worker_pids(url: str) -> set[int]:
     return {w.pid for w in Worker.all(connection=redis.Redis.from_url(url))}
 
@@ -142,7 +143,10 @@ def test_child_env(tmp_path):
     assert env["HF_HUB_DISABLE_TELEMETRY"] == "1"
     # Offline or not is the caller's choice: the service no longer forces it (Hub ids must resolve).
     assert "HF_HUB_OFFLINE" not in env
-    assert processes.child_env(tmp_path, "redis://x", base={"HF_HUB_OFFLINE": "1"})["HF_HUB_OFFLINE"] == "1"
+    assert (
+        processes.child_env(tmp_path, "redis://x", base={"HF_HUB_OFFLINE": "1"})["HF_HUB_OFFLINE"]
+        == "1"
+    )
     assert env["PYTHONPATH"].split(os.pathsep) == [str(PROJECT_ROOT), "/x"]
 
 
@@ -151,10 +155,17 @@ def test_worker_registers_runs_a_job_and_stops(redis_server, service_env, tmp_pa
     worker = processes.start_worker(redis_server, service_env, log_path=log)
     try:
         assert os.getpgid(worker.pid) == worker.pid  # its own process group
-        wait_until(lambda: worker.pid in _worker_pids(redis_server), 60, f"worker registration; log:\n{log.read_text()}")
+        wait_until(
+            lambda: worker.pid in _worker_pids(redis_server),
+            60,
+            f"worker registration; log:\n{log.read_text()}",
+        )
         conn = redis.Redis.from_url(redis_server)
         (registered,) = [w for w in Worker.all(connection=conn) if w.pid == worker.pid]
-        assert registered.queue_names() == [QUEUE_NAME, f"{QUEUE_NAME}:cpu"]  # the web node's queue, then CPU jobs
+        assert registered.queue_names() == [
+            QUEUE_NAME,
+            f"{QUEUE_NAME}:cpu",
+        ]  # the web node's queue, then CPU jobs
 
         job = Queue(QUEUE_NAME, connection=conn).enqueue("math.sqrt", 16.0)
         wait_until(lambda: job.get_status(refresh=True).value == "finished", 60, "job to finish")
@@ -172,7 +183,11 @@ def test_kill_group_kills_worker_and_work_horse(redis_server, service_env, tmp_p
     try:
         conn = redis.Redis.from_url(redis_server)
         job = Queue(QUEUE_NAME, connection=conn).enqueue("time.sleep", 120, job_timeout=300)
-        wait_until(lambda: job.get_status(refresh=True).value == "started", 60, f"job start; log:\n{log.read_text()}")
+        wait_until(
+            lambda: job.get_status(refresh=True).value == "started",
+            60,
+            f"job start; log:\n{log.read_text()}",
+        )
         horses = wait_until(lambda: descendants(worker.pid), 10, "the work-horse")
         processes.kill_group(worker)
         assert worker.returncode == -signal.SIGKILL
@@ -192,7 +207,9 @@ def test_stop_process_escalates_to_sigkill_for_process_and_group(tmp_path):
         time.sleep(120)
     """)
     proc = processes._popen([sys.executable, "-c", script], None, tmp_path / "stubborn.log")
-    child_pid = int(wait_until(lambda: (tmp_path / "stubborn.log").read_text().strip(), 20, "child pid"))
+    child_pid = int(
+        wait_until(lambda: (tmp_path / "stubborn.log").read_text().strip(), 20, "child pid")
+    )
     assert processes.pid_alive(proc.pid) and processes.pid_alive(child_pid)
 
     t0 = time.monotonic()
@@ -204,7 +221,9 @@ def test_stop_process_escalates_to_sigkill_for_process_and_group(tmp_path):
 
 
 def test_stop_process_graceful_exit_code(tmp_path):
-    proc = processes._popen([sys.executable, "-c", "import time; time.sleep(120)"], None, tmp_path / "x.log")
+    proc = processes._popen(
+        [sys.executable, "-c", "import time; time.sleep(120)"], None, tmp_path / "x.log"
+    )
     assert processes.stop_process(proc, timeout=10) == -signal.SIGTERM
     assert processes.stop_process(proc) == -signal.SIGTERM  # idempotent
     assert processes.stop_process(None) is None
@@ -212,7 +231,7 @@ def test_stop_process_graceful_exit_code(tmp_path):
 
 # --- the supervisor -------------------------------------------------------------------------
 
-STUB_APP = '''
+STUB_APP = """
 from fastapi import FastAPI
 
 def create_app():
@@ -223,13 +242,15 @@ def create_app():
         return {"ok": True}
 
     return app
-'''
+"""
 
 
 @pytest.mark.parametrize("app", ["stub", "real"])
 def test_serve_starts_restarts_workers_and_stops_everything_on_sigint(app, tmp_path):
     if app == "real" and not HAVE_APP:
-        pytest.skip("backend/app.py does not exist yet (the supervisor is also tested with a stub app)")
+        pytest.skip(
+            "backend/app.py does not exist yet (the supervisor is also tested with a stub app)"
+        )
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERSONABOARD_")}
     env.update(
         PERSONABOARD_DATA_DIR=str(tmp_path / "data"),
@@ -247,8 +268,12 @@ def test_serve_starts_restarts_workers_and_stops_everything_on_sigint(app, tmp_p
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         serve = subprocess.Popen(
-            [sys.executable, "-m", "backend.serve"], cwd=PROJECT_ROOT, env=env,
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [sys.executable, "-m", "backend.serve"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     base = processes.base_url("127.0.0.1", int(env["PERSONABOARD_PORT"]))
     redis_url = f"redis://127.0.0.1:{env['PERSONABOARD_REDIS_PORT']}/0"
@@ -258,7 +283,9 @@ def test_serve_starts_restarts_workers_and_stops_everything_on_sigint(app, tmp_p
         conn.set("kept-across-restarts", "yes")
 
         def worker_pids():  # group leaders only: a worker forks its scheduler and work-horses
-            return {p for p in descendants(serve.pid) if "rq.cli worker" in cmdline(p) and pgid(p) == p}
+            return {
+                p for p in descendants(serve.pid) if "rq.cli worker" in cmdline(p) and pgid(p) == p
+            }
 
         workers = wait_until(lambda: (w := worker_pids()) and len(w) == 2 and w, 60, "2 workers")
         wait_until(lambda: workers <= _worker_pids(redis_url), 60, "workers registered")
@@ -266,8 +293,11 @@ def test_serve_starts_restarts_workers_and_stops_everything_on_sigint(app, tmp_p
         # A worker killed from outside (with its whole group) is restarted by the supervisor.
         victim = min(workers)
         os.killpg(victim, signal.SIGKILL)
-        wait_until(lambda: len(worker_pids() - workers) == 1 and len(worker_pids()) == 2, 30,
-                   f"replacement worker; log:\n{log.read_text()}")
+        wait_until(
+            lambda: len(worker_pids() - workers) == 1 and len(worker_pids()) == 2,
+            30,
+            f"replacement worker; log:\n{log.read_text()}",
+        )
         assert "restarted as pid" in log.read_text()
 
         children = descendants(serve.pid)

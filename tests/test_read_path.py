@@ -1,14 +1,15 @@
 """The read path through the live service: a publish from another process (as a worker does) is
 seen by the very next request, and the leaderboard revalidates with ETag / If-None-Match; /metrics
 is Prometheus text and moves when a job runs."""
+
 from __future__ import annotations
 
 import pytest
+from board_fixture import minimal_record
+from live_helpers import explicit_only, submit_ok, wait_finished
 from prometheus_client.parser import text_string_to_metric_families
 
-from board_fixture import minimal_record
 from leaderboard.store import LocalDatasetStore
-from live_helpers import explicit_only, submit_ok, wait_finished
 
 LEADERBOARD = "/api/v1/leaderboard"
 
@@ -20,7 +21,9 @@ def service(module_live_service):
 
 @pytest.fixture
 def store(service):
-    return LocalDatasetStore(service.data_dir / "results-dataset")  # this process publishes, like a worker
+    return LocalDatasetStore(
+        service.data_dir / "results-dataset"
+    )  # this process publishes, like a worker
 
 
 def ids(response) -> set[str]:
@@ -53,11 +56,18 @@ def test_etag_revalidation_gives_304_until_a_publish(service, store):
 
         again = http.get(LEADERBOARD, params=params, headers={"If-None-Match": etag})
         assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
-        listed = http.get(LEADERBOARD, params=params, headers={"If-None-Match": f'"other", W/{etag}'})
+        listed = http.get(
+            LEADERBOARD, params=params, headers={"If-None-Match": f'"other", W/{etag}'}
+        )
         assert listed.status_code == 304
-        csv = http.get(LEADERBOARD, params={**params, "format": "csv"}, headers={"If-None-Match": etag})
+        csv = http.get(
+            LEADERBOARD, params={**params, "format": "csv"}, headers={"If-None-Match": etag}
+        )
         assert csv.status_code == 200 and csv.headers["etag"] != etag  # another representation
-        assert http.get(LEADERBOARD, params=params, headers={"If-None-Match": '"stale"'}).status_code == 200
+        assert (
+            http.get(LEADERBOARD, params=params, headers={"If-None-Match": '"stale"'}).status_code
+            == 200
+        )
 
         store.publish(minimal_record("readpath-etag", 0.9))
         changed = http.get(LEADERBOARD, params=params, headers={"If-None-Match": etag})
@@ -68,17 +78,27 @@ def test_etag_revalidation_gives_304_until_a_publish(service, store):
         pinned = http.get(LEADERBOARD, params={**params, "revision": revision})
         assert pinned.status_code == 200 and "readpath-etag" not in ids(pinned)
         assert "immutable" in pinned.headers["cache-control"] and pinned.headers["etag"] == etag
-        assert http.get(LEADERBOARD, params={**params, "revision": revision},
-                        headers={"If-None-Match": etag}).status_code == 304
+        assert (
+            http.get(
+                LEADERBOARD,
+                params={**params, "revision": revision},
+                headers={"If-None-Match": etag},
+            ).status_code
+            == 304
+        )
         missing = http.get(LEADERBOARD, params={"revision": "0" * 40})
-        assert missing.status_code == 404 and "unknown revision" in missing.json()["detail"]["message"]
+        assert (
+            missing.status_code == 404 and "unknown revision" in missing.json()["detail"]["message"]
+        )
 
 
 def scrape(http) -> dict[tuple[str, tuple], float]:
     response = http.get("/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     samples = {}
-    for family in text_string_to_metric_families(response.text):  # raises on anything not Prometheus text
+    for family in text_string_to_metric_families(
+        response.text
+    ):  # raises on anything not Prometheus text
         for sample in family.samples:
             samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
     return samples
@@ -98,10 +118,22 @@ def test_metrics_parse_and_move_when_a_job_runs(service):
         wait_finished(http, sid, logs=service.logs)
         after = scrape(http)
         assert after[finished] == before[finished] + 1
-        assert after[job_count] == before[job_count] + 1 and after[publish_count] == before[publish_count] + 1
-        assert after[("personaboard_job_duration_seconds_sum", ())] > before[("personaboard_job_duration_seconds_sum", ())]
-        assert after[("personaboard_queue_jobs", (("queue", "personaboard"), ("state", "queued")))] == 0
-        assert after[("personaboard_job_duration_seconds_bucket", (("le", "+Inf"),))] == after[job_count]
+        assert (
+            after[job_count] == before[job_count] + 1
+            and after[publish_count] == before[publish_count] + 1
+        )
+        assert (
+            after[("personaboard_job_duration_seconds_sum", ())]
+            > before[("personaboard_job_duration_seconds_sum", ())]
+        )
+        assert (
+            after[("personaboard_queue_jobs", (("queue", "personaboard"), ("state", "queued")))]
+            == 0
+        )
+        assert (
+            after[("personaboard_job_duration_seconds_bucket", (("le", "+Inf"),))]
+            == after[job_count]
+        )
 
 
 def test_cached_bodies_answer_like_the_route_plain_or_gzipped(service, store):
@@ -109,28 +141,53 @@ def test_cached_bodies_answer_like_the_route_plain_or_gzipped(service, store):
     response the route gave: body, ETag, headers; gzip only for clients that accept it."""
     store.publish(minimal_record("readpath-fast", 0.4))
     with service.http() as http:
-        for params in ({"suite": "prefeval"}, {"format": "csv"}, {"suite": "prefeval", "task": "mcq", "tier": "explicit"}):
+        for params in (
+            {"suite": "prefeval"},
+            {"format": "csv"},
+            {"suite": "prefeval", "task": "mcq", "tier": "explicit"},
+        ):
             for encoding in ("identity", "gzip"):
-                first, second = (http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": encoding})
-                                 for _ in range(2))
+                first, second = (
+                    http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": encoding})
+                    for _ in range(2)
+                )
                 assert first.status_code == second.status_code == 200
                 assert first.content == second.content  # (httpx decompresses gzip)
-                for name in ("etag", "content-type", "content-encoding", "content-disposition", "cache-control",
-                             "x-results-revision", "vary"):
+                for name in (
+                    "etag",
+                    "content-type",
+                    "content-encoding",
+                    "content-disposition",
+                    "cache-control",
+                    "x-results-revision",
+                    "vary",
+                ):
                     assert first.headers.get(name) == second.headers.get(name), name
                 assert (first.headers.get("content-encoding") == "gzip") == (encoding == "gzip")
             plain = http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": "identity"})
             packed = http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": "gzip;q=1"})
-            assert plain.content == packed.content and plain.headers["etag"] != packed.headers["etag"]
+            assert (
+                plain.content == packed.content and plain.headers["etag"] != packed.headers["etag"]
+            )
             refused = http.get(LEADERBOARD, params=params, headers={"Accept-Encoding": "gzip;q=0"})
             assert refused.headers.get("content-encoding") is None
-            assert http.get(LEADERBOARD, params=params, headers={"If-None-Match": packed.headers["etag"],
-                                                                 "Accept-Encoding": "gzip"}).status_code == 304
+            assert (
+                http.get(
+                    LEADERBOARD,
+                    params=params,
+                    headers={"If-None-Match": packed.headers["etag"], "Accept-Encoding": "gzip"},
+                ).status_code
+                == 304
+            )
         # what the fast path must leave to the route: validation, and parameters it does not know
         assert http.get(LEADERBOARD, params={"format": "xml"}).status_code == 422
-        assert "readpath-fast" in ids(http.get(LEADERBOARD, params={"suite": "prefeval", "unknown": "1"}))
+        assert "readpath-fast" in ids(
+            http.get(LEADERBOARD, params={"suite": "prefeval", "unknown": "1"})
+        )
         repeated = http.get(LEADERBOARD + "?suite=nothing&suite=prefeval")
-        assert repeated.status_code == 200 and "readpath-fast" in ids(repeated)  # as FastAPI reads it: the last
+        assert repeated.status_code == 200 and "readpath-fast" in ids(
+            repeated
+        )  # as FastAPI reads it: the last
 
 
 def test_json_comes_in_pages_csv_stays_complete(service, store):
@@ -143,7 +200,10 @@ def test_json_comes_in_pages_csv_stays_complete(service, store):
         params = {"suite": "prefeval"}
         download = http.get(LEADERBOARD, params={**params, "format": "csv"})
         complete = [row["submission_id"] for row in csv.DictReader(io.StringIO(download.text))]
-        assert int(download.headers["x-total-count"]) == len(complete) >= 5 and "link" not in download.headers
+        assert (
+            int(download.headers["x-total-count"]) == len(complete) >= 5
+            and "link" not in download.headers
+        )
 
         # walk the pages by their Link headers: every row once, in the download's order
         walked, etags, url = [], set(), http.get(LEADERBOARD, params={**params, "limit": 2}).url
@@ -163,8 +223,15 @@ def test_json_comes_in_pages_csv_stays_complete(service, store):
 
         whole = http.get(LEADERBOARD)  # no limit: the first DEFAULT_PAGE_ROWS rows
         assert len(whole.json()) == min(100, int(whole.headers["x-total-count"]))
-        for bad in ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"limit": "x"}, {"format": "csv", "limit": 2},
-                    {"format": "parquet", "offset": 5}, {"complete": "true", "limit": 5}):
+        for bad in (
+            {"limit": 0},
+            {"limit": 1001},
+            {"offset": -1},
+            {"limit": "x"},
+            {"format": "csv", "limit": 2},
+            {"format": "parquet", "offset": 5},
+            {"complete": "true", "limit": 5},
+        ):
             refused = http.get(LEADERBOARD, params=bad)
             assert refused.status_code == 422, bad
             assert "limit" in refused.text or "offset" in refused.text
@@ -175,14 +242,25 @@ def test_the_json_download_is_the_whole_table_past_one_page(service, store):
     import csv
     import io
 
-    store.sync_group("readpath-bulk-", [minimal_record(f"readpath-bulk-{i:03d}", i / 1000) for i in range(120)],
-                     "120 rows: more than one JSON page")
+    store.sync_group(
+        "readpath-bulk-",
+        [minimal_record(f"readpath-bulk-{i:03d}", i / 1000) for i in range(120)],
+        "120 rows: more than one JSON page",
+    )
     with service.http() as http:
         download = http.get(LEADERBOARD, params={"format": "csv"})
         every = [row["submission_id"] for row in csv.DictReader(io.StringIO(download.text))]
-        assert len(every) > 120 and len(http.get(LEADERBOARD).json()) == 100  # the API's default page
+        assert (
+            len(every) > 120 and len(http.get(LEADERBOARD).json()) == 100
+        )  # the API's default page
         for _ in range(2):  # the route, then the fast path
             downloaded = http.get(LEADERBOARD, params={"complete": "true"})
-            assert downloaded.status_code == 200 and [row["submission_id"] for row in downloaded.json()] == every
-            assert "link" not in downloaded.headers and "attachment" in downloaded.headers["content-disposition"]
+            assert (
+                downloaded.status_code == 200
+                and [row["submission_id"] for row in downloaded.json()] == every
+            )
+            assert (
+                "link" not in downloaded.headers
+                and "attachment" in downloaded.headers["content-disposition"]
+            )
             assert int(downloaded.headers["x-total-count"]) == len(every)

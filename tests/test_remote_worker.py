@@ -9,12 +9,12 @@ into its records. A second run is hidden by an operator while it runs there: it 
 (the worker withholds it and the web node keeps it), and unhide publishes it. Then the worker is
 drained: it stops, and the worker list no longer shows it.
 """
+
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -44,12 +44,16 @@ def upload(hub_url: str, repo_id: str, folder: Path, repo_type: str, private: bo
     import huggingface_hub.constants
     from huggingface_hub import HfApi
 
-    offline, huggingface_hub.constants.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE, False
+    offline, huggingface_hub.constants.HF_HUB_OFFLINE = (
+        huggingface_hub.constants.HF_HUB_OFFLINE,
+        False,
+    )
     try:
         api = HfApi(endpoint=hub_url, token=TEST_TOKEN)
         api.create_repo(repo_id, repo_type=repo_type, private=private)
-        return api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type=repo_type,
-                                 commit_message="upload").oid
+        return api.upload_folder(
+            repo_id=repo_id, folder_path=str(folder), repo_type=repo_type, commit_message="upload"
+        ).oid
     finally:
         huggingface_hub.constants.HF_HUB_OFFLINE = offline
 
@@ -57,16 +61,29 @@ def upload(hub_url: str, repo_id: str, folder: Path, repo_type: str, private: bo
 @pytest.fixture
 def hub_env(hub_server, tmp_path, monkeypatch):
     """What every node gets: the Hub (online), a token, the results repo."""
-    env = {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub_server.url, "HF_TOKEN": TEST_TOKEN,
-           "PERSONABOARD_RESULTS_REPO": RESULTS_REPO, "PERSONABOARD_RESULTS_PRIVATE": "1"}
+    env = {
+        "HF_HUB_OFFLINE": "0",
+        "HF_ENDPOINT": hub_server.url,
+        "HF_TOKEN": TEST_TOKEN,
+        "PERSONABOARD_RESULTS_REPO": RESULTS_REPO,
+        "PERSONABOARD_RESULTS_PRIVATE": "1",
+    }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "web-hf-home"))
     return env
 
 
-def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, tmp_path, start_service):
-    upload(hub_server.url, MODEL_REPO, build_tiny_model(tmp_path / "tiny", "generative", seed=5), "model", private=False)
+def test_remote_worker_runs_a_hub_model_on_a_private_split(
+    hub_server, hub_env, tmp_path, start_service
+):
+    upload(
+        hub_server.url,
+        MODEL_REPO,
+        build_tiny_model(tmp_path / "tiny", "generative", seed=5),
+        "model",
+        private=False,
+    )
     split_sha = upload(hub_server.url, SPLIT_REPO, SPLIT_FIXTURE, "dataset", private=True)
 
     svc = start_service(tmp_path / "web", n_workers=0)  # the web node runs no worker of its own
@@ -79,17 +96,42 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
         assert json.loads(installed.stdout)["revision"] == split_sha  # pinned to the commit
 
         # the other machine: its own data folder and HF cache; Redis URL, token and repo only
-        gate = tmp_path / "remote" / "gate"  # a job waits at the start until it exists (submissions/jobs.py)
+        gate = (
+            tmp_path / "remote" / "gate"
+        )  # a job waits at the start until it exists (submissions/jobs.py)
         gate.touch()
-        remote_env = processes.child_env(remote_dir, svc.redis_url, extra={
-            **hub_env, "HF_HOME": str(tmp_path / "remote" / "hf-home"), FAULT_GATE_ENV: str(gate)})
+        remote_env = processes.child_env(
+            remote_dir,
+            svc.redis_url,
+            extra={
+                **hub_env,
+                "HF_HOME": str(tmp_path / "remote" / "hf-home"),
+                FAULT_GATE_ENV: str(gate),
+            },
+        )
         log = tmp_path / "remote" / "worker.log"
         with open(log, "ab") as out:
-            worker = subprocess.Popen([sys.executable, "-m", "backend.cli", "worker", "--hardware", "cpu", "--name", WORKER],
-                                      cwd=ROOT, env=remote_env, stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, start_new_session=True)
+            worker = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "backend.cli",
+                    "worker",
+                    "--hardware",
+                    "cpu",
+                    "--name",
+                    WORKER,
+                ],
+                cwd=ROOT,
+                env=remote_env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
         with svc.http(timeout=60) as http:  # submits as the fixture user "tester"
+
             def registered():
                 listed = {w["name"]: w for w in http.get("/api/v1/workers").json()["workers"]}
                 return listed.get(WORKER)
@@ -97,68 +139,131 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
             shown = wait_until(registered, 120, "the remote worker to register")
             assert shown["queues"] == ["personaboard:cpu"] and shown["last_heartbeat"]
 
-            answer = http.post("/api/v1/submissions", json={
-                "model": MODEL_REPO, "suite": "recentering", "task": "relevance", "setting": "zero_shot",
-                "protocol": "choice_logprobs"})
+            answer = http.post(
+                "/api/v1/submissions",
+                json={
+                    "model": MODEL_REPO,
+                    "suite": "recentering",
+                    "task": "relevance",
+                    "setting": "zero_shot",
+                    "protocol": "choice_logprobs",
+                },
+            )
             assert answer.status_code == 201, answer.text
             sid = answer.json()["id"]
             assert answer.json()["details"]["model"]["source"] == "hub"
-            assert http.get(f"/api/v1/submissions/{sid}").json()["queue"] in ("personaboard:cpu", None)
+            assert http.get(f"/api/v1/submissions/{sid}").json()["queue"] in (
+                "personaboard:cpu",
+                None,
+            )
 
-            final = wait_finished(http, sid, timeout=300, logs=lambda: log.read_text()[-4000:] + svc.logs())
-            assert final["attempts"] == 1 and final["progress"]["done"] == final["progress"]["total"] == 10
-            wait_until(lambda: http.get(f"/api/v1/submissions/{sid}").json()["revision"], 60,
-                       "the published revision to be folded in")
+            final = wait_finished(
+                http, sid, timeout=300, logs=lambda: log.read_text()[-4000:] + svc.logs()
+            )
+            assert (
+                final["attempts"] == 1
+                and final["progress"]["done"] == final["progress"]["total"] == 10
+            )
+            wait_until(
+                lambda: http.get(f"/api/v1/submissions/{sid}").json()["revision"],
+                60,
+                "the published revision to be folded in",
+            )
             revision = http.get(f"/api/v1/submissions/{sid}").json()["revision"]
 
             # published on the Hub, in the web node's leaderboard too
             results = DatasetRepo(RESULTS_REPO, TEST_TOKEN, hub_server.url, tmp_path / "reader")
             files = _online(lambda: results.files(revision))
             assert result_path("recentering", "relevance", sid) in files
-            record = json.loads(_online(lambda: results.read(result_path("recentering", "relevance", sid), revision)))
-            assert record["provenance"]["model"]["revision"] == answer.json()["details"]["model"]["revision"]
+            record = json.loads(
+                _online(
+                    lambda: results.read(result_path("recentering", "relevance", sid), revision)
+                )
+            )
+            assert (
+                record["provenance"]["model"]["revision"]
+                == answer.json()["details"]["model"]["revision"]
+            )
             # the gold never enters the results repo
-            assert all(p.split("/")[0] in ("README.md", ".gitattributes", "data", "results", "requests") for p in files), files
+            assert all(
+                p.split("/")[0] in ("README.md", ".gitattributes", "data", "results", "requests")
+                for p in files
+            ), files
             # in the web node's leaderboard at once: the worker renewed the results head signal in Redis
             # before its publish returned, so before it sent the revision the web node folded
             # (leaderboard/head_signal.py); the web node does not wait for its kept Hub head to expire
-            board = http.get("/api/v1/leaderboard", params={"suite": "recentering", "task": "relevance"})
+            board = http.get(
+                "/api/v1/leaderboard", params={"suite": "recentering", "task": "relevance"}
+            )
             assert sid in {row["submission_id"] for row in board.json()}
 
             # hidden by an operator while it runs on the remote worker: never published, not even briefly
             gate.unlink()
-            answer = http.post("/api/v1/submissions", json={
-                "model": MODEL_REPO, "suite": "recentering", "task": "relevance", "setting": "zero_shot",
-                "protocol": "choice_logprobs", "limit": 4})
+            answer = http.post(
+                "/api/v1/submissions",
+                json={
+                    "model": MODEL_REPO,
+                    "suite": "recentering",
+                    "task": "relevance",
+                    "setting": "zero_shot",
+                    "protocol": "choice_logprobs",
+                    "limit": 4,
+                },
+            )
             assert answer.status_code == 201, answer.text
             hidden_id = answer.json()["id"]
-            wait_until(lambda: http.get(f"/api/v1/submissions/{hidden_id}").json()["state"] == "running", 120,
-                       "the second run to start on the remote worker")
-            hide = run_cli("submissions", "hide", hidden_id, "--reason", "hidden while it ran", env=svc.env)
+            wait_until(
+                lambda: http.get(f"/api/v1/submissions/{hidden_id}").json()["state"] == "running",
+                120,
+                "the second run to start on the remote worker",
+            )
+            hide = run_cli(
+                "submissions", "hide", hidden_id, "--reason", "hidden while it ran", env=svc.env
+            )
             assert hide.returncode == 0, hide.stderr
             gate.touch()
-            final = wait_finished(http, hidden_id, timeout=300, logs=lambda: log.read_text()[-4000:] + svc.logs())
+            final = wait_finished(
+                http, hidden_id, timeout=300, logs=lambda: log.read_text()[-4000:] + svc.logs()
+            )
             assert final["visibility"] == "hidden"
-            assert [e["action"] for e in final["history"]] == ["hide", "withhold"]  # kept on the web node
+            assert [e["action"] for e in final["history"]] == [
+                "hide",
+                "withhold",
+            ]  # kept on the web node
             # no revision ever held the result (its request record, "queued", may have come and gone)
             history = _online(results.commits)
-            assert not [(c.revision, path) for c in history for path in _online(lambda: results.files(c.revision, "results"))
-                        if hidden_id in path]
+            assert not [
+                (c.revision, path)
+                for c in history
+                for path in _online(lambda: results.files(c.revision, "results"))
+                if hidden_id in path
+            ]
             assert not [c for c in history if c.message.startswith(f"Add result {hidden_id} ")]
             unhide = run_cli("submissions", "unhide", hidden_id, env=svc.env)
             assert unhide.returncode == 0, unhide.stderr
-            assert json.loads(unhide.stdout)["revision"]  # published now, from the record the web node kept
-            board = http.get("/api/v1/leaderboard", params={"suite": "recentering", "task": "relevance"})
-            assert hidden_id in {row["submission_id"] for row in board.json()}  # the next read after unhide
+            assert json.loads(unhide.stdout)[
+                "revision"
+            ]  # published now, from the record the web node kept
+            board = http.get(
+                "/api/v1/leaderboard", params={"suite": "recentering", "task": "relevance"}
+            )
+            assert hidden_id in {
+                row["submission_id"] for row in board.json()
+            }  # the next read after unhide
 
         # the remote machine: the split installed from the Hub at the pinned commit, with the web
         # node's split hash; none of the web node's state (no records database, no uploads)
         info = json.loads((remote_dir / "splits" / "recentering" / "INSTALLED.json").read_text())
         assert info["kind"] == "hub" and info["revision"] == split_sha
-        web_info = json.loads((svc.data_dir / "splits" / "recentering" / "INSTALLED.json").read_text())
+        web_info = json.loads(
+            (svc.data_dir / "splits" / "recentering" / "INSTALLED.json").read_text()
+        )
         assert info["tasks"] == web_info["tasks"]
         assert record["provenance"]["split"]["sha256"] == web_info["tasks"]["relevance"]["sha256"]
-        assert not (remote_dir / "submissions.sqlite3").exists() and not (remote_dir / "uploads").exists()
+        assert (
+            not (remote_dir / "submissions.sqlite3").exists()
+            and not (remote_dir / "uploads").exists()
+        )
 
         # drained: finishes (nothing running now) and stops; the list no longer shows it
         drained = run_cli("workers", "drain", WORKER, env=svc.env)
@@ -175,7 +280,10 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(hub_server, hub_env, 
 def _online(call):
     import huggingface_hub.constants
 
-    offline, huggingface_hub.constants.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE, False
+    offline, huggingface_hub.constants.HF_HUB_OFFLINE = (
+        huggingface_hub.constants.HF_HUB_OFFLINE,
+        False,
+    )
     try:
         return call()
     finally:

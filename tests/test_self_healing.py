@@ -8,6 +8,7 @@ The uploader retries a request that got no answer (the web app died under it) wi
 Idempotency-Key, as a client should; a ghost is a submission recorded for a request whose client
 never got its id.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ from rq import Worker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from backend import processes  # noqa: E402
 from live_helpers import cmdline, descendants, explicit_only, reordered, wait_until  # noqa: E402
+
+from backend import processes  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -53,8 +55,12 @@ class Uploader(threading.Thread):
         self.refused: list[str] = []  # 4xx answers: none expected
 
     def run(self) -> None:
-        with httpx.Client(base_url=self.base_url, trust_env=False, timeout=30,
-                          headers={"Authorization": f"Bearer {self.token}"}) as http:
+        with httpx.Client(
+            base_url=self.base_url,
+            trust_env=False,
+            timeout=30,
+            headers={"Authorization": f"Bearer {self.token}"},
+        ) as http:
             for n in range(MAX_UPLOADS):
                 if self.stop.is_set():
                     return
@@ -62,9 +68,17 @@ class Uploader(threading.Thread):
                 while True:
                     try:
                         response = http.post(
-                            "/api/v1/submissions", headers={"Idempotency-Key": key},
-                            files={"file": ("p.jsonl", reordered(self.body, n), "application/x-ndjson")},
-                            data={"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": f"heal-{n}"},
+                            "/api/v1/submissions",
+                            headers={"Idempotency-Key": key},
+                            files={
+                                "file": ("p.jsonl", reordered(self.body, n), "application/x-ndjson")
+                            },
+                            data={
+                                "suite": "prefeval",
+                                "task": "mcq",
+                                "setting": "zero_shot",
+                                "model_name": f"heal-{n}",
+                            },
                         )
                     except httpx.TransportError:
                         response = None
@@ -100,10 +114,14 @@ def health(base: str) -> dict | None:
 def idempotent_retries(base: str, uploader: Uploader) -> bool:
     """Does the server answer a retried Idempotency-Key with the first id (issue 7 §2)?"""
     key, first = next(iter(uploader.answered.items()))
-    response = httpx.post(base + "/api/v1/submissions", trust_env=False, timeout=30,
-                          headers={"Idempotency-Key": key, "Authorization": f"Bearer {uploader.token}"},
-                          files={"file": ("p.jsonl", reordered(uploader.body, 0), "application/x-ndjson")},
-                          data={"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": "heal-0"})
+    response = httpx.post(
+        base + "/api/v1/submissions",
+        trust_env=False,
+        timeout=30,
+        headers={"Idempotency-Key": key, "Authorization": f"Bearer {uploader.token}"},
+        files={"file": ("p.jsonl", reordered(uploader.body, 0), "application/x-ndjson")},
+        data={"suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": "heal-0"},
+    )
     if response.status_code == 201:
         uploader.answered[uuid.uuid4().hex] = response.json()["id"]  # answered: not a ghost
     return response.status_code in (200, 201) and response.json().get("id") == first
@@ -124,15 +142,27 @@ def test_serve_heals_redis_web_and_worker_kills_under_uploads(tmp_path):
     data_dir = tmp_path / "data"
     token = uploader_token(data_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERSONABOARD_")}
-    env.update(PERSONABOARD_DATA_DIR=str(data_dir), PERSONABOARD_HOST="127.0.0.1",
-               PERSONABOARD_PORT=str(processes.free_port()), PERSONABOARD_REDIS_PORT=str(processes.free_port()),
-               PERSONABOARD_WORKERS="2", GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1")
+    env.update(
+        PERSONABOARD_DATA_DIR=str(data_dir),
+        PERSONABOARD_HOST="127.0.0.1",
+        PERSONABOARD_PORT=str(processes.free_port()),
+        PERSONABOARD_REDIS_PORT=str(processes.free_port()),
+        PERSONABOARD_WORKERS="2",
+        GRADIO_ANALYTICS_ENABLED="False",
+        HF_HUB_OFFLINE="1",
+    )
     base = processes.base_url("127.0.0.1", int(env["PERSONABOARD_PORT"]))
     redis_url = f"redis://127.0.0.1:{env['PERSONABOARD_REDIS_PORT']}/0"
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
-        serve = subprocess.Popen([sys.executable, "-m", "backend.serve"], cwd=PROJECT_ROOT, env=env,
-                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "backend.serve"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     uploader = Uploader(base, token)
     recovery: dict[str, float] = {}
     children: set[int] = set()
@@ -149,39 +179,59 @@ def test_serve_heals_redis_web_and_worker_kills_under_uploads(tmp_path):
         # Only the worker holding RQ's scheduler lock forks a scheduler, and which one wins is a race.
         def scheduler_holder():
             for name, pid in supervisor_pids(data_dir).items():
-                if name.startswith("worker-") and (kids := {p for p in descendants(pid) if "rq.cli worker" in cmdline(p)}):
+                if name.startswith("worker-") and (
+                    kids := {p for p in descendants(pid) if "rq.cli worker" in cmdline(p)}
+                ):
                     return name, pid, kids
             return None
 
-        wait_until(lambda: scheduler_holder() is not None, 60, "a worker running RQ's scheduler child")
+        wait_until(
+            lambda: scheduler_holder() is not None, 60, "a worker running RQ's scheduler child"
+        )
         victim_name, victim, forked = scheduler_holder()
         os.kill(victim, signal.SIGKILL)
         killed = time.monotonic()
-        wait_until(lambda: not any(processes.pid_alive(p) for p in forked), 10,
-                   f"the killed worker's scheduler child {forked} to die with it")
+        wait_until(
+            lambda: not any(processes.pid_alive(p) for p in forked),
+            10,
+            f"the killed worker's scheduler child {forked} to die with it",
+        )
 
         def worker_back():
             new = supervisor_pids(data_dir).get(victim_name)
             return new != victim and new in {w.pid for w in Worker.all(connection=conn)}
 
-        wait_until(worker_back, RECOVERY_LIMIT_S, f"a registered replacement worker; log:\n{log.read_text()}")
+        wait_until(
+            worker_back,
+            RECOVERY_LIMIT_S,
+            f"a registered replacement worker; log:\n{log.read_text()}",
+        )
         recovery["worker"] = time.monotonic() - killed
 
         # 2. Redis
         os.kill(supervisor_pids(data_dir)["redis"], signal.SIGKILL)
         killed = time.monotonic()
         time.sleep(0.05)
-        wait_until(lambda: (h := health(base)) and h["queue"] == "ok", RECOVERY_LIMIT_S,
-                   f"the queue back; log:\n{log.read_text()}")
+        wait_until(
+            lambda: (h := health(base)) and h["queue"] == "ok",
+            RECOVERY_LIMIT_S,
+            f"the queue back; log:\n{log.read_text()}",
+        )
         recovery["redis"] = time.monotonic() - killed
         answered_before_web = len(uploader.answered)
 
         # 3. the web app
         os.kill(supervisor_pids(data_dir)["web"], signal.SIGKILL)
         killed = time.monotonic()
-        wait_until(lambda: health(base) is not None, RECOVERY_LIMIT_S, f"the web app back; log:\n{log.read_text()}")
+        wait_until(
+            lambda: health(base) is not None,
+            RECOVERY_LIMIT_S,
+            f"the web app back; log:\n{log.read_text()}",
+        )
         recovery["web"] = time.monotonic() - killed
-        wait_until(lambda: len(uploader.answered) >= answered_before_web + 3, 60, "uploads answered again")
+        wait_until(
+            lambda: len(uploader.answered) >= answered_before_web + 3, 60, "uploads answered again"
+        )
         uploader.stop.set()
         uploader.join(60)
         children = descendants(serve.pid)
@@ -189,19 +239,31 @@ def test_serve_heals_redis_web_and_worker_kills_under_uploads(tmp_path):
         # 0 lost: every answered id finishes (the reconciler re-queues what Redis lost)
         answered = set(uploader.answered.values())
         with httpx.Client(base_url=base, trust_env=False, timeout=30) as http:
+
             def all_finished():
-                states = [http.get(f"/api/v1/submissions/{sid}").json()["state"] for sid in answered]
+                states = [
+                    http.get(f"/api/v1/submissions/{sid}").json()["state"] for sid in answered
+                ]
                 return all(s == "finished" for s in states)
 
-            wait_until(all_finished, 120, f"every answered submission finished; log:\n{log.read_text()}",
-                       interval=1.0)
+            wait_until(
+                all_finished,
+                120,
+                f"every answered submission finished; log:\n{log.read_text()}",
+                interval=1.0,
+            )
         with sqlite3.connect(data_dir / "submissions.sqlite3") as db:
             recorded = {row[0] for row in db.execute("SELECT id FROM submissions")}
         ghosts = recorded - answered
-        print(f"\nself-healing under {len(answered)} answered uploads ({uploader.retries} retried requests): "
-              f"0 lost, {len(ghosts)} ghosts; recovery after SIGKILL: "
-              + ", ".join(f"{kind} {seconds:.1f} s" for kind, seconds in recovery.items()))
-        assert not uploader.unanswered and not uploader.refused, (uploader.unanswered, uploader.refused)
+        print(
+            f"\nself-healing under {len(answered)} answered uploads ({uploader.retries} retried requests): "
+            f"0 lost, {len(ghosts)} ghosts; recovery after SIGKILL: "
+            + ", ".join(f"{kind} {seconds:.1f} s" for kind, seconds in recovery.items())
+        )
+        assert not uploader.unanswered and not uploader.refused, (
+            uploader.unanswered,
+            uploader.refused,
+        )
         if idempotent_retries(base, uploader):
             assert ghosts == set(), f"recorded but never answered with an id: {ghosts}"
         else:  # no Idempotency-Key on this server yet: at most the one request the web kill cut off

@@ -1,6 +1,7 @@
 """The service's worker class in real `rq worker` processes on a real redis-server:
 - each worker takes its share of the cores for compute threads (read inside the job);
 - with warm engines on, a second job for the same model gets the engine the first one loaded."""
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,8 @@ import pytest
 from rq import Queue
 
 from backend import processes
-from submissions.settings import QUEUE_NAME
 from submissions.queue import connect
+from submissions.settings import QUEUE_NAME
 from submissions.worker import THREADS_ENV, WARM_ENV
 
 
@@ -25,7 +26,9 @@ def threads_in_job() -> dict:
 def test_each_worker_uses_its_share_of_the_cores(redis_server, service_env, workers):
     cores = len(os.sched_getaffinity(0))
     queue = Queue(QUEUE_NAME, connection=connect(redis_server))
-    job = queue.enqueue("tests.test_worker_engines.threads_in_job")  # as the worker imports it (root on its path)
+    job = queue.enqueue(
+        "tests.test_worker_engines.threads_in_job"
+    )  # as the worker imports it (root on its path)
     argv = processes.worker_argv()
     argv.insert(-1, "--burst")  # drain the queue, then exit
     env = {**service_env, "PERSONABOARD_WORKERS": str(workers), "RQ_REDIS_URL": redis_server}
@@ -39,12 +42,13 @@ def test_each_worker_uses_its_share_of_the_cores(redis_server, service_env, work
     assert expected * workers <= max(cores, workers)  # together the workers use the cores once
 
 
-
 def engine_in_job(folder: str) -> dict:
     from evaluator.backends import ModelSpec
     from evaluator.backends.pool import shared_pool
 
-    engine, warm = shared_pool().acquire(ModelSpec("tiny", folder, "generative", revision="r1"), "transformers")
+    engine, warm = shared_pool().acquire(
+        ModelSpec("tiny", folder, "generative", revision="r1"), "transformers"
+    )
     return {"warm": warm, "pid": os.getpid(), "engine": id(engine)}
 
 

@@ -2,6 +2,7 @@
 
 About 1M parameters, built in well under a second; ChatML chat template like SmolLM2's.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +15,23 @@ SPECIALS = ["<|pad|>", "<|im_start|>", "<|im_end|>"]
 # The answer labels the suites' protocols read as one token each (choice/rating log-probs), added as
 # whole-word tokens so that, as in real tokenizers, each is a single token while longer strings such
 # as "AB" or " option" stay several tokens.
-LABEL_TOKENS = ["True", "False", "YES", "NO", "yes", "no", "A", "B", "C", "D", "1", "2", "3", "4", "5"]
+LABEL_TOKENS = [
+    "True",
+    "False",
+    "YES",
+    "NO",
+    "yes",
+    "no",
+    "A",
+    "B",
+    "C",
+    "D",
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+]
 
 
 def _corpus() -> list[str]:
@@ -36,13 +53,19 @@ def build_tokenizer(vocab_size: int = 400):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(_corpus(), trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|im_end|>",
-                                   bos_token="<|im_start|>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|im_end|>", bos_token="<|im_start|>"
+    )
     fast.chat_template = CHATML
-    fast.add_tokens([AddedToken(label, single_word=True, normalized=False) for label in LABEL_TOKENS])
+    fast.add_tokens(
+        [AddedToken(label, single_word=True, normalized=False) for label in LABEL_TOKENS]
+    )
     return fast
 
 
@@ -54,9 +77,16 @@ def build_tiny_model(folder: Path, kind: str = "generative", seed: int = 0) -> P
     tokenizer = build_tokenizer()
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16384,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=16384,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
         tie_word_embeddings=False,
     )
     if kind == "reward":

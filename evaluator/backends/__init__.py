@@ -5,6 +5,7 @@ and offers four primitives: next-token log-probabilities of given tokens, bounde
 generation, reward scores and embeddings. Protocols (evaluator/protocols.py) build on these only,
 so both backends run the very same protocol.
 """
+
 from __future__ import annotations
 
 from evaluator.backends.base import Backend, BackendError, ModelSpec

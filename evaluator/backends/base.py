@@ -1,4 +1,5 @@
 """The backend interface and the description of a model to load."""
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -50,17 +51,22 @@ class Backend(ABC):
     def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[int]:
         """Apply the model's chat template and tokenize, once per prompt (refused if over the window)."""
         if not getattr(self.tokenizer, "chat_template", None):
-            raise BackendError(f"{self.spec.name} has no chat template; generative evaluation needs one")
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt,
-                                                 tokenize=True, return_dict=False)
+            raise BackendError(
+                f"{self.spec.name} has no chat template; generative evaluation needs one"
+            )
+        ids = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=add_generation_prompt, tokenize=True, return_dict=False
+        )
         return self.checked(list(ids))
 
     def token_id(self, text: str) -> int:
         """The single token that `text` is when it starts the assistant's turn; BackendError if it is not one token."""
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         if len(ids) != 1:
-            raise BackendError(f"choice label {text!r} is {len(ids)} tokens for {self.spec.name}, not one: "
-                               "its log-probability cannot be read from one next-token distribution")
+            raise BackendError(
+                f"choice label {text!r} is {len(ids)} tokens for {self.spec.name}, not one: "
+                "its log-probability cannot be read from one next-token distribution"
+            )
         return ids[0]
 
     def decode(self, token_ids: Sequence[int]) -> str:
@@ -68,15 +74,21 @@ class Backend(ABC):
 
     # -- primitives ---------------------------------------------------------------------------
     @abstractmethod
-    def choice_logprobs(self, prompts: list[list[int]], choice_ids: list[int], progress: Progress | None = None) -> np.ndarray:
+    def choice_logprobs(
+        self, prompts: list[list[int]], choice_ids: list[int], progress: Progress | None = None
+    ) -> np.ndarray:
         """Log-probabilities (over the full vocabulary) of each choice token as the next token: shape (n, k)."""
 
     @abstractmethod
-    def generate(self, prompts: list[list[int]], max_new_tokens: int, progress: Progress | None = None) -> list[str]:
+    def generate(
+        self, prompts: list[list[int]], max_new_tokens: int, progress: Progress | None = None
+    ) -> list[str]:
         """Greedy continuation of each prompt, at most max_new_tokens tokens."""
 
     @abstractmethod
-    def reward_scores(self, prompts: list[list[int]], progress: Progress | None = None) -> np.ndarray:
+    def reward_scores(
+        self, prompts: list[list[int]], progress: Progress | None = None
+    ) -> np.ndarray:
         """A classifier reward model's raw score of each full conversation (user turn + response)."""
 
     def run_calls(self, calls: list[EngineCall], progress: Progress | None = None) -> list:
@@ -101,8 +113,10 @@ class Backend(ABC):
         """A rendered prompt, refused if it does not fit the context window: never truncated."""
         window = self.context_window()
         if window and len(ids) > window:
-            raise BackendError(f"a prompt of {len(ids)} tokens exceeds {self.spec.name}'s context window of "
-                               f"{window} tokens; prompts are never truncated")
+            raise BackendError(
+                f"a prompt of {len(ids)} tokens exceeds {self.spec.name}'s context window of "
+                f"{window} tokens; prompts are never truncated"
+            )
         return ids
 
     def describe(self) -> dict:

@@ -1,4 +1,5 @@
 """Sentence embeddings for retrieval settings (all-MiniLM-L6-v2 by default, mean pooling)."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -39,8 +40,13 @@ class Embedder:
         vectors = []
         with torch.inference_mode():
             for start in range(0, len(texts), batch_size):
-                batch = self.tokenizer(texts[start : start + batch_size], padding=True, truncation=True,
-                                       max_length=256, return_tensors="pt")
+                batch = self.tokenizer(
+                    texts[start : start + batch_size],
+                    padding=True,
+                    truncation=True,
+                    max_length=256,
+                    return_tensors="pt",
+                )
                 hidden = self.model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).float()
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)

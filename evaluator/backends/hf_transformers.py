@@ -10,6 +10,7 @@ Speed comes from three things, all exact (no approximation of the model's output
   batch budget counts every token a batch attends to (its rows' prefix and suffix), so memory stays
   that of the same tokens run without reuse. A prefix too short to pay is not reused.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,7 +19,6 @@ from typing import Sequence
 
 import numpy as np
 import torch
-
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 from evaluator.backends.base import Backend, BackendError, ModelSpec, Progress
@@ -45,8 +45,11 @@ class PrefixGroup:
     members: list[int]  # indices into the prompt list
 
 
-def group_by_shared_prefix(prompts: list[list[int]], min_prefix: int = MIN_SHARED_PREFIX,
-                           min_share: float = MIN_PREFIX_SHARE) -> list[PrefixGroup]:
+def group_by_shared_prefix(
+    prompts: list[list[int]],
+    min_prefix: int = MIN_SHARED_PREFIX,
+    min_share: float = MIN_PREFIX_SHARE,
+) -> list[PrefixGroup]:
     """Group prompts that share at least `min_prefix` leading tokens (sorted order makes sharers adjacent).
 
     Every group's prefix stops one token short of its shortest member, so each member keeps at
@@ -102,8 +105,10 @@ class SharedPrefixLayer(DynamicLayer):
 
     def update(self, key_states, value_states, *args, **kwargs):
         b = self.batch_size
-        return (torch.cat([self.keys.expand(b, -1, -1, -1), key_states], dim=-2),
-                torch.cat([self.values.expand(b, -1, -1, -1), value_states], dim=-2))
+        return (
+            torch.cat([self.keys.expand(b, -1, -1, -1), key_states], dim=-2),
+            torch.cat([self.values.expand(b, -1, -1, -1), value_states], dim=-2),
+        )
 
 
 class SharedPrefixCache(DynamicCache):
@@ -111,8 +116,13 @@ class SharedPrefixCache(DynamicCache):
         Cache.__init__(self, layers=[SharedPrefixLayer(k, v, batch_size) for k, v in prefix_layers])
 
 
-def length_batches(indices: list[int], lengths: Sequence[int], max_batch_tokens: int, max_batch_size: int,
-                   max_padding: float = 1.0) -> list[list[int]]:
+def length_batches(
+    indices: list[int],
+    lengths: Sequence[int],
+    max_batch_tokens: int,
+    max_batch_size: int,
+    max_padding: float = 1.0,
+) -> list[list[int]]:
     """Split indices, sorted by length, into batches whose padded size stays under the token budget
     and whose padding stays at most `max_padding` of the padded size."""
     ordered = sorted(indices, key=lambda i: lengths[i])
@@ -122,8 +132,11 @@ def length_batches(indices: list[int], lengths: Sequence[int], max_batch_tokens:
     for i in ordered:
         longest = lengths[i]  # ordered ascending: the newcomer is the longest
         padded = longest * (len(batch) + 1)
-        if batch and (padded > max_batch_tokens or len(batch) >= max_batch_size
-                      or padded - real - longest > max_padding * padded):
+        if batch and (
+            padded > max_batch_tokens
+            or len(batch) >= max_batch_size
+            or padded - real - longest > max_padding * padded
+        ):
             batches.append(batch)
             batch, real = [], 0
         batch.append(i)
@@ -145,20 +158,32 @@ class TransformersBackend(Backend):
         reuse_prefix: bool = True,
     ):
         import transformers
-        from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import (
+            AutoModelForCausalLM,
+            AutoModelForSequenceClassification,
+            AutoTokenizer,
+        )
 
         self.spec = spec
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         kwargs = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
         self.tokenizer = AutoTokenizer.from_pretrained(spec.path, **kwargs)
-        model_class = AutoModelForSequenceClassification if spec.model_type == "reward" else AutoModelForCausalLM
-        self.model = model_class.from_pretrained(spec.path, dtype=dtype, **kwargs).to(self.device).eval()
+        model_class = (
+            AutoModelForSequenceClassification
+            if spec.model_type == "reward"
+            else AutoModelForCausalLM
+        )
+        self.model = (
+            model_class.from_pretrained(spec.path, dtype=dtype, **kwargs).to(self.device).eval()
+        )
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.pad_id = self.tokenizer.pad_token_id
         if spec.model_type == "reward" and self.model.config.pad_token_id is None:
-            self.model.config.pad_token_id = self.pad_id  # the classifier finds the last token through it
+            self.model.config.pad_token_id = (
+                self.pad_id
+            )  # the classifier finds the last token through it
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 4096)
         self.max_batch_size = max_batch_size
         self.max_padding = MAX_PADDING_SHARE.get(self.device.type, MAX_PADDING_SHARE["cuda"])
@@ -166,8 +191,15 @@ class TransformersBackend(Backend):
         self.version = transformers.__version__
 
     @classmethod
-    def around(cls, model, spec: ModelSpec, pad_id: int, max_batch_tokens: int | None = None,
-               max_batch_size: int = 64, reuse_prefix: bool = True) -> "TransformersBackend":
+    def around(
+        cls,
+        model,
+        spec: ModelSpec,
+        pad_id: int,
+        max_batch_tokens: int | None = None,
+        max_batch_size: int = 64,
+        reuse_prefix: bool = True,
+    ) -> "TransformersBackend":
         """The backend around a model already on its device (bench/bench_gpu.py builds random
         weights there): token-id primitives only, there is no tokenizer to render with."""
         import transformers
@@ -176,7 +208,11 @@ class TransformersBackend(Backend):
         self.spec, self.model, self.tokenizer, self.pad_id = spec, model.eval(), None, pad_id
         self.device = next(model.parameters()).device
         self.max_batch_tokens = max_batch_tokens or (65536 if self.device.type == "cuda" else 4096)
-        self.max_batch_size, self.reuse_prefix, self.version = max_batch_size, reuse_prefix, transformers.__version__
+        self.max_batch_size, self.reuse_prefix, self.version = (
+            max_batch_size,
+            reuse_prefix,
+            transformers.__version__,
+        )
         self.max_padding = MAX_PADDING_SHARE.get(self.device.type, MAX_PADDING_SHARE["cuda"])
         return self
 
@@ -188,15 +224,29 @@ class TransformersBackend(Backend):
         return sum(t.numel() * t.element_size() for t in tensors)
 
     def describe(self) -> dict:
-        return {**super().describe(), "backend_version": self.version, "device": self.device.type,
-                "dtype": str(self.model.dtype).removeprefix("torch.")}
+        return {
+            **super().describe(),
+            "backend_version": self.version,
+            "device": self.device.type,
+            "dtype": str(self.model.dtype).removeprefix("torch."),
+        }
 
     # -- shared machinery ---------------------------------------------------------------------
-    def _last_hidden(self, prompts: list[list[int]], progress: Progress | None) -> tuple[list[int], torch.Tensor]:
+    def _last_hidden(
+        self, prompts: list[list[int]], progress: Progress | None
+    ) -> tuple[list[int], torch.Tensor]:
         """Final-layer hidden state at each prompt's last position, in prompt order: (n, hidden)."""
-        base = self.model.get_decoder() if hasattr(self.model, "get_decoder") else self.model.base_model
+        base = (
+            self.model.get_decoder()
+            if hasattr(self.model, "get_decoder")
+            else self.model.base_model
+        )
         hidden_out: list[torch.Tensor | None] = [None] * len(prompts)
-        groups = group_by_shared_prefix(prompts) if self.reuse_prefix else [PrefixGroup([], list(range(len(prompts))))]
+        groups = (
+            group_by_shared_prefix(prompts)
+            if self.reuse_prefix
+            else [PrefixGroup([], list(range(len(prompts))))]
+        )
         with torch.inference_mode():
             for group in groups:
                 cache_layers = None
@@ -204,12 +254,19 @@ class TransformersBackend(Backend):
                 if p:
                     prefix_ids = torch.tensor([group.prefix], device=self.device)
                     out = base(input_ids=prefix_ids, use_cache=True)
-                    cache_layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+                    cache_layers = [
+                        (layer.keys, layer.values) for layer in out.past_key_values.layers
+                    ]
                 suffix_lengths = [len(prompts[i]) - p for i in range(len(prompts))]
                 # Budget: every token a batch holds at once, the prefix each row attends to included.
                 held = [p + n for n in suffix_lengths]
-                for batch in length_batches(group.members, held, self.max_batch_tokens, self.max_batch_size,
-                                            self.max_padding):
+                for batch in length_batches(
+                    group.members,
+                    held,
+                    self.max_batch_tokens,
+                    self.max_batch_size,
+                    self.max_padding,
+                ):
                     longest = max(suffix_lengths[i] for i in batch)
                     ids = torch.full((len(batch), longest), self.pad_id, dtype=torch.long)
                     for row, i in enumerate(batch):
@@ -219,11 +276,17 @@ class TransformersBackend(Backend):
                     if cache_layers is not None:
                         b = len(batch)
                         kwargs["past_key_values"] = SharedPrefixCache(cache_layers, b)
-                        kwargs["position_ids"] = torch.arange(p, p + longest, device=self.device).unsqueeze(0).expand(b, -1)
+                        kwargs["position_ids"] = (
+                            torch.arange(p, p + longest, device=self.device)
+                            .unsqueeze(0)
+                            .expand(b, -1)
+                        )
                     # Right padding under a causal mask: a real position only sees earlier positions,
                     # all real (the shared prefix, then its own suffix), so the padding needs no mask.
                     # Without one, attention takes the plain causal kernel (no materialised mask): exact, faster.
-                    out = base(input_ids=ids.to(self.device), use_cache=cache_layers is not None, **kwargs)
+                    out = base(
+                        input_ids=ids.to(self.device), use_cache=cache_layers is not None, **kwargs
+                    )
                     last = torch.tensor([suffix_lengths[i] - 1 for i in batch], device=self.device)
                     rows = out.last_hidden_state[torch.arange(len(batch), device=self.device), last]
                     for row, i in enumerate(batch):
@@ -254,17 +317,29 @@ class TransformersBackend(Backend):
             # No padding cap here: each decode step reads all the weights whatever the batch size, so
             # one more batch costs max_new_tokens more passes over them, far more than its padding
             # (16 PrefEval first replies, 5 tokens, CPU: 1 batch 2.7-3.0 s, capped to 5 batches 4.5-4.7 s).
-            for batch in length_batches(list(range(len(prompts))), [n + max_new_tokens for n in lengths], budget,
-                                        self.max_batch_size):
+            for batch in length_batches(
+                list(range(len(prompts))),
+                [n + max_new_tokens for n in lengths],
+                budget,
+                self.max_batch_size,
+            ):
                 longest = max(lengths[i] for i in batch)
                 ids = torch.full((len(batch), longest), self.pad_id, dtype=torch.long)
                 mask = torch.zeros((len(batch), longest), dtype=torch.long)
-                for row, i in enumerate(batch):  # left padding: generation continues at the right edge
-                    ids[row, longest - lengths[i]:] = torch.tensor(prompts[i])
-                    mask[row, longest - lengths[i]:] = 1
+                for row, i in enumerate(
+                    batch
+                ):  # left padding: generation continues at the right edge
+                    ids[row, longest - lengths[i] :] = torch.tensor(prompts[i])
+                    mask[row, longest - lengths[i] :] = 1
                 generated = self.model.generate(
-                    input_ids=ids.to(self.device), attention_mask=mask.to(self.device), max_new_tokens=max_new_tokens,
-                    do_sample=False, pad_token_id=self.pad_id, temperature=None, top_p=None, top_k=None,
+                    input_ids=ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=self.pad_id,
+                    temperature=None,
+                    top_p=None,
+                    top_k=None,
                 )
                 for row, i in enumerate(batch):
                     outputs[i] = self.decode(generated[row, longest:].tolist())
@@ -278,15 +353,22 @@ class TransformersBackend(Backend):
         scores = np.zeros(len(prompts), dtype=np.float64)
         lengths = [len(p) for p in prompts]
         with torch.inference_mode():
-            for batch in length_batches(list(range(len(prompts))), lengths, self.max_batch_tokens, self.max_batch_size,
-                                        self.max_padding):
+            for batch in length_batches(
+                list(range(len(prompts))),
+                lengths,
+                self.max_batch_tokens,
+                self.max_batch_size,
+                self.max_padding,
+            ):
                 longest = max(lengths[i] for i in batch)
                 ids = torch.full((len(batch), longest), self.pad_id, dtype=torch.long)
                 mask = torch.zeros((len(batch), longest), dtype=torch.long)
                 for row, i in enumerate(batch):
                     ids[row, : lengths[i]] = torch.tensor(prompts[i])
                     mask[row, : lengths[i]] = 1
-                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits.float()
+                logits = self.model(
+                    input_ids=ids.to(self.device), attention_mask=mask.to(self.device)
+                ).logits.float()
                 # Right padding: the classifier's pooled token is each row's last non-pad token.
                 for row, i in enumerate(batch):
                     scores[i] = float(logits[row, 0])

@@ -15,6 +15,7 @@ A prompt the server refuses as longer than its context window (a context-length 
 failed run: that prompt's result is a marker (a row of NaN log-probs, a None text) and run_model
 makes its item n/a, as fit_model does for a window known in advance. Never truncated.
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,7 +38,9 @@ TOP_LOGPROBS = 20  # the most the OpenAI API returns
 # code context_length_exceeded, llama.cpp's own server exceed_context_size_error, vLLM 400 "This
 # model's maximum context length is N tokens", Anthropic's compatible API "prompt is too long".
 CONTEXT_LENGTH_CODES = {"context_length_exceeded", "exceed_context_size_error"}
-CONTEXT_LENGTH_WORDS = re.compile(r"context[ _](length|window|size)|maximum context|prompt is too long|too many tokens", re.I)
+CONTEXT_LENGTH_WORDS = re.compile(
+    r"context[ _](length|window|size)|maximum context|prompt is too long|too many tokens", re.I
+)
 
 
 class PromptTooLong(BackendError):
@@ -55,8 +58,12 @@ def is_context_length_error(exc: Exception) -> bool:
 class RequestPacer:
     """Spaces request starts at least 60 / requests_per_minute seconds apart (thread-safe)."""
 
-    def __init__(self, requests_per_minute: float, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        requests_per_minute: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.interval = 60.0 / requests_per_minute
         self._next = 0.0
         self._lock = threading.Lock()
@@ -73,7 +80,9 @@ class RequestPacer:
 
 class EndpointBackend(Backend):
     name = "openai-endpoint"
-    marks_refused_prompts = True  # NaN log-prob rows / None texts: prompts the server refused as over its window
+    marks_refused_prompts = (
+        True  # NaN log-prob rows / None texts: prompts the server refused as over its window
+    )
 
     def __init__(self, config: EndpointConfig, client=None):
         from openai import OpenAI
@@ -81,20 +90,30 @@ class EndpointBackend(Backend):
         self.config = config
         self.spec = ModelSpec(config.name, "", "generative", revision=f"endpoint:{config.model}")
         self.tokenizer = None
-        self.client = client or OpenAI(base_url=config.base_url, api_key=config.api_key(),
-                                       max_retries=config.max_retries, timeout=config.timeout_s)
+        self.client = client or OpenAI(
+            base_url=config.base_url,
+            api_key=config.api_key(),
+            max_retries=config.max_retries,
+            timeout=config.timeout_s,
+        )
         self.pacer = RequestPacer(config.requests_per_minute)
         self._usage_lock = threading.Lock()
         self.usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self.served_models: set[str] = set()
         self.fingerprints: set[str] = set()
-        self.refused_too_long = 0  # prompts the server refused as over its window (their items are n/a)
+        self.refused_too_long = (
+            0  # prompts the server refused as over its window (their items are n/a)
+        )
         self.refusal_message = ""  # the server's own words, once (for the row's provenance)
 
     # -- prompts: the endpoint renders its own chat template ---------------------------------
-    def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[dict[str, str]]:
+    def render(
+        self, messages: Messages, add_generation_prompt: bool = True
+    ) -> list[dict[str, str]]:
         if not add_generation_prompt:
-            raise BackendError("an OpenAI-compatible endpoint only continues a chat; it cannot score a finished one")
+            raise BackendError(
+                "an OpenAI-compatible endpoint only continues a chat; it cannot score a finished one"
+            )
         return [dict(m) for m in messages]
 
     def token_id(self, text: str) -> str:  # type: ignore[override]
@@ -116,18 +135,23 @@ class EndpointBackend(Backend):
 
         self.pacer.wait()
         try:
-            response = self.client.chat.completions.create(model=self.config.model, messages=messages,
-                                                           temperature=0, **options)
+            response = self.client.chat.completions.create(
+                model=self.config.model, messages=messages, temperature=0, **options
+            )
         except APIError as exc:
             # the library's message names the status and the server's words; never the key
             if is_context_length_error(exc):
                 with self._usage_lock:
                     self.refused_too_long += 1
                     self.refusal_message = self.refusal_message or str(exc)[:300]
-                raise PromptTooLong(f"endpoint {self.config.name!r} refused a prompt as longer than its context window: "
-                                    f"{str(exc)[:300]}") from None
-            raise BackendError(f"endpoint {self.config.name!r} failed after {self.config.max_retries} retries: "
-                               f"{type(exc).__name__}: {str(exc)[:300]}") from None
+                raise PromptTooLong(
+                    f"endpoint {self.config.name!r} refused a prompt as longer than its context window: "
+                    f"{str(exc)[:300]}"
+                ) from None
+            raise BackendError(
+                f"endpoint {self.config.name!r} failed after {self.config.max_retries} retries: "
+                f"{type(exc).__name__}: {str(exc)[:300]}"
+            ) from None
         usage = getattr(response, "usage", None)
         with self._usage_lock:
             self.usage["requests"] += 1
@@ -152,26 +176,44 @@ class EndpointBackend(Backend):
             list(pool.map(run, range(len(prompts))))
         return results
 
-    def choice_logprobs(self, prompts: list, choice_ids: list, progress: Progress | None = None) -> np.ndarray:
+    def choice_logprobs(
+        self, prompts: list, choice_ids: list, progress: Progress | None = None
+    ) -> np.ndarray:
         if not self.config.logprobs:
-            raise BackendError(f"endpoint {self.config.name!r} does not return log-probabilities; "
-                               "run it with generate_parse")
+            raise BackendError(
+                f"endpoint {self.config.name!r} does not return log-probabilities; "
+                "run it with generate_parse"
+            )
         labels = [str(label) for label in choice_ids]
 
         def one(messages) -> list[float]:
             try:
-                response = self._complete(messages, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
+                response = self._complete(
+                    messages, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS
+                )
             except PromptTooLong:
-                return [math.nan] * len(labels)  # n/a (not -inf: that is "no label among the top tokens")
-            content = getattr(response.choices[0].logprobs, "content", None) if response.choices[0].logprobs else None
+                return [math.nan] * len(
+                    labels
+                )  # n/a (not -inf: that is "no label among the top tokens")
+            content = (
+                getattr(response.choices[0].logprobs, "content", None)
+                if response.choices[0].logprobs
+                else None
+            )
             if not content:
-                raise BackendError(f"endpoint {self.config.name!r} returned no log-probabilities although "
-                                   "registered with logprobs; register it with --no-logprobs")
+                raise BackendError(
+                    f"endpoint {self.config.name!r} returned no log-probabilities although "
+                    "registered with logprobs; register it with --no-logprobs"
+                )
             return label_logprobs(content[0].top_logprobs, labels)
 
-        return np.array(self._map(one, prompts, progress), dtype=float).reshape(len(prompts), len(labels))
+        return np.array(self._map(one, prompts, progress), dtype=float).reshape(
+            len(prompts), len(labels)
+        )
 
-    def generate(self, prompts: list, max_new_tokens: int, progress: Progress | None = None) -> list[str | None]:
+    def generate(
+        self, prompts: list, max_new_tokens: int, progress: Progress | None = None
+    ) -> list[str | None]:
         def one(messages) -> str | None:
             try:
                 response = self._complete(messages, max_tokens=max_new_tokens)
@@ -185,20 +227,32 @@ class EndpointBackend(Backend):
         raise BackendError("an OpenAI-compatible chat endpoint is not a reward model")
 
     def cost_usd(self) -> float:
-        return (self.usage["prompt_tokens"] * self.config.price_input_per_million
-                + self.usage["completion_tokens"] * self.config.price_output_per_million) / 1e6
+        return (
+            self.usage["prompt_tokens"] * self.config.price_input_per_million
+            + self.usage["completion_tokens"] * self.config.price_output_per_million
+        ) / 1e6
 
     def describe(self) -> dict:
         return {
-            "backend": self.name, "model": self.config.name, "revision": self.spec.revision,
+            "backend": self.name,
+            "model": self.config.name,
+            "revision": self.spec.revision,
             **self.config.public(),
             "served_model_ids": sorted(self.served_models),
             "system_fingerprints": sorted(self.fingerprints),
-            **({"prompts_refused_too_long": self.refused_too_long, "refusal": self.refusal_message}
-               if self.refused_too_long else {}),
-            "endpoint_usage": {**self.usage, "cost_usd": round(self.cost_usd(), 6),
-                               "prices_per_million": [self.config.price_input_per_million,
-                                                      self.config.price_output_per_million]},
+            **(
+                {"prompts_refused_too_long": self.refused_too_long, "refusal": self.refusal_message}
+                if self.refused_too_long
+                else {}
+            ),
+            "endpoint_usage": {
+                **self.usage,
+                "cost_usd": round(self.cost_usd(), 6),
+                "prices_per_million": [
+                    self.config.price_input_per_million,
+                    self.config.price_output_per_million,
+                ],
+            },
         }
 
 

@@ -5,6 +5,7 @@ runs jobs in its own process (submissions/worker.py) keeps what it loaded: the n
 same model and revision gets the same engine, warm. When a new engine would not fit the memory
 budget, the least recently used ones are dropped first.
 """
+
 from __future__ import annotations
 
 import gc
@@ -43,8 +44,11 @@ def weight_bytes(spec: ModelSpec) -> int:
     folder = Path(spec.path)
     if not folder.is_dir():
         return 0
-    return sum(p.stat().st_size for p in folder.iterdir()
-               if p.suffix in (".safetensors", ".bin", ".gguf", ".pt") and p.is_file())
+    return sum(
+        p.stat().st_size
+        for p in folder.iterdir()
+        if p.suffix in (".safetensors", ".bin", ".gguf", ".pt") and p.is_file()
+    )
 
 
 def _default_loader(spec: ModelSpec, backend: str, **options) -> Backend:
@@ -54,7 +58,9 @@ def _default_loader(spec: ModelSpec, backend: str, **options) -> Backend:
 
 
 class EnginePool:
-    def __init__(self, budget_bytes: int | None = None, loader: Callable[..., Backend] = _default_loader):
+    def __init__(
+        self, budget_bytes: int | None = None, loader: Callable[..., Backend] = _default_loader
+    ):
         self.budget_bytes = budget_bytes if budget_bytes is not None else default_budget()
         self._loader = loader
         self._engines: OrderedDict[tuple, tuple[Backend, int]] = OrderedDict()
@@ -64,7 +70,9 @@ class EnginePool:
     def key(spec: ModelSpec, backend: str) -> tuple:
         return (backend, spec.name, spec.revision, spec.path, spec.model_type, spec.gguf_file)
 
-    def acquire(self, spec: ModelSpec, backend: str = "transformers", **options) -> tuple[Backend, bool]:
+    def acquire(
+        self, spec: ModelSpec, backend: str = "transformers", **options
+    ) -> tuple[Backend, bool]:
         """The engine for this model and revision, and whether it was already loaded (warm)."""
         key = self.key(spec, backend)
         with self._lock:

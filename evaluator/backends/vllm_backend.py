@@ -10,6 +10,7 @@ Same primitives as the transformers backend:
 To run a GPU worker: install the extra on the GPU node, point it at the same Redis and data
 folder, and start `rq worker personaboard --url redis://HOST:PORT` with PERSONABOARD_BACKEND=vllm.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,18 +24,34 @@ class VLLMBackend(Backend):
     # happens (the next chunk is built and tokenized while this one runs, see model_eval.py).
     batch_items = 4096
 
-    def __init__(self, spec: ModelSpec, llm=None, gpu_memory_utilization: float = 0.85, max_model_len: int | None = None):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        llm=None,
+        gpu_memory_utilization: float = 0.85,
+        max_model_len: int | None = None,
+    ):
         """`llm` may be passed in (tests pass an object shaped like vllm.LLM); otherwise one is built."""
         self.spec = spec
         if llm is None:
             try:
                 from vllm import LLM
             except ImportError as exc:  # pragma: no cover - depends on the GPU image
-                raise BackendError("vLLM is not installed: install the 'vllm' extra on a CUDA machine") from exc
-            kwargs = {"runner": "pooling", "convert": "classify"} if spec.model_type == "reward" else {}
-            llm = LLM(model=spec.path, revision=spec.revision or None, enable_prefix_caching=True,
-                      gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                      trust_remote_code=False, **kwargs)
+                raise BackendError(
+                    "vLLM is not installed: install the 'vllm' extra on a CUDA machine"
+                ) from exc
+            kwargs = (
+                {"runner": "pooling", "convert": "classify"} if spec.model_type == "reward" else {}
+            )
+            llm = LLM(
+                model=spec.path,
+                revision=spec.revision or None,
+                enable_prefix_caching=True,
+                gpu_memory_utilization=gpu_memory_utilization,
+                max_model_len=max_model_len,
+                trust_remote_code=False,
+                **kwargs,
+            )
         self.llm = llm
         self.gpu_memory_utilization = gpu_memory_utilization
         self.tokenizer = llm.get_tokenizer()
@@ -72,7 +89,9 @@ class VLLMBackend(Backend):
 
     def memory_bytes(self) -> int:
         """vLLM reserves its share of the device's memory up front, whatever the model's size."""
-        reserved = getattr(self.llm, "reserved_memory_bytes", None)  # objects shaped like vLLM in tests
+        reserved = getattr(
+            self.llm, "reserved_memory_bytes", None
+        )  # objects shaped like vLLM in tests
         if reserved is not None:
             return int(reserved)
         try:
@@ -89,7 +108,9 @@ class VLLMBackend(Backend):
         prompts, params, spans = [], [], []
         for call in calls:
             if call.kind == "logprobs":
-                sampling = self._sampling(max_tokens=1, temperature=0.0, logprob_token_ids=list(call.choice_ids))
+                sampling = self._sampling(
+                    max_tokens=1, temperature=0.0, logprob_token_ids=list(call.choice_ids)
+                )
             else:
                 sampling = self._sampling(max_tokens=call.max_new_tokens, temperature=0.0)
             spans.append((len(prompts), len(prompts) + len(call.prompts)))
@@ -97,17 +118,23 @@ class VLLMBackend(Backend):
             params += [sampling] * len(call.prompts)
         # one parameter object when all share it; else one per prompt (LLM.generate takes either)
         shared = params[0] if len(calls) == 1 and params else params
-        outputs = self.llm.generate(self._prompts(prompts), shared, use_tqdm=False) if prompts else []
+        outputs = (
+            self.llm.generate(self._prompts(prompts), shared, use_tqdm=False) if prompts else []
+        )
         results = []
         for call, (start, end) in zip(calls, spans):
             mine = outputs[start:end]
             if call.kind == "logprobs":
                 result = np.full((len(mine), len(call.choice_ids)), -np.inf)
                 for row, output in enumerate(mine):
-                    step = output.outputs[0].logprobs[0]  # {token id: Logprob} for the first generated position
+                    step = output.outputs[0].logprobs[
+                        0
+                    ]  # {token id: Logprob} for the first generated position
                     for col, token in enumerate(call.choice_ids):
                         if token not in step:
-                            raise BackendError(f"vLLM returned no log-probability for token {token}")
+                            raise BackendError(
+                                f"vLLM returned no log-probability for token {token}"
+                            )
                         result[row, col] = step[token].logprob
                 results.append(result)
             else:
@@ -120,7 +147,9 @@ class VLLMBackend(Backend):
         return self.run_calls([EngineCall("logprobs", prompts, list(choice_ids))], progress)[0]
 
     def generate(self, prompts, max_new_tokens, progress=None) -> list[str]:
-        return self.run_calls([EngineCall("generate", prompts, max_new_tokens=max_new_tokens)], progress)[0]
+        return self.run_calls(
+            [EngineCall("generate", prompts, max_new_tokens=max_new_tokens)], progress
+        )[0]
 
     def reward_scores(self, prompts, progress=None) -> np.ndarray:
         try:

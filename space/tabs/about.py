@@ -1,5 +1,6 @@
 """The About tab, built from the manifests: each suite's purpose, tasks, tiers, metrics, settings,
 citation and data license; the submission rules; the current results revision and when it was published."""
+
 from __future__ import annotations
 
 import html
@@ -27,16 +28,32 @@ RULES = """### Submission rules
 
 def _suite_section(suite) -> str:
     e = html.escape
-    parts = [f"## {e(suite.title)}", e(suite.description) or "", f"Version {e(suite.version)}"
-             + (f" · [homepage]({e(suite.homepage)})" if suite.homepage.startswith("https://") else "")]
+    parts = [
+        f"## {e(suite.title)}",
+        e(suite.description) or "",
+        f"Version {e(suite.version)}"
+        + (f" · [homepage]({e(suite.homepage)})" if suite.homepage.startswith("https://") else ""),
+    ]
     status = suite.split_status()
-    parts.append("Hidden split: " + ("installed here" if status.get("installed") else "**not installed here** (no submissions yet)"))
+    parts.append(
+        "Hidden split: "
+        + (
+            "installed here"
+            if status.get("installed")
+            else "**not installed here** (no submissions yet)"
+        )
+    )
     parts.append("**Tasks**")
     for task in suite.tasks.values():
-        tiers = "; ".join(f"{e(g.label)}: " + ", ".join(e(pretty(t, g.label_of(t))) for t in g.tiers) for g in task.tier_groups)
+        tiers = "; ".join(
+            f"{e(g.label)}: " + ", ".join(e(pretty(t, g.label_of(t))) for t in g.tiers)
+            for g in task.tier_groups
+        )
         metrics = ", ".join(e(metric_label(m)) for m in task.metrics)
-        parts.append(f"- **{e(task.title)}** (`{e(task.name)}`): {e(task.description)}  \n"
-                     f"  Metric: {metrics} (ranked by {e(metric_label(task.metric))}). Tiers: {tiers or 'none'}.")
+        parts.append(
+            f"- **{e(task.title)}** (`{e(task.name)}`): {e(task.description)}  \n"
+            f"  Metric: {metrics} (ranked by {e(metric_label(task.metric))}). Tiers: {tiers or 'none'}."
+        )
     parts.append("**Settings**")
     parts.extend(f"- `{e(name)}`: {e(text)}" for name, text in suite.settings.items())
     parts.append(f"**Data license**: {e(suite.license)}")
@@ -47,11 +64,22 @@ def _suite_section(suite) -> str:
 def about_markdown(services) -> str:
     versions = services.results.versions()
     current = versions[0] if versions else None
-    head = ("### Current results\n\nRevision `" + html.escape(current.revision[:12]) + "`, published "
-            + html.escape(current.created_at) + f" ({len(versions)} versions in all).") if current else ""
-    intro = ("# About PersonaBoard\n\nA leaderboard for LLM personalization benchmarks: each suite below measures "
-             "how well a model follows what it knows about a user. Submit a model (the service runs it) or a "
-             "predictions file (JSONL) in the Submit tabs.")
+    head = (
+        (
+            "### Current results\n\nRevision `"
+            + html.escape(current.revision[:12])
+            + "`, published "
+            + html.escape(current.created_at)
+            + f" ({len(versions)} versions in all)."
+        )
+        if current
+        else ""
+    )
+    intro = (
+        "# About PersonaBoard\n\nA leaderboard for LLM personalization benchmarks: each suite below measures "
+        "how well a model follows what it knows about a user. Submit a model (the service runs it) or a "
+        "predictions file (JSONL) in the Submit tabs."
+    )
     return "\n\n".join([intro, head, RULES, *(_suite_section(s) for s in all_suites().values())])
 
 

@@ -1,5 +1,6 @@
 """The Queue tab: everyone's recent submissions, live (state, position, progress, time left, owner,
 failure reason), redrawn every few seconds while the tab is open."""
+
 from __future__ import annotations
 
 import html
@@ -11,8 +12,20 @@ from space.status_text import duration
 QUEUE_LIMIT = 100  # newest submissions shown
 REFRESH_S = 2.0
 QUEUE_TAB = "Queue"
-HEADERS = ["Submitted", "Id", "Model", "Suite / task", "Setting", "State", "Position", "Progress",
-           "Speed", "Time left", "Owner", "Reason"]
+HEADERS = [
+    "Submitted",
+    "Id",
+    "Model",
+    "Suite / task",
+    "Setting",
+    "State",
+    "Position",
+    "Progress",
+    "Speed",
+    "Time left",
+    "Owner",
+    "Reason",
+]
 
 
 def _row(status: dict) -> list[str]:
@@ -45,12 +58,16 @@ def render_queue(statuses: list[dict]) -> str:
     rows = []
     for status in statuses:
         cells = "".join(f'<td role="gridcell">{html.escape(str(v))}</td>' for v in _row(status))
-        rows.append(f'<tr role="row" class="pb-state-{html.escape(status["state"])}" data-id="{html.escape(status["id"])}">{cells}</tr>')
-    return ('<style>#queue-table table{border-collapse:collapse;font-size:13px;width:max-content}'
-            "#queue-table th,#queue-table td{padding:3px 8px;border-bottom:1px solid #e5e7eb;white-space:nowrap;text-align:left}"
-            "#queue-table .pb-state-failed td{color:#b91c1c}#queue-table .pb-state-running td{background:#eff6ff}</style>"
-            f'<div style="overflow-x:auto"><table role="grid"><thead><tr role="row">{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
+        rows.append(
+            f'<tr role="row" class="pb-state-{html.escape(status["state"])}" data-id="{html.escape(status["id"])}">{cells}</tr>'
+        )
+    return (
+        "<style>#queue-table table{border-collapse:collapse;font-size:13px;width:max-content}"
+        "#queue-table th,#queue-table td{padding:3px 8px;border-bottom:1px solid #e5e7eb;white-space:nowrap;text-align:left}"
+        "#queue-table .pb-state-failed td{color:#b91c1c}#queue-table .pb-state-running td{background:#eff6ff}</style>"
+        f'<div style="overflow-x:auto"><table role="grid"><thead><tr role="row">{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def build_queue_tab(ui: gr.Blocks, services) -> gr.Timer:
@@ -59,8 +76,10 @@ def build_queue_tab(ui: gr.Blocks, services) -> gr.Timer:
         return render_queue([services.submission_status(s) for s in recent])
 
     with gr.Tab(QUEUE_TAB, id="queue") as tab:
-        gr.Markdown(f"Everyone's {QUEUE_LIMIT} most recent submissions, newest first; redrawn every "
-                    f"{REFRESH_S:g} s while this tab is open.")
+        gr.Markdown(
+            f"Everyone's {QUEUE_LIMIT} most recent submissions, newest first; redrawn every "
+            f"{REFRESH_S:g} s while this tab is open."
+        )
         table = gr.HTML(elem_id="queue-table", js_on_load=None)
         timer = gr.Timer(REFRESH_S, active=False)
     # Poll only while someone looks at the queue: build_ui switches the timer on with this tab, off with the others.

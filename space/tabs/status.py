@@ -1,5 +1,6 @@
 """The Submission status tab: look a submission up by its id, or pick one of those made from this
 browser (kept in its localStorage, so they survive a reload and a closed tab)."""
+
 from __future__ import annotations
 
 import gradio as gr
@@ -19,14 +20,21 @@ def build_status_tab(ui: gr.Blocks, services, mine: gr.BrowserState) -> None:
         """One choice per remembered submission this server knows: "model (suite/task, setting): state"."""
         choices = []
         for found in filter(None, (services.submission(i) for i in remembered_ids(stored))):
-            choices.append((f"{found.model_name} ({found.suite}/{found.task}, {found.setting}): {found.state}", found.id))
+            choices.append(
+                (
+                    f"{found.model_name} ({found.suite}/{found.task}, {found.setting}): {found.state}",
+                    found.id,
+                )
+            )
         return gr.update(choices=choices, value=None, visible=bool(choices))
 
     def pick(submission_id):
         return (submission_id, lookup(submission_id)) if submission_id else (gr.skip(), gr.skip())
 
     with gr.Tab("Submission status", id="status"):
-        q_mine = gr.Dropdown([], label="Submitted from this browser", visible=False, elem_id="status-mine")
+        q_mine = gr.Dropdown(
+            [], label="Submitted from this browser", visible=False, elem_id="status-mine"
+        )
         q_id = gr.Textbox(label="Submission id", elem_id="status-id")
         q_button = gr.Button("Look up", elem_id="status-button")
         q_status = gr.Markdown(elem_id="status-result")

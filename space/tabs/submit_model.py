@@ -1,6 +1,6 @@
 """The Submit a model tab: the service runs a registered or Hub model itself, one run per setting."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import gradio as gr
 
@@ -13,9 +13,16 @@ from space.status_text import TERMINAL_STATES, format_error, format_status, iner
 from submissions.intake import ModelForm, SubmissionError
 
 
-def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, token, finished: gr.Textbox,
-                           mine: gr.BrowserState) -> None:
+def build_submit_model_tab(
+    ui: gr.Blocks,
+    services,
+    first_suite: str | None,
+    token,
+    finished: gr.Textbox,
+    mine: gr.BrowserState,
+) -> None:
     """`finished` receives the id of each of this page's runs as it finishes (the leaderboard redraws)."""
+
     def model_choices():
         return sorted(services.registered_models())
 
@@ -24,26 +31,50 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
         if not suite or not task:
             return setting_choices(suite)
         found = get_task(suite, task)
-        chosen = default_protocol(found, "generative") if protocol in (None, "", "default") else protocol
+        chosen = (
+            default_protocol(found, "generative") if protocol in (None, "", "default") else protocol
+        )
         return [s for s in setting_choices(suite) if not setting_problem(found, s, chosen)]
 
     def on_suite(suite):
-        tasks = [(title, name) for title, name in task_choices(suite) if get_task(suite, name).model_protocols]
+        tasks = [
+            (title, name)
+            for title, name in task_choices(suite)
+            if get_task(suite, name).model_protocols
+        ]
         task = tasks[0][1] if tasks else None
         settings = runnable_settings(suite, task, "default")
-        return (gr.update(choices=tasks, value=task), gr.update(choices=settings, value=settings[:1]),
-                gr.update(choices=protocol_choices(suite, task), value="default"))
+        return (
+            gr.update(choices=tasks, value=task),
+            gr.update(choices=settings, value=settings[:1]),
+            gr.update(choices=protocol_choices(suite, task), value="default"),
+        )
 
     def on_task(suite, task):
         settings = runnable_settings(suite, task, "default")
-        return gr.update(choices=protocol_choices(suite, task), value="default"), gr.update(choices=settings, value=settings[:1])
+        return gr.update(choices=protocol_choices(suite, task), value="default"), gr.update(
+            choices=settings, value=settings[:1]
+        )
 
     def on_protocol(suite, task, protocol, chosen):
         settings = runnable_settings(suite, task, protocol)
-        return gr.update(choices=settings, value=[s for s in chosen or [] if s in settings] or settings[:1])
+        return gr.update(
+            choices=settings, value=[s for s in chosen or [] if s in settings] or settings[:1]
+        )
 
-    def submit_model(model, revision, model_type, suite, task, settings, protocol, limit, description, token_value,
-                     profile: gr.OAuthProfile | None):
+    def submit_model(
+        model,
+        revision,
+        model_type,
+        suite,
+        task,
+        settings,
+        protocol,
+        limit,
+        description,
+        token_value,
+        profile: gr.OAuthProfile | None,
+    ):
         """One submission per chosen setting; each is resolved, deduplicated and queued on its own."""
         if not settings:
             return "**Error:** choose at least one setting.", {}, gr.Timer(active=False)
@@ -53,20 +84,35 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
             return format_error(exc), {}, gr.Timer(active=False)
         accepted, messages = [], []
         for setting in settings:
-            form = ModelForm(model=model or "", suite=suite or "", task=task or "", setting=setting,
-                             revision=(revision or "").strip() or None, model_type=model_type or "auto",
-                             protocol=None if protocol in (None, "", "default") else protocol,
-                             limit=int(limit) if limit else None, description=description or "")
+            form = ModelForm(
+                model=model or "",
+                suite=suite or "",
+                task=task or "",
+                setting=setting,
+                revision=(revision or "").strip() or None,
+                model_type=model_type or "auto",
+                protocol=None if protocol in (None, "", "default") else protocol,
+                limit=int(limit) if limit else None,
+                description=description or "",
+            )
             try:
                 accepted.append(services.submit_model(form, submitter).id)
             except SubmissionError as exc:
-                messages.append(f"**Error ({inert(setting)}):** " + format_error(exc).removeprefix("**Error:** "))
+                messages.append(
+                    f"**Error ({inert(setting)}):** "
+                    + format_error(exc).removeprefix("**Error:** ")
+                )
         # The state keeps the refusals too, so the 1 s poll does not wipe them while the others run.
-        return (statuses(accepted, messages), {"ids": accepted, "messages": messages},
-                gr.Timer(active=bool(accepted)))
+        return (
+            statuses(accepted, messages),
+            {"ids": accepted, "messages": messages},
+            gr.Timer(active=bool(accepted)),
+        )
 
     def statuses(ids, messages=()):
-        parts = ["\n\n".join(messages)] if messages else []  # the refusals together, then one block a run
+        parts = (
+            ["\n\n".join(messages)] if messages else []
+        )  # the refusals together, then one block a run
         for found in filter(None, (services.submission(i) for i in ids)):
             parts.append(format_status(services.submission_status(found)))
         return "\n\n---\n\n".join(parts)
@@ -83,25 +129,51 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
         return statuses(ids, current.get("messages") or ()), gr.Timer(active=running), newest
 
     with gr.Tab("Submit a model", id="submit-model-tab"):
-        gr.Markdown("The service runs the model itself on the hidden split. Give a Hugging Face Hub id "
-                    "(pinned to a commit before it is queued) or the name of a model the operator registered. "
-                    "Each chosen setting is its own run.")
+        gr.Markdown(
+            "The service runs the model itself on the hidden split. Give a Hugging Face Hub id "
+            "(pinned to a commit before it is queued) or the name of a model the operator registered. "
+            "Each chosen setting is its own run."
+        )
         with gr.Row():
-            m_model = gr.Dropdown(model_choices(), allow_custom_value=True, label="Model (registered name or Hub id)",
-                                  elem_id="model-name")
-            m_revision = gr.Textbox(label="Revision (optional: branch, tag or commit)", elem_id="model-revision")
-            m_type = gr.Radio(["auto", "generative", "reward"], value="auto", label="Model type", elem_id="model-type")
+            m_model = gr.Dropdown(
+                model_choices(),
+                allow_custom_value=True,
+                label="Model (registered name or Hub id)",
+                elem_id="model-name",
+            )
+            m_revision = gr.Textbox(
+                label="Revision (optional: branch, tag or commit)", elem_id="model-revision"
+            )
+            m_type = gr.Radio(
+                ["auto", "generative", "reward"],
+                value="auto",
+                label="Model type",
+                elem_id="model-type",
+            )
         with gr.Row():
-            m_suite = gr.Dropdown(suite_choices(), value=first_suite, label="Suite", elem_id="model-suite")
+            m_suite = gr.Dropdown(
+                suite_choices(), value=first_suite, label="Suite", elem_id="model-suite"
+            )
             m_task = gr.Dropdown([], label="Task", elem_id="model-task")
-            m_protocol = gr.Dropdown(["default"], value="default", label="Protocol", elem_id="model-protocol")
-        m_settings = gr.CheckboxGroup(setting_choices(first_suite), label="Settings", elem_id="model-settings",
-                                      info="`cot` is offered only where the protocol lets the model reason before "
-                                           "answering (it generates, with room to): a log-prob protocol reads the "
-                                           "answer at once.")
+            m_protocol = gr.Dropdown(
+                ["default"], value="default", label="Protocol", elem_id="model-protocol"
+            )
+        m_settings = gr.CheckboxGroup(
+            setting_choices(first_suite),
+            label="Settings",
+            elem_id="model-settings",
+            info="`cot` is offered only where the protocol lets the model reason before "
+            "answering (it generates, with room to): a log-prob protocol reads the "
+            "answer at once.",
+        )
         with gr.Row():
-            m_limit = gr.Number(label="Items (optional smoke run on N items: marked partial, not ranked; "
-                                      "0 or empty = the whole split)", value=None, precision=0, elem_id="model-limit")
+            m_limit = gr.Number(
+                label="Items (optional smoke run on N items: marked partial, not ranked; "
+                "0 or empty = the whole split)",
+                value=None,
+                precision=0,
+                elem_id="model-limit",
+            )
             m_description = gr.Textbox(label="Description (optional)", elem_id="model-description")
         m_button = gr.Button("Evaluate", variant="primary", elem_id="model-submit")
         m_status = gr.Markdown(elem_id="model-status")
@@ -113,7 +185,20 @@ def build_submit_model_tab(ui: gr.Blocks, services, first_suite: str | None, tok
     m_suite.input(on_suite, m_suite, [m_task, m_settings, m_protocol])
     m_task.input(on_task, [m_suite, m_task], [m_protocol, m_settings])
     m_protocol.input(on_protocol, [m_suite, m_task, m_protocol, m_settings], m_settings)
-    m_button.click(submit_model, [m_model, m_revision, m_type, m_suite, m_task, m_settings, m_protocol, m_limit,
-                                  m_description, token], [m_status, m_current, m_timer]).then(
-        remember, [m_current, mine], mine)
+    m_button.click(
+        submit_model,
+        [
+            m_model,
+            m_revision,
+            m_type,
+            m_suite,
+            m_task,
+            m_settings,
+            m_protocol,
+            m_limit,
+            m_description,
+            token,
+        ],
+        [m_status, m_current, m_timer],
+    ).then(remember, [m_current, mine], mine)
     m_timer.tick(poll, m_current, [m_status, m_timer, finished], show_progress="hidden")

@@ -1,11 +1,12 @@
 """Fixtures for the fast unit tests (no Redis, no servers)."""
+
 from __future__ import annotations
 
 import pytest
+from unit_helpers import item, make_task
 
 from evaluator import suite as suite_module
 from evaluator.suite import TierGroup
-from unit_helpers import item, make_task
 
 
 @pytest.fixture

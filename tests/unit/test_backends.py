@@ -4,6 +4,7 @@ and the vLLM adapter against objects shaped like vLLM's outputs.
 Every primitive must give what a plain forward pass / plain greedy generation gives: batching,
 padding and prefix reuse are speed only.
 """
+
 from __future__ import annotations
 
 import sys
@@ -16,10 +17,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.backends import BackendError, ModelSpec, load_backend  # noqa: E402
-from evaluator.backends.hf_transformers import MAX_PADDING_SHARE, group_by_shared_prefix, length_batches  # noqa: E402
-from evaluator.backends.vllm_backend import VLLMBackend  # noqa: E402
 from tiny_models import build_tiny_model  # noqa: E402
+
+from evaluator.backends import BackendError, ModelSpec, load_backend  # noqa: E402
+from evaluator.backends.hf_transformers import (
+    MAX_PADDING_SHARE,
+    group_by_shared_prefix,
+    length_batches,
+)  # noqa: E402
+from evaluator.backends.vllm_backend import VLLMBackend  # noqa: E402
 
 CHOICES = ["A", "B", "C", "D"]
 
@@ -35,7 +41,9 @@ def folders(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gen(folders):
-    return load_backend(ModelSpec("tiny-gen", str(folders["generative"]), "generative"), device="cpu")
+    return load_backend(
+        ModelSpec("tiny-gen", str(folders["generative"]), "generative"), device="cpu"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +77,7 @@ def reference_logprobs(model, prompt: list[int], ids: list[int]) -> np.ndarray:
 
 # -- prefix grouping and batching ------------------------------------------------------------------
 
+
 def test_group_by_shared_prefix_covers_each_index_once_with_short_prefixes(prompts):
     groups = group_by_shared_prefix(prompts)
     members = sorted(i for g in groups for i in g.members)
@@ -88,7 +97,9 @@ def test_group_by_shared_prefix_single_and_unrelated_prompts():
     groups = group_by_shared_prefix([[5] * 60, [5] * 60 + [6], [7] * 10])
     assert sorted(i for g in groups for i in g.members) == [0, 1, 2]
     grouped = next(g for g in groups if g.prefix)
-    assert sorted(grouped.members) == [0, 1] and len(grouped.prefix) == 59  # one short of the shortest
+    assert (
+        sorted(grouped.members) == [0, 1] and len(grouped.prefix) == 59
+    )  # one short of the shortest
 
 
 @pytest.mark.parametrize("budget,size", [(100, 64), (64, 3), (10_000, 2), (1, 64)])
@@ -110,7 +121,10 @@ def test_length_batches_cap_their_padding(cap):
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     for batch in batches:
         padded = max(lengths[i] for i in batch) * len(batch)
-        assert padded - sum(lengths[i] for i in batch) <= cap * padded, (cap, [lengths[i] for i in batch])
+        assert padded - sum(lengths[i] for i in batch) <= cap * padded, (
+            cap,
+            [lengths[i] for i in batch],
+        )
     # the cap splits only where it must: equal lengths still share a batch under a zero cap
     assert length_batches([0, 1, 2], [7, 7, 7], 100, 64, max_padding=0.0) == [[0, 1, 2]]
     # without a cap (the old rule) these lengths pad far beyond 5 % in one batch
@@ -119,21 +133,31 @@ def test_length_batches_cap_their_padding(cap):
 
 
 def test_transformers_backend_runs_capped_batches_on_cpu(folders, prompts):
-    backend = load_backend(ModelSpec("tiny-gen", str(folders["generative"]), "generative"), device="cpu",
-                           reuse_prefix=False)
+    backend = load_backend(
+        ModelSpec("tiny-gen", str(folders["generative"]), "generative"),
+        device="cpu",
+        reuse_prefix=False,
+    )
     assert backend.max_padding == MAX_PADDING_SHARE["cpu"] <= 0.05
     lengths = [len(p) for p in prompts]
     ran = []  # (prompts, real tokens) per forward batch, as the backend reports them
-    backend.choice_logprobs(prompts, [backend.token_id(c) for c in CHOICES], progress=lambda n, t: ran.append((n, t)))
+    backend.choice_logprobs(
+        prompts, [backend.token_id(c) for c in CHOICES], progress=lambda n, t: ran.append((n, t))
+    )
     order = sorted(lengths)
     start = 0
-    for n, real in ran:  # batches run in ascending length order: rebuild each from the sorted lengths
+    for (
+        n,
+        real,
+    ) in ran:  # batches run in ascending length order: rebuild each from the sorted lengths
         batch = order[start : start + n]
         start += n
         assert sum(batch) == real
         assert max(batch) * n - real <= 0.05 * max(batch) * n, batch
     assert start == len(prompts)
-    uncapped = length_batches(list(range(len(prompts))), lengths, backend.max_batch_tokens, backend.max_batch_size)
+    uncapped = length_batches(
+        list(range(len(prompts))), lengths, backend.max_batch_tokens, backend.max_batch_size
+    )
     assert len(ran) > len(uncapped)  # the cap is what split them
 
 
@@ -142,7 +166,9 @@ def test_generation_batches_are_not_split_by_the_padding_cap(gen):
     padding costs more than the padding (see TransformersBackend.generate)."""
     vocab = gen.model.config.vocab_size
     rng = np.random.default_rng(3)
-    prompts = [random_ids(rng, n, vocab) for n in (5, 9, 14, 30)]  # far more than 5 % padding together
+    prompts = [
+        random_ids(rng, n, vocab) for n in (5, 9, 14, 30)
+    ]  # far more than 5 % padding together
     batches = []
     gen.generate(prompts, 3, progress=lambda n, t: batches.append(n))
     assert batches == [4]
@@ -150,32 +176,46 @@ def test_generation_batches_are_not_split_by_the_padding_cap(gen):
 
 # -- choice log-probabilities ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("reuse_prefix", [True, False])
 @pytest.mark.parametrize("max_batch_tokens", [4096, 150])
 def test_choice_logprobs_equal_plain_forward_pass(folders, prompts, reuse_prefix, max_batch_tokens):
-    backend = load_backend(ModelSpec("tiny-gen", str(folders["generative"]), "generative"), device="cpu",
-                           reuse_prefix=reuse_prefix, max_batch_tokens=max_batch_tokens)
+    backend = load_backend(
+        ModelSpec("tiny-gen", str(folders["generative"]), "generative"),
+        device="cpu",
+        reuse_prefix=reuse_prefix,
+        max_batch_tokens=max_batch_tokens,
+    )
     ids = [backend.token_id(c) for c in CHOICES]
     seen = []
     got = backend.choice_logprobs(prompts, ids, progress=lambda n, t: seen.append((n, t)))
     assert got.shape == (len(prompts), len(ids))
     for row, prompt in enumerate(prompts):
-        np.testing.assert_allclose(got[row], reference_logprobs(backend.model, prompt, ids), atol=1e-4, rtol=0)
+        np.testing.assert_allclose(
+            got[row], reference_logprobs(backend.model, prompt, ids), atol=1e-4, rtol=0
+        )
     assert sum(n for n, _ in seen) == len(prompts)
 
 
 def test_choice_logprobs_rendered_prompts_sharing_a_long_profile(gen):
     profile = "I am vegan and I never eat meat or fish; recommend plant based food only. " * 6
-    prompts = [gen.render([{"role": "system", "content": profile}, {"role": "user", "content": q}])
-               for q in ("What should I cook?", "Any restaurant tips for tonight?", "Snack ideas?")]
-    assert group_by_shared_prefix(prompts)[0].prefix, "the rendered prompts should share a long prefix"
+    prompts = [
+        gen.render([{"role": "system", "content": profile}, {"role": "user", "content": q}])
+        for q in ("What should I cook?", "Any restaurant tips for tonight?", "Snack ideas?")
+    ]
+    assert group_by_shared_prefix(prompts)[0].prefix, (
+        "the rendered prompts should share a long prefix"
+    )
     ids = [gen.token_id(c) for c in CHOICES]
     got = gen.choice_logprobs(prompts, ids)
     for row, prompt in enumerate(prompts):
-        np.testing.assert_allclose(got[row], reference_logprobs(gen.model, prompt, ids), atol=1e-4, rtol=0)
+        np.testing.assert_allclose(
+            got[row], reference_logprobs(gen.model, prompt, ids), atol=1e-4, rtol=0
+        )
 
 
 # -- generation ------------------------------------------------------------------------------------
+
 
 def test_generate_left_padded_batch_equals_unbatched_greedy(gen, prompts):
     subset = prompts[:6]
@@ -183,13 +223,19 @@ def test_generate_left_padded_batch_equals_unbatched_greedy(gen, prompts):
     assert len(batched) == len(subset)
     for prompt, text in zip(subset, batched):
         with torch.inference_mode():
-            out = gen.model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-                                     max_new_tokens=8, do_sample=False, pad_token_id=gen.pad_id)
-        assert text == gen.decode(out[0, len(prompt):].tolist())
+            out = gen.model.generate(
+                torch.tensor([prompt]),
+                attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                max_new_tokens=8,
+                do_sample=False,
+                pad_token_id=gen.pad_id,
+            )
+        assert text == gen.decode(out[0, len(prompt) :].tolist())
     assert any(batched), "a random model should produce some text"
 
 
 # -- reward scores ---------------------------------------------------------------------------------
+
 
 def test_reward_scores_equal_unbatched_logits(rew, prompts):
     got = rew.reward_scores(prompts)
@@ -213,6 +259,7 @@ def test_primitives_refuse_the_wrong_model_type(gen, rew):
 
 # -- labels, context window ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("label", ["AB", " option", "ABCD"])
 def test_token_id_refuses_multi_token_labels(gen, label):
     assert len(gen.tokenizer.encode(label, add_special_tokens=False)) > 1  # the premise
@@ -227,7 +274,9 @@ def test_token_id_single_letters(gen):
 
 
 def test_prompt_longer_than_context_window_is_refused(folders):
-    backend = load_backend(ModelSpec("tiny-gen", str(folders["generative"]), "generative"), device="cpu")
+    backend = load_backend(
+        ModelSpec("tiny-gen", str(folders["generative"]), "generative"), device="cpu"
+    )
     backend.model.config.max_position_embeddings = 64
     assert backend.context_window() == 64
     short = backend.render([{"role": "user", "content": "hi"}])
@@ -241,6 +290,7 @@ def test_prompt_longer_than_context_window_is_refused(folders):
 
 # -- vLLM adapter ----------------------------------------------------------------------------------
 
+
 class FakeLLM:
     """Shaped like vllm.LLM: get_tokenizer, generate(prompts, params, use_tqdm), classify(...)."""
 
@@ -251,14 +301,18 @@ class FakeLLM:
         self.scores = scores or {}
         self.calls: list[tuple] = []
         if max_model_len:
-            self.llm_engine = SimpleNamespace(model_config=SimpleNamespace(max_model_len=max_model_len))
+            self.llm_engine = SimpleNamespace(
+                model_config=SimpleNamespace(max_model_len=max_model_len)
+            )
 
     def get_tokenizer(self):
         return self.tokenizer
 
     @staticmethod
     def _ids(prompt):
-        return tuple(prompt["prompt_token_ids"] if isinstance(prompt, dict) else prompt.prompt_token_ids)
+        return tuple(
+            prompt["prompt_token_ids"] if isinstance(prompt, dict) else prompt.prompt_token_ids
+        )
 
     def generate(self, prompts, params, use_tqdm=True):
         self.calls.append(("generate", prompts, params, use_tqdm))
@@ -266,12 +320,19 @@ class FakeLLM:
         for prompt in prompts:
             key = self._ids(prompt)
             step = {t: SimpleNamespace(logprob=lp) for t, lp in self.logprobs.get(key, {}).items()}
-            outputs.append(SimpleNamespace(outputs=[SimpleNamespace(logprobs=[step], text=self.texts.get(key, ""))]))
+            outputs.append(
+                SimpleNamespace(
+                    outputs=[SimpleNamespace(logprobs=[step], text=self.texts.get(key, ""))]
+                )
+            )
         return outputs
 
     def classify(self, prompts, pooling_params=None, use_tqdm=True):
         self.calls.append(("classify", prompts, pooling_params, use_tqdm))
-        return [SimpleNamespace(outputs=SimpleNamespace(probs=[self.scores[self._ids(p)]])) for p in prompts]
+        return [
+            SimpleNamespace(outputs=SimpleNamespace(probs=[self.scores[self._ids(p)]]))
+            for p in prompts
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -282,13 +343,16 @@ def hf_tokenizer(gen):
 def test_vllm_choice_logprobs_passes_token_ids_and_maps_in_order(hf_tokenizer):
     prompts = [[10, 11, 12], [20, 21], [30]]
     ids = [hf_tokenizer.encode(c, add_special_tokens=False)[0] for c in CHOICES]
-    table = {tuple(p): {t: -float(r * 10 + c + 1) for c, t in enumerate(ids)} for r, p in enumerate(prompts)}
+    table = {
+        tuple(p): {t: -float(r * 10 + c + 1) for c, t in enumerate(ids)}
+        for r, p in enumerate(prompts)
+    }
     llm = FakeLLM(hf_tokenizer, logprobs=table)
     backend = VLLMBackend(ModelSpec("fake", "/nowhere", "generative"), llm=llm)
     assert [backend.token_id(c) for c in CHOICES] == ids
     seen = []
     got = backend.choice_logprobs(prompts, ids, progress=lambda n, t: seen.append((n, t)))
-    (kind, sent, params, use_tqdm), = llm.calls
+    ((kind, sent, params, use_tqdm),) = llm.calls
     assert kind == "generate" and use_tqdm is False
     assert [FakeLLM._ids(p) for p in sent] == [tuple(p) for p in prompts]  # token ids, not text
     assert all(isinstance(p, dict) or hasattr(p, "prompt_token_ids") for p in sent)
@@ -308,7 +372,11 @@ def test_vllm_missing_token_logprob_is_an_error(hf_tokenizer):
 
 
 def test_vllm_generate_and_reward_scores(hf_tokenizer):
-    llm = FakeLLM(hf_tokenizer, texts={(1,): "<choice>B</choice>", (2, 3): "hello"}, scores={(1,): 0.5, (2, 3): -2.25})
+    llm = FakeLLM(
+        hf_tokenizer,
+        texts={(1,): "<choice>B</choice>", (2, 3): "hello"},
+        scores={(1,): 0.5, (2, 3): -2.25},
+    )
     backend = VLLMBackend(ModelSpec("fake", "/nowhere", "generative"), llm=llm)
     assert backend.generate([[2, 3], [1]], max_new_tokens=5) == ["hello", "<choice>B</choice>"]
     _, sent, params, _ = llm.calls[-1]

@@ -1,18 +1,26 @@
 """Chance and majority lines, by hand on a tiny split and on PrefEval's bundled split."""
+
 from __future__ import annotations
 
 import pytest
+from unit_helpers import item, make_task
 
 from evaluator import suite as suite_module
 from evaluator.baselines import reference_lines
 from evaluator.suite import TierGroup
-from unit_helpers import item, make_task
 
 
 @pytest.fixture
 def skewed_task():
     groups = (TierGroup("form", "Form", ("x", "y"), {}),)
-    golds = [("q1", "A", "x"), ("q2", "C", "x"), ("q3", "C", "x"), ("q4", "B", "y"), ("q5", "C", "y"), ("q6", "A", "y")]
+    golds = [
+        ("q1", "A", "x"),
+        ("q2", "C", "x"),
+        ("q3", "C", "x"),
+        ("q4", "B", "y"),
+        ("q5", "C", "y"),
+        ("q6", "A", "y"),
+    ]
     task = make_task([item(i, g, form=f) for i, g, f in golds], groups)
     yield task
     suite_module._SPLIT_CACHE.pop(task.key, None)
@@ -41,7 +49,9 @@ def test_prefeval_always_c_beats_uniform_chance():
     assert chance["metrics"]["total"]["accuracy"]["value"] == pytest.approx(0.25)
     gold = [i.gold for i in task.load_split().items]
     assert majority["label"] == max("ABCD", key=gold.count) == "C"
-    assert majority["metrics"]["total"]["accuracy"]["value"] == pytest.approx(gold.count("C") / len(gold))
+    assert majority["metrics"]["total"]["accuracy"]["value"] == pytest.approx(
+        gold.count("C") / len(gold)
+    )
     assert majority["metrics"]["total"]["accuracy"]["value"] > 0.28
 
 
@@ -53,7 +63,10 @@ def test_reference_rows_are_published_once(tmp_path):
     store.ensure()
     assert publish_reference(store) is not None
     rows = [r for r in store.records() if r["row_kind"] == "reference" and r["task"] == "mcq"]
-    assert sorted(r["model_name"] for r in rows) == ["Chance (uniform over 4)", "Majority (always C)"]
+    assert sorted(r["model_name"] for r in rows) == [
+        "Chance (uniform over 4)",
+        "Majority (always C)",
+    ]
     assert publish_reference(store) is None  # nothing changed: no new version
 
 

@@ -1,22 +1,36 @@
 """Circular evaluation: every rotation of the options; correct only when all rotations agree."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from evaluator.protocols import (
-    ChoiceRequest, choose_by_logprobs, circular_publics, combine_rotations, get_protocol, rotate_options,
+    ChoiceRequest,
+    choose_by_logprobs,
+    circular_publics,
+    combine_rotations,
+    get_protocol,
+    rotate_options,
 )
 
 PUBLIC = {"id": "q1", "options": {"A": "tea", "B": "coffee", "C": "juice", "D": "water"}}
 
 
 def test_rotation_moves_each_option_one_letter_up():
-    assert rotate_options(PUBLIC, 1) == {"id": "q1::r1", "options": {"A": "coffee", "B": "juice", "C": "water", "D": "tea"}}
+    assert rotate_options(PUBLIC, 1) == {
+        "id": "q1::r1",
+        "options": {"A": "coffee", "B": "juice", "C": "water", "D": "tea"},
+    }
     assert rotate_options(PUBLIC, 0)["options"] == PUBLIC["options"]
 
 
 def build_requests(task, publics, setting, tools):
-    return [ChoiceRequest(p["id"], [{"role": "user", "content": repr(p["options"])}], ("A", "B", "C", "D")) for p in publics]
+    return [
+        ChoiceRequest(
+            p["id"], [{"role": "user", "content": repr(p["options"])}], ("A", "B", "C", "D")
+        )
+        for p in publics
+    ]
 
 
 class Reader:
@@ -47,8 +61,14 @@ def choose_circularly(model, publics):
 
 
 def test_position_bias_earns_nothing_and_content_keeps_its_answer():
-    always_a, = choose_circularly(Reader(lambda options: "A"), [PUBLIC])
-    assert always_a.answer is None and always_a.raw == "A,B,C,D"  # "A" is a different option each time
-    juice, = choose_circularly(Reader(lambda o: next(k for k, v in o.items() if v == "juice")), [PUBLIC])
+    (always_a,) = choose_circularly(Reader(lambda options: "A"), [PUBLIC])
+    assert (
+        always_a.answer is None and always_a.raw == "A,B,C,D"
+    )  # "A" is a different option each time
+    (juice,) = choose_circularly(
+        Reader(lambda o: next(k for k, v in o.items() if v == "juice")), [PUBLIC]
+    )
     assert juice.answer == "C" and juice.raw == "C,C,C,C"
-    assert get_protocol("circular_logprobs").reads_logprobs  # an endpoint without log-probs is refused it
+    assert get_protocol(
+        "circular_logprobs"
+    ).reads_logprobs  # an endpoint without log-probs is refused it

@@ -1,4 +1,5 @@
 """`personaboard` CLI, run as a subprocess exactly as a user runs it."""
+
 from __future__ import annotations
 
 import json
@@ -45,7 +46,9 @@ def test_score_known_fraction(tmp_path, split):
     form = result["tiers"]["form"]
     assert form["explicit"]["accuracy"]["value"] == 1.0
     # 1000 of 1000 (one item per pair in this tier): Wilson's lower end 1000 / (1000 + z^2), not 1.0
-    assert form["explicit"]["accuracy"]["ci95"] == pytest.approx([1000 / (1000 + 1.959963984540054 ** 2), 1.0])
+    assert form["explicit"]["accuracy"]["ci95"] == pytest.approx(
+        [1000 / (1000 + 1.959963984540054**2), 1.0]
+    )
     assert form["implicit_choice"]["accuracy"]["value"] == 0.0
     assert form["implicit_persona"]["accuracy"]["value"] == 0.0
     # each topic: its explicit third right

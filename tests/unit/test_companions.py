@@ -1,4 +1,5 @@
 """Companion downloads: a submitter can rebuild every prompt from the public inputs plus the companion."""
+
 from __future__ import annotations
 
 import json
@@ -18,13 +19,23 @@ def test_realpref_companion_carries_every_history_session_text():
     data = common.load_data(task, FIXTURE)
     companion = json.loads(json.dumps(common.companion_from(split, data)))  # what the API sends
     public = json.loads(split.public_jsonl().splitlines()[-1])
-    rebuilt = [{"role": role, "content": turn[role]} for sid in public["history"]
-               for turn in companion["sessions"][sid] for role in ("user", "assistant")]
+    rebuilt = [
+        {"role": role, "content": turn[role]}
+        for sid in public["history"]
+        for turn in companion["sessions"][sid]
+        for role in ("user", "assistant")
+    ]
     served = common.build_messages(task, public, "zero_shot", data)
-    assert rebuilt == served[1:-1] and len(rebuilt) > 0  # between the system prompt and the question
-    assert {sid for item in split.items for sid in item.public["history"]} == set(companion["sessions"])
+    assert (
+        rebuilt == served[1:-1] and len(rebuilt) > 0
+    )  # between the system prompt and the question
+    assert {sid for item in split.items for sid in item.public["history"]} == set(
+        companion["sessions"]
+    )
     text = json.dumps(companion)
-    for item in split.items:  # the gold letter's option text is in the public options anyway; no gold field
+    for item in (
+        split.items
+    ):  # the gold letter's option text is in the public options anyway; no gold field
         assert "gold" not in text
 
 

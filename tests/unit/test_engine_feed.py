@@ -7,6 +7,7 @@ calls and keeps what each held) and against the tiny transformers model.
   llm.generate as this chunk's scoring (PrefEval's explicit form), one call per chunk plus one;
 - answers and log-probabilities equal the plain path (hooks + protocol straight on the backend).
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,13 +19,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tiny_models import build_tiny_model  # noqa: E402
+
 from evaluator.backends import ModelSpec, load_backend  # noqa: E402
 from evaluator.backends.pool import EnginePool  # noqa: E402
 from evaluator.backends.vllm_backend import VLLMBackend  # noqa: E402
 from evaluator.model_eval import Checkpoint, ModelTools, _FedBackend, run_model, select_items  # noqa: E402
 from evaluator.protocols import choose_by_logprobs  # noqa: E402
 from evaluator.registry import get_task  # noqa: E402
-from tiny_models import build_tiny_model  # noqa: E402
 
 GiB = 2**30
 
@@ -38,7 +40,9 @@ class RecordingLLM:
     def __init__(self, tokenizer, reserved_memory_bytes: int = 10 * GiB):
         RecordingLLM.built += 1
         self.tokenizer, self.reserved_memory_bytes = tokenizer, reserved_memory_bytes
-        self.calls: list[list[tuple[tuple[int, ...], int]]] = []  # per call: (prompt ids, max_tokens) per request
+        self.calls: list[
+            list[tuple[tuple[int, ...], int]]
+        ] = []  # per call: (prompt ids, max_tokens) per request
 
     def get_tokenizer(self):
         return self.tokenizer
@@ -46,13 +50,20 @@ class RecordingLLM:
     def generate(self, prompts, params, use_tqdm=True):
         per_prompt = params if isinstance(params, list) else [params] * len(prompts)
         assert len(per_prompt) == len(prompts)
-        ids = [tuple(p["prompt_token_ids"] if isinstance(p, dict) else p.prompt_token_ids) for p in prompts]
+        ids = [
+            tuple(p["prompt_token_ids"] if isinstance(p, dict) else p.prompt_token_ids)
+            for p in prompts
+        ]
         self.calls.append([(i, sp.max_tokens) for i, sp in zip(ids, per_prompt)])
         outputs = []
         for key, sp in zip(ids, per_prompt):
             wanted = getattr(sp, "logprob_token_ids", None) or []
-            step = {t: SimpleNamespace(logprob=-0.1 - ((hash(key) + 7 * t) % 97) / 10) for t in wanted}
-            outputs.append(SimpleNamespace(outputs=[SimpleNamespace(logprobs=[step], text="Sure, noted.")]))
+            step = {
+                t: SimpleNamespace(logprob=-0.1 - ((hash(key) + 7 * t) % 97) / 10) for t in wanted
+            }
+            outputs.append(
+                SimpleNamespace(outputs=[SimpleNamespace(logprobs=[step], text="Sure, noted.")])
+            )
         return outputs
 
 
@@ -72,7 +83,10 @@ def tokenizer(tiny_folder):
 def pool(tokenizer):
     def loader(spec, backend, **options):
         assert backend == "vllm"
-        return VLLMBackend(spec, llm=RecordingLLM(tokenizer, reserved_memory_bytes=spec.extra.get("reserve", 10 * GiB)))
+        return VLLMBackend(
+            spec,
+            llm=RecordingLLM(tokenizer, reserved_memory_bytes=spec.extra.get("reserve", 10 * GiB)),
+        )
 
     return EnginePool(budget_bytes=24 * GiB, loader=loader)
 
@@ -84,7 +98,9 @@ def task():
 
 def plain_answers(backend, task, items, setting="zero_shot"):
     """The plain path: the suite's hooks and the protocol straight on the backend, all at once."""
-    requests = task.hooks.build_requests(task, [i.public for i in items], setting, ModelTools(backend, "choice_logprobs"))
+    requests = task.hooks.build_requests(
+        task, [i.public for i in items], setting, ModelTools(backend, "choice_logprobs")
+    )
     return {d.id: d for d in choose_by_logprobs(backend, requests)}
 
 
@@ -96,9 +112,13 @@ def test_a_second_job_for_the_same_model_reuses_the_engine(pool, task, tmp_path)
     second, warm_second = pool.acquire(spec, "vllm")
     run_model(task, "zero_shot", second, limit=6, checkpoint=Checkpoint(tmp_path / "job2.jsonl"))
     assert (warm_first, warm_second) == (False, True)
-    assert second is first and RecordingLLM.built == built + 1  # one engine: its prefix cache with it
+    assert (
+        second is first and RecordingLLM.built == built + 1
+    )  # one engine: its prefix cache with it
     assert len(first.llm.calls) >= 2  # both jobs ran on it
-    other, warm_other = pool.acquire(ModelSpec("org/model", "/models/org-model", "generative", revision="def456"), "vllm")
+    other, warm_other = pool.acquire(
+        ModelSpec("org/model", "/models/org-model", "generative", revision="def456"), "vllm"
+    )
     assert other is not first and warm_other is False and RecordingLLM.built == built + 2
     assert len(pool.loaded()) == 2
 
@@ -117,7 +137,9 @@ def test_first_replies_ride_with_the_previous_chunks_scoring(tokenizer, task):
     backend = VLLMBackend(ModelSpec("m", "/m", "generative"), llm=RecordingLLM(tokenizer))
     llm = backend.llm
     run = run_model(task, "zero_shot", backend, limit=30, batch_items=4)
-    items = run.split.items  # explicit items first (split order): chunks 1-3 hold the 10 explicit ones
+    items = (
+        run.split.items
+    )  # explicit items first (split order): chunks 1-3 hold the 10 explicit ones
     chunks = [items[i : i + 4] for i in range(0, 30, 4)]
     explicit = [sum(1 for i in c if i.tiers["form"] == "explicit") for c in chunks] + [0]
     assert explicit[:4] == [4, 4, 2, 0]
@@ -139,11 +161,20 @@ def test_fed_run_equals_the_plain_path_on_transformers(tiny_folder, task, tmp_pa
     seen = []
 
     def keep(report):
-        if not report.get("in_flight"):  # chunk ends (reports inside a chunk come from the engine thread)
+        if not report.get(
+            "in_flight"
+        ):  # chunk ends (reports inside a chunk come from the engine thread)
             seen.append(report["done"])
 
-    run = run_model(task, "zero_shot", backend, limit=9, batch_items=3, on_progress=keep,
-                    checkpoint=Checkpoint(tmp_path / "ck.jsonl"))
+    run = run_model(
+        task,
+        "zero_shot",
+        backend,
+        limit=9,
+        batch_items=3,
+        on_progress=keep,
+        checkpoint=Checkpoint(tmp_path / "ck.jsonl"),
+    )
     plain = plain_answers(backend, task, select_items(task.load_split(), 9).items)
     assert run.answers == {i: d.answer for i, d in plain.items()}
     assert seen == [3, 6, 9]  # progress from the writer thread, in order
@@ -151,14 +182,20 @@ def test_fed_run_equals_the_plain_path_on_transformers(tiny_folder, task, tmp_pa
     assert set(recorded) == set(plain)
     # log-probabilities: the fed path's scores equal the plain path's within 1e-4
     items = select_items(task.load_split(), 9).items
-    requests = task.hooks.build_requests(task, [i.public for i in items], "zero_shot", ModelTools(backend, "choice_logprobs"))
+    requests = task.hooks.build_requests(
+        task, [i.public for i in items], "zero_shot", ModelTools(backend, "choice_logprobs")
+    )
     rendered = {id(r.messages): backend.render(r.messages) for r in requests}
     fed = {d.id: d for d in choose_by_logprobs(_FedBackend(backend, rendered, []), requests)}
     for item_id, decision in plain.items():
-        np.testing.assert_allclose(list(fed[item_id].scores.values()), list(decision.scores.values()), atol=1e-4)
+        np.testing.assert_allclose(
+            list(fed[item_id].scores.values()), list(decision.scores.values()), atol=1e-4
+        )
 
 
-def test_progress_reports_are_delivered_in_order_on_one_thread(tiny_folder, task, tmp_path, monkeypatch):
+def test_progress_reports_are_delivered_in_order_on_one_thread(
+    tiny_folder, task, tmp_path, monkeypatch
+):
     """Reports inside a chunk (between the backend's batches, made on the engine thread) and chunk
     ends (after the checkpoint append) all reach on_progress through the writer's queue, in the
     order they were made: progress never goes backwards."""
@@ -168,10 +205,21 @@ def test_progress_reports_are_delivered_in_order_on_one_thread(tiny_folder, task
 
     monkeypatch.setattr(model_eval, "PROGRESS_EVERY_S", 0.0)  # report after every backend batch
     # one prompt per forward batch: many reports inside each chunk
-    backend = load_backend(ModelSpec("tiny", str(tiny_folder), "generative"), device="cpu", max_batch_tokens=1)
+    backend = load_backend(
+        ModelSpec("tiny", str(tiny_folder), "generative"), device="cpu", max_batch_tokens=1
+    )
     seen = []
-    run_model(task, "zero_shot", backend, limit=12, batch_items=4, checkpoint=Checkpoint(tmp_path / "ck.jsonl"),
-              on_progress=lambda r: seen.append((threading.current_thread().name, r["done"], r["in_flight"])))
+    run_model(
+        task,
+        "zero_shot",
+        backend,
+        limit=12,
+        batch_items=4,
+        checkpoint=Checkpoint(tmp_path / "ck.jsonl"),
+        on_progress=lambda r: seen.append(
+            (threading.current_thread().name, r["done"], r["in_flight"])
+        ),
+    )
     assert {name for name, _, _ in seen} == {"checkpoint-writer"}
     assert any(in_flight for _, _, in_flight in seen)  # reports inside chunks were made
     done = [d for _, d, _ in seen]

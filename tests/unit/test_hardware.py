@@ -1,4 +1,5 @@
 """Queues by hardware: where a submission goes, and what a worker listens to."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,19 +14,25 @@ def hub(parameters, model_type="generative"):
 
 def test_what_needs_the_web_node_stays_there():
     assert route("predictions", None) == QUEUE_NAME
-    assert route("model", {"source": "local", "parameters": 10, "model_type": "generative"}) == QUEUE_NAME
+    assert (
+        route("model", {"source": "local", "parameters": 10, "model_type": "generative"})
+        == QUEUE_NAME
+    )
 
 
-@pytest.mark.parametrize("parameters, model_type, queue", [
-    (135_000_000, "generative", CPU_QUEUE),
-    (1_500_000_000, "generative", gpu_queue(24)),    # 1.5B bf16 ~3 GiB + headroom
-    (1_500_000_000, "reward", CPU_QUEUE),            # one forward pass per response: CPU takes more
-    (8_000_000_000, "generative", gpu_queue(24)),    # ~16.4 GiB + 6
-    (14_000_000_000, "generative", gpu_queue(48)),
-    (34_000_000_000, "generative", gpu_queue(80)),
-    (70_000_000_000, "generative", gpu_queue(80)),   # larger than any class: the biggest tries
-    (None, "generative", gpu_queue(80)),             # unknown size: the safe guess
-])
+@pytest.mark.parametrize(
+    "parameters, model_type, queue",
+    [
+        (135_000_000, "generative", CPU_QUEUE),
+        (1_500_000_000, "generative", gpu_queue(24)),  # 1.5B bf16 ~3 GiB + headroom
+        (1_500_000_000, "reward", CPU_QUEUE),  # one forward pass per response: CPU takes more
+        (8_000_000_000, "generative", gpu_queue(24)),  # ~16.4 GiB + 6
+        (14_000_000_000, "generative", gpu_queue(48)),
+        (34_000_000_000, "generative", gpu_queue(80)),
+        (70_000_000_000, "generative", gpu_queue(80)),  # larger than any class: the biggest tries
+        (None, "generative", gpu_queue(80)),  # unknown size: the safe guess
+    ],
+)
 def test_hub_models_by_size_and_type(parameters, model_type, queue):
     assert route("model", hub(parameters, model_type)) == queue
 
@@ -45,10 +52,15 @@ def test_a_workers_queues_follow_its_image():
     from backend.processes import queues_for
 
     assert queues_for({}, remote=False) == [QUEUE_NAME, f"{QUEUE_NAME}:cpu"]  # make serve's workers
-    assert queues_for({"PERSONABOARD_WORKER_HARDWARE": "web"}, remote=False) == [QUEUE_NAME]  # the web image's
+    assert queues_for({"PERSONABOARD_WORKER_HARDWARE": "web"}, remote=False) == [
+        QUEUE_NAME
+    ]  # the web image's
     gpu = {"PERSONABOARD_WORKER_HARDWARE": "gpu", "PERSONABOARD_GPU_MEMORY_GB": "80"}
     assert queues_for(gpu, remote=True) == [f"{QUEUE_NAME}:gpu-{g}g" for g in (80, 48, 24)]
-    assert queues_for({**gpu, "PERSONABOARD_GPU_MEMORY_GB": "30"}, remote=False) == [QUEUE_NAME, f"{QUEUE_NAME}:gpu-24g"]
+    assert queues_for({**gpu, "PERSONABOARD_GPU_MEMORY_GB": "30"}, remote=False) == [
+        QUEUE_NAME,
+        f"{QUEUE_NAME}:gpu-24g",
+    ]
     with pytest.raises(ValueError, match="web node's own queue"):
         queues_for({"PERSONABOARD_WORKER_HARDWARE": "web"}, remote=True)
     with pytest.raises(ValueError, match="smallest class"):

@@ -1,4 +1,5 @@
 """The results head signal (leaderboard/head_signal.py) on a real redis-server."""
+
 from __future__ import annotations
 
 import threading
@@ -13,7 +14,10 @@ def test_many_readers_at_once_all_get_the_token(redis_server):
     assert signal.token() is None  # nothing published yet
     signal.published("abc123")
     tokens = []
-    threads = [threading.Thread(target=lambda: tokens.extend(signal.token() for _ in range(50))) for _ in range(48)]
+    threads = [
+        threading.Thread(target=lambda: tokens.extend(signal.token() for _ in range(50)))
+        for _ in range(48)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

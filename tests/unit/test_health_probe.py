@@ -1,5 +1,6 @@
 """Health's Redis probe runs on the event loop: it answers for a live Redis, and a Redis that
 accepts connections but never answers costs one short timeout, not one per health request."""
+
 from __future__ import annotations
 
 import socket
@@ -34,4 +35,6 @@ def test_a_silent_redis_costs_one_timeout_then_none_until_the_backoff_ends():
         started = time.monotonic()
         for _ in range(100):
             assert not probe.answers()
-        assert time.monotonic() - started < min(first, PING_BACKOFF_S) / 2  # no ping while backing off
+        assert (
+            time.monotonic() - started < min(first, PING_BACKOFF_S) / 2
+        )  # no ping while backing off

@@ -4,6 +4,7 @@ Real parts: a redis-server, the local git results store, the SQLite records, the
 web node's and a remote worker's outboxes are two folders publishing into one store, as on two
 machines. (tests/test_remote_worker.py runs the same through a worker process and the Hub server.)
 """
+
 from __future__ import annotations
 
 import redis
@@ -18,8 +19,16 @@ from submissions.remote import EVENTS, EventFolder, RemoteLedger, send_event
 
 
 def submission(sid: str) -> Submission:
-    return Submission(id=sid, created_at="2026-11-23T00:00:00+00:00", kind="predictions", suite="prefeval",
-                      task="mcq", setting="zero_shot", model_name=f"model-{sid}", state="running")
+    return Submission(
+        id=sid,
+        created_at="2026-11-23T00:00:00+00:00",
+        kind="predictions",
+        suite="prefeval",
+        task="mcq",
+        setting="zero_shot",
+        model_name=f"model-{sid}",
+        state="running",
+    )
 
 
 class Node:
@@ -29,14 +38,25 @@ class Node:
         self.redis = redis.Redis.from_url(redis_url)
         self.records = SubmissionStore(tmp_path / "submissions.sqlite3")
         self.store = LocalDatasetStore(tmp_path / "results")
-        self.outbox = Outbox(tmp_path / "web-outbox", self.store, record_published(self.records.update_revision),
-                             withhold_hidden(self.records))
+        self.outbox = Outbox(
+            tmp_path / "web-outbox",
+            self.store,
+            record_published(self.records.update_revision),
+            withhold_hidden(self.records),
+        )
         for sid in sids:
             self.records.add(submission(sid))
 
     def act(self, action: str, sid: str) -> dict:
-        return moderation.apply(action, sid, actor="ops", reason="test" if action != "unhide" else "",
-                                records=self.records, outbox=self.outbox, redis=self.redis)
+        return moderation.apply(
+            action,
+            sid,
+            actor="ops",
+            reason="test" if action != "unhide" else "",
+            records=self.records,
+            outbox=self.outbox,
+            redis=self.redis,
+        )
 
     def ever_published(self, sid: str) -> bool:
         return any(v.message.startswith(f"Add result {sid} ") for v in self.store.versions())
@@ -44,7 +64,9 @@ class Node:
 
 def test_hidden_before_the_publish_is_withheld_and_unhide_publishes_it(tmp_path, redis_server):
     node = Node(tmp_path, redis_server, "h1")
-    node.outbox.put("result", {"record": make_record("h1", 0.5), "request": None})  # the job's, not out yet
+    node.outbox.put(
+        "result", {"record": make_record("h1", 0.5), "request": None}
+    )  # the job's, not out yet
     node.act("hide", "h1")  # the hide's withdrawal drains the outbox: the result entry first
     assert node.outbox.backlog() == 0
     assert node.store.current_record("h1") is None and not node.ever_published("h1")
@@ -65,8 +87,13 @@ def test_hidden_before_the_publish_is_withheld_and_unhide_publishes_it(tmp_path,
 
 def test_a_remote_worker_withholds_and_the_web_node_keeps_the_record(tmp_path, redis_server):
     node = Node(tmp_path, redis_server, "r1")
-    worker_outbox = Outbox(tmp_path / "worker-outbox", node.store, withhold=withhold_hidden_remote(node.redis))
-    ledger = RemoteLedger(node.redis, {"id": "r1", **{k: v for k, v in submission("r1").__dict__.items() if k != "id"}})
+    worker_outbox = Outbox(
+        tmp_path / "worker-outbox", node.store, withhold=withhold_hidden_remote(node.redis)
+    )
+    ledger = RemoteLedger(
+        node.redis,
+        {"id": "r1", **{k: v for k, v in submission("r1").__dict__.items() if k != "id"}},
+    )
     assert ledger.get("r1").visibility == "public"  # the snapshot, at enqueue
     node.act("hide", "r1")
     assert ledger.get("r1").visibility == "hidden"  # what the web node said since, through Redis
@@ -83,13 +110,18 @@ def test_a_remote_worker_withholds_and_the_web_node_keeps_the_record(tmp_path, r
     assert node.act("unhide", "r1")["revision"] and node.store.current_record("r1") is not None
 
     # Redis unreachable on the worker: the result waits in its outbox, never published unchecked
-    dead = Outbox(tmp_path / "worker-outbox-2", node.store,
-                  withhold=withhold_hidden_remote(redis.Redis(port=1, socket_connect_timeout=0.5)))
+    dead = Outbox(
+        tmp_path / "worker-outbox-2",
+        node.store,
+        withhold=withhold_hidden_remote(redis.Redis(port=1, socket_connect_timeout=0.5)),
+    )
     dead.put("result", {"record": make_record("r2", 0.5), "request": None})
     assert dead.drain() == 0 and dead.backlog() == 1 and not node.ever_published("r2")
 
 
-def test_hidden_after_the_workers_check_is_withdrawn_when_the_web_node_folds_the_revision(tmp_path, redis_server):
+def test_hidden_after_the_workers_check_is_withdrawn_when_the_web_node_folds_the_revision(
+    tmp_path, redis_server
+):
     node = Node(tmp_path, redis_server, "race", "other")
     node.act("hide", "race")  # nothing published yet: the hide withdraws nothing
     # the worker had checked before the hide; its commit lands after it, then it reports the revision
@@ -99,7 +131,9 @@ def test_hidden_after_the_workers_check_is_withdrawn_when_the_web_node_folds_the
     send_event(node.redis, "other", {"revision": node.store.head_revision()})
     assert node.store.current_record("race") is not None
     assert EventFolder(node.redis, node.records, outbox=node.outbox).fold(block_ms=10) == 2
-    assert node.store.current_record("race") is None  # out at once, not at the next reconcile (30 s)
+    assert (
+        node.store.current_record("race") is None
+    )  # out at once, not at the next reconcile (30 s)
     assert node.store.current_record("other") is not None  # a public one stays
     assert node.records.get("race").revision == revision
 
@@ -112,4 +146,8 @@ def test_reconcile_mirrors_visibility_into_redis(tmp_path, redis_server):
     node.records.update("c", visibility="public")  # unhidden while Redis was away
     node.redis.hdel(moderation.VISIBILITY, "a")  # a write Redis lost
     moderation.mirror_visibility(node.redis, node.records)
-    assert [moderation.shared_visibility(node.redis, s) for s in ("a", "b", "c")] == ["hidden", "deleted", "public"]
+    assert [moderation.shared_visibility(node.redis, s) for s in ("a", "b", "c")] == [
+        "hidden",
+        "deleted",
+        "public",
+    ]

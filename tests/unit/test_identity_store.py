@@ -1,4 +1,5 @@
 """Identities, tokens, name normalisation, the admission transaction and withdrawing a result."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -9,7 +10,14 @@ import pytest
 from leaderboard.store import LocalDatasetStore
 from submissions.identity import IdentityError, IdentityStore
 from submissions.names import InvalidName, name_key, normalise_text
-from submissions.records import Duplicate, NameTaken, QuotaUsed, Replayed, Submission, SubmissionStore
+from submissions.records import (
+    Duplicate,
+    NameTaken,
+    QuotaUsed,
+    Replayed,
+    Submission,
+    SubmissionStore,
+)
 
 
 @pytest.fixture
@@ -17,10 +25,21 @@ def records(tmp_path):
     return SubmissionStore(tmp_path / "submissions.sqlite3")
 
 
-def make(sid: str, owner: str = "alice", sha: str = "f" * 64, key: str | None = None, name: str = "m") -> Submission:
-    return Submission(id=sid, created_at=f"2026-01-01T00:00:0{len(sid) % 10}.000+00:00", kind="predictions",
-                      suite="prefeval", task="mcq", setting="zero_shot", model_name=name, file_sha256=sha,
-                      owner=owner, idempotency_key=key)
+def make(
+    sid: str, owner: str = "alice", sha: str = "f" * 64, key: str | None = None, name: str = "m"
+) -> Submission:
+    return Submission(
+        id=sid,
+        created_at=f"2026-01-01T00:00:0{len(sid) % 10}.000+00:00",
+        kind="predictions",
+        suite="prefeval",
+        task="mcq",
+        setting="zero_shot",
+        model_name=name,
+        file_sha256=sha,
+        owner=owner,
+        idempotency_key=key,
+    )
 
 
 def test_tokens_are_stored_hashed_and_revocable(records, tmp_path):
@@ -40,9 +59,16 @@ def test_tokens_are_stored_hashed_and_revocable(records, tmp_path):
         identities.add_user("bad name!")
 
 
-@pytest.mark.parametrize("raw, field_error", [
-    ("a\u202eb", "U+202E"), ("a\u2066b", "U+2066"), ("a\x00b", "NUL"), ("a\x1bb", "U+001B"), ("a\u200bb", "U+200B"),
-])
+@pytest.mark.parametrize(
+    "raw, field_error",
+    [
+        ("a\u202eb", "U+202E"),
+        ("a\u2066b", "U+2066"),
+        ("a\x00b", "NUL"),
+        ("a\x1bb", "U+001B"),
+        ("a\u200bb", "U+200B"),
+    ],
+)
 def test_hidden_characters_refused(raw, field_error):
     with pytest.raises(InvalidName) as refused:
         normalise_text(raw, "model_name", 200)
@@ -51,7 +77,9 @@ def test_hidden_characters_refused(raw, field_error):
 
 def test_normalisation_and_name_key():
     assert normalise_text("  ＧＰＴ－４  ", "model_name", 200) == "GPT-4"
-    assert name_key(normalise_text("GPT-4", "m", 200)) == name_key(normalise_text(" gpt-4 ", "m", 200))
+    assert name_key(normalise_text("GPT-4", "m", 200)) == name_key(
+        normalise_text(" gpt-4 ", "m", 200)
+    )
     assert normalise_text("two\nlines", "description", 50, multiline=True) == "two\nlines"
     with pytest.raises(InvalidName):
         normalise_text("x" * 201, "model_name", 200)
@@ -66,7 +94,9 @@ def test_admit_rules(records):
         records.admit(make("a3"), name_key="m", quota=2, since="2026-01-01")
     assert dup.value.submission.id == "a1"
     with pytest.raises(NameTaken):
-        records.admit(make("b1", owner="bob", sha="d" * 64), name_key="m", quota=2, since="2026-01-01")
+        records.admit(
+            make("b1", owner="bob", sha="d" * 64), name_key="m", quota=2, since="2026-01-01"
+        )
     records.admit(make("a4", sha="c" * 64), name_key="m", quota=2, since="2026-01-01")
     with pytest.raises(QuotaUsed):
         records.admit(make("a5", sha="b" * 64), name_key="m", quota=2, since="2026-01-01")
@@ -94,11 +124,26 @@ def test_admit_is_one_transaction_under_concurrency(records):
 
 def test_withdraw_then_publish_again(tmp_path):
     store = LocalDatasetStore(tmp_path / "store")
-    record = {"submission_id": "s1", "suite": "prefeval", "task": "mcq", "setting": "zero_shot", "model_name": "m",
-              "model_link": "", "description": "", "source": "predictions file", "row_kind": "computed",
-              "submitted_at": "2026-01-01T00:00:00+00:00", "provenance": {}, "timings": {}, "n_items": 1,
-              "metrics": {"metric": "accuracy", "total": {"accuracy": {"value": 1.0, "ci95": [0.5, 1.0], "n": 1}},
-                          "tiers": {}}}
+    record = {
+        "submission_id": "s1",
+        "suite": "prefeval",
+        "task": "mcq",
+        "setting": "zero_shot",
+        "model_name": "m",
+        "model_link": "",
+        "description": "",
+        "source": "predictions file",
+        "row_kind": "computed",
+        "submitted_at": "2026-01-01T00:00:00+00:00",
+        "provenance": {},
+        "timings": {},
+        "n_items": 1,
+        "metrics": {
+            "metric": "accuracy",
+            "total": {"accuracy": {"value": 1.0, "ci95": [0.5, 1.0], "n": 1}},
+            "tiers": {},
+        },
+    }
     first = store.publish(record)
     assert store.publish(record) == first  # a retried job publishes once
     assert set(store.scores()["submission_id"]) == {"s1"}

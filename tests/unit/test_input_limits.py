@@ -1,20 +1,34 @@
 """Hostile predictions files: every limit refuses with its name, the line and the field, in
 bounded time, and nothing reaches json.loads that would make it raise (RecursionError, the
 4,300-digit int limit) or run long."""
+
 from __future__ import annotations
 
 import io
 import json
-import pytest
 
-from evaluator import predictions
-from evaluator.predictions import (
-    EXTRA_LINES, MAX_DEPTH, MAX_FIELD_CHARS, MAX_ID_CHARS, MAX_LINE_BYTES, MAX_NUMBER_DIGITS, OverlongLine,
-    PredictionsError, iter_lines, read_predictions,
-)
+import pytest
 from unit_helpers import jsonl
 
-GOOD = [{"id": "q1", "answer": "A"}, {"id": "q2", "answer": "B"}, {"id": "q3", "answer": "C"}, {"id": "q4", "answer": "D"}]
+from evaluator.predictions import (
+    EXTRA_LINES,
+    MAX_DEPTH,
+    MAX_FIELD_CHARS,
+    MAX_ID_CHARS,
+    MAX_LINE_BYTES,
+    MAX_NUMBER_DIGITS,
+    OverlongLine,
+    PredictionsError,
+    iter_lines,
+    read_predictions,
+)
+
+GOOD = [
+    {"id": "q1", "answer": "A"},
+    {"id": "q2", "answer": "B"},
+    {"id": "q3", "answer": "C"},
+    {"id": "q4", "answer": "D"},
+]
 
 
 def problems_of(task, lines):
@@ -29,12 +43,19 @@ def test_deep_nesting_is_refused_before_the_parser(tiny_task):
         (problem,) = [p for p in problems_of(tiny_task, jsonl(*GOOD, deep)) if p.line == 5]
         assert problem.field is None and "limit: nesting depth" in problem.message, problem
     # brackets inside strings do not count; MAX_DEPTH levels are fine
-    fine = {"id": "q1", "answer": "A", "note": "[" * 1000, "nested": json.loads("[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1))}
+    fine = {
+        "id": "q1",
+        "answer": "A",
+        "note": "[" * 1000,
+        "nested": json.loads("[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)),
+    }
     assert read_predictions(jsonl(fine, *GOOD[1:]), tiny_task, tiny_task.load_split())["q1"] == "A"
 
 
 def test_huge_integer_is_refused_before_the_parser(tiny_task):
-    line = '{"id": "q1", "answer": "A", "n": ' + "9" * 5000 + "}"  # json.loads: ValueError (int digits limit)
+    line = (
+        '{"id": "q1", "answer": "A", "n": ' + "9" * 5000 + "}"
+    )  # json.loads: ValueError (int digits limit)
     (problem,) = [p for p in problems_of(tiny_task, jsonl(line, *GOOD[1:])) if p.line == 1]
     assert "limit: number size" in problem.message
     # digits inside a string are not a number; a 100-digit number is fine
@@ -43,7 +64,12 @@ def test_huge_integer_is_refused_before_the_parser(tiny_task):
 
 
 def test_long_fields_are_named(tiny_task):
-    (problem,) = [p for p in problems_of(tiny_task, jsonl(*GOOD, {"id": "x" * (MAX_ID_CHARS + 1), "answer": "A"}))]
+    (problem,) = [
+        p
+        for p in problems_of(
+            tiny_task, jsonl(*GOOD, {"id": "x" * (MAX_ID_CHARS + 1), "answer": "A"})
+        )
+    ]
     assert (problem.line, problem.field) == (5, "id") and "limit: field length" in problem.message
     long_note = {"id": "q1", "answer": "A", "note": "n" * (MAX_FIELD_CHARS + 1)}
     (problem,) = [p for p in problems_of(tiny_task, jsonl(long_note, *GOOD[1:])) if p.line == 1]
@@ -51,8 +77,14 @@ def test_long_fields_are_named(tiny_task):
 
 
 def test_overlong_line_is_cut_while_streaming(tiny_task):
-    body = ("\n".join(json.dumps(r) for r in GOOD[:2]) + "\n" + "x" * (3 * MAX_LINE_BYTES) + "\n"
-            + "\n".join(json.dumps(r) for r in GOOD[2:]) + "\n").encode()
+    body = (
+        "\n".join(json.dumps(r) for r in GOOD[:2])
+        + "\n"
+        + "x" * (3 * MAX_LINE_BYTES)
+        + "\n"
+        + "\n".join(json.dumps(r) for r in GOOD[2:])
+        + "\n"
+    ).encode()
     lines = list(iter_lines(io.BytesIO(body), chunk_size=4096))
     assert [len(line) for line in lines[:2]] == [len(json.dumps(r)) for r in GOOD[:2]]
     assert isinstance(lines[2], OverlongLine) and len(lines[2]) == MAX_LINE_BYTES
@@ -82,13 +114,24 @@ def test_too_many_lines_stops_reading(tiny_task):
         read_predictions(endless(), tiny_task, tiny_task.load_split(), "preds.jsonl")
     limit = len(tiny_task.load_split().items) + EXTRA_LINES
     assert count["n"] == limit + 1  # the generator was not read past the first line over the limit
-    assert f"line {limit + 1}: more than {limit} lines" in str(info.value) and "limit: line count" in str(info.value)
+    assert f"line {limit + 1}: more than {limit} lines" in str(
+        info.value
+    ) and "limit: line count" in str(info.value)
 
 
 def test_no_input_makes_the_parser_raise(tiny_task, monkeypatch):
     """Whatever a line holds, read_predictions raises PredictionsError or returns: fuzz a few shapes."""
-    shapes = ["[" * 5000, "{" * 5000, '{"id": ' + "1" * 4400 + "}", "-" + "1" * 10_000, "1e999999", "NaN",
-              '{"id": "q1", "answer": "A"' + ", \"k\": []" * 5000 + "}", "\x00", '"\\ud800"']
+    shapes = [
+        "[" * 5000,
+        "{" * 5000,
+        '{"id": ' + "1" * 4400 + "}",
+        "-" + "1" * 10_000,
+        "1e999999",
+        "NaN",
+        '{"id": "q1", "answer": "A"' + ', "k": []' * 5000 + "}",
+        "\x00",
+        '"\\ud800"',
+    ]
     for shape in shapes:
         try:
             read_predictions(jsonl(*GOOD, shape), tiny_task, tiny_task.load_split())

@@ -1,4 +1,5 @@
 """Accepting a predictions file (no Redis): recorded only when the whole file is valid."""
+
 from __future__ import annotations
 
 import hashlib
@@ -13,8 +14,14 @@ from submissions.intake import SubmissionError, SubmissionForm, Submitter, accep
 from submissions.quotas import QuotaLimits
 from submissions.records import SubmissionStore
 
-FORM = SubmissionForm(suite="prefeval", task="mcq", setting="zero_shot", model_name="  my model  ",
-                      model_link="https://example.org/m", description="d")
+FORM = SubmissionForm(
+    suite="prefeval",
+    task="mcq",
+    setting="zero_shot",
+    model_name="  my model  ",
+    model_link="https://example.org/m",
+    description="d",
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +36,13 @@ def valid_bytes(split):
 
 @pytest.fixture
 def env(tmp_path):
-    return {"records": SubmissionStore(tmp_path / "subs.sqlite3"), "uploads_dir": tmp_path / "uploads",
-            "max_bytes": 10 << 20, "redis": None, "submitter": Submitter(Identity("alice"), QuotaLimits(100, 100, 100))}
+    return {
+        "records": SubmissionStore(tmp_path / "subs.sqlite3"),
+        "uploads_dir": tmp_path / "uploads",
+        "max_bytes": 10 << 20,
+        "redis": None,
+        "submitter": Submitter(Identity("alice"), QuotaLimits(100, 100, 100)),
+    }
 
 
 def accept(env, data: bytes, form=FORM, filename="preds.jsonl", **overrides):
@@ -60,7 +72,9 @@ def test_invalid_file_leaves_nothing(env, valid_bytes):
     assert error.status == 422
     problems = error.detail["problems"]
     assert problems and problems[0]["line"] == 10 and problems[0]["field"] in ("id", "answer")
-    assert any(p["field"] == "id" and p["line"] is None for p in problems)  # the replaced line's id is missing
+    assert any(
+        p["field"] == "id" and p["line"] is None for p in problems
+    )  # the replaced line's id is missing
     assert env["records"].list() == []
     assert list(env["uploads_dir"].iterdir()) == []
 
@@ -71,7 +85,9 @@ def test_bad_answer_problem_names_line_and_field(env, valid_bytes):
     lines[0] = json.dumps({"id": first["id"], "answer": "E"}).encode()
     with pytest.raises(SubmissionError) as info:
         accept(env, b"\n".join(lines) + b"\n")
-    assert info.value.detail["problems"] == [{"line": 1, "field": "answer", "message": "'E' is not one of A-D"}]
+    assert info.value.detail["problems"] == [
+        {"line": 1, "field": "answer", "message": "'E' is not one of A-D"}
+    ]
     assert env["records"].list() == [] and list(env["uploads_dir"].iterdir()) == []
 
 
@@ -85,19 +101,22 @@ def test_too_large_gives_413_and_leaves_nothing(env, valid_bytes):
     assert accept(env, valid_bytes, max_bytes=len(valid_bytes)).file_bytes == len(valid_bytes)
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"suite": "nosuch"}, "suite"),
-    ({"task": "nosuch"}, "task"),
-    ({"setting": "nosuch"}, "setting"),
-    # the field comes from which lookup failed, not from words in the (user-quoted) message
-    ({"suite": "my_setting"}, "suite"),
-    ({"task": "no task at all"}, "task"),
-    ({"task": "setting"}, "task"),
-    ({"model_name": "   "}, "model_name"),
-    ({"model_name": "x" * 201}, "model_name"),
-    ({"model_link": "ftp://example.org/x"}, "link"),
-    ({"description": "x" * 5001}, "description"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"suite": "nosuch"}, "suite"),
+        ({"task": "nosuch"}, "task"),
+        ({"setting": "nosuch"}, "setting"),
+        # the field comes from which lookup failed, not from words in the (user-quoted) message
+        ({"suite": "my_setting"}, "suite"),
+        ({"task": "no task at all"}, "task"),
+        ({"task": "setting"}, "task"),
+        ({"model_name": "   "}, "model_name"),
+        ({"model_name": "x" * 201}, "model_name"),
+        ({"model_link": "ftp://example.org/x"}, "link"),
+        ({"description": "x" * 5001}, "description"),
+    ],
+)
 def test_bad_form_names_the_field(env, valid_bytes, change, field):
     form = SubmissionForm(**{**FORM.__dict__, **change})
     with pytest.raises(SubmissionError) as info:

@@ -1,5 +1,6 @@
 """The leaderboard tab's versions (space/data.py): what the Version selector offers, and an older
 version's board inputs, on a real local results store."""
+
 from __future__ import annotations
 
 import sys
@@ -11,12 +12,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from board_fixture import board_record  # noqa: E402
+
 from leaderboard.store import LocalDatasetStore, StoreError  # noqa: E402
 from space import data  # noqa: E402
 
 
 class CountingStore(LocalDatasetStore):
     """The local store, counting the calls a page load would make."""
+
     calls = 0
 
     def releases(self):
@@ -32,8 +35,11 @@ def services(tmp_path):
     store.publish(board_record("v-beta", "beta", 0.6, 0.5, 0.7))
     store.release("first-two", notes="alpha and beta")
     store.publish(board_record("v-gamma", "gamma", 0.4, 0.3, 0.5))
-    return SimpleNamespace(results=store, records=SimpleNamespace(withdrawn_ids=lambda: list(withdrawn)),
-                           withdrawn=withdrawn)
+    return SimpleNamespace(
+        results=store,
+        records=SimpleNamespace(withdrawn_ids=lambda: list(withdrawn)),
+        withdrawn=withdrawn,
+    )
 
 
 def test_choices_are_latest_then_releases_then_recent_revisions(services):
@@ -43,7 +49,10 @@ def test_choices_are_latest_then_releases_then_recent_revisions(services):
     assert values[0] == data.LATEST and values[1] == "first-two"
     # every older revision, newest first; the head itself is "latest"
     assert values[2:] == [v.revision for v in store.versions()[1:]]
-    assert choices[1][0].startswith("Release first-two (") and store.resolve_revision("first-two")[:8] in choices[1][0]
+    assert (
+        choices[1][0].startswith("Release first-two (")
+        and store.resolve_revision("first-two")[:8] in choices[1][0]
+    )
     assert len(data.version_choices(services, limit=1)) == 3  # latest, the release, one revision
 
 
@@ -62,7 +71,9 @@ def test_an_older_version_is_its_own_table_without_withdrawn_results(services):
     assert set(scores["submission_id"]) == {"v-alpha", "v-beta"}
     newest, _ = data.board_inputs(services)
     assert "v-gamma" in set(newest["submission_id"])
-    services.withdrawn.append("v-beta")  # an operator hid it since: out of every version the pages show
+    services.withdrawn.append(
+        "v-beta"
+    )  # an operator hid it since: out of every version the pages show
     scores, _ = data.board_inputs(services, "first-two")
     assert set(scores["submission_id"]) == {"v-alpha"}
     with pytest.raises(StoreError):

@@ -1,5 +1,6 @@
 """A `limit` run covers every tier of every tier group when it can and names those it cannot; `cot`
 runs only under a protocol that lets the model write (and then with a reasoning budget)."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,15 +25,23 @@ def test_twenty_items_cover_every_form_and_every_topic(prefeval_split):
     chosen = select_items(prefeval_split, 20)
     assert len(chosen.items) == 20 and tiers_of(chosen.items) == every
     assert uncovered_tiers(prefeval_split, chosen) == {}
-    assert [i.id for i in select_items(prefeval_split, 20).items] == [i.id for i in chosen.items]  # deterministic
+    assert [i.id for i in select_items(prefeval_split, 20).items] == [
+        i.id for i in chosen.items
+    ]  # deterministic
 
 
 def test_a_limit_too_small_names_the_tiers_it_missed(prefeval_split):
     chosen = select_items(prefeval_split, 5)
     missing = uncovered_tiers(prefeval_split, chosen)
     topics = {t for g, t in tiers_of(prefeval_split.items) if g == "topic"}
-    assert set(missing) == {"topic"} and len(missing["topic"]) == len(topics) - 5  # each item brought a new topic
-    assert {i.tiers["form"] for i in chosen.items} == {"explicit", "implicit_choice", "implicit_persona"}
+    assert (
+        set(missing) == {"topic"} and len(missing["topic"]) == len(topics) - 5
+    )  # each item brought a new topic
+    assert {i.tiers["form"] for i in chosen.items} == {
+        "explicit",
+        "implicit_choice",
+        "implicit_persona",
+    }
 
 
 @pytest.mark.parametrize("protocol", ["choice_logprobs", "reward"])
@@ -43,7 +52,9 @@ def test_cot_is_refused_without_generation(protocol):
 
 
 def test_cot_needs_room_to_reason():
-    task = get_task("prefeval", "mcq")  # generate_parse writes at most 5 tokens (upstream's answer cap)
+    task = get_task(
+        "prefeval", "mcq"
+    )  # generate_parse writes at most 5 tokens (upstream's answer cap)
     assert "too few to reason" in setting_problem(task, "cot", "generate_parse")
     roomy = get_task("recentering", "relevance")
     budget = int(roomy.model.get("max_new_tokens", 16))

@@ -1,5 +1,6 @@
 """Model resolution: the operator's local registry (tiny model folders) and Hub ids, against
 offline mode and a small fake Hub HTTP server on 127.0.0.1."""
+
 from __future__ import annotations
 
 import json
@@ -14,20 +15,30 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluator.models import (  # noqa: E402
-    HubUnreachable, ModelError, ModelRegistry, folder_hash, resolve_hub_model, resolve_model,
-)
 from tiny_models import build_tiny_model  # noqa: E402
+
+from evaluator.models import (  # noqa: E402
+    HubUnreachable,
+    ModelError,
+    ModelRegistry,
+    folder_hash,
+    resolve_hub_model,
+    resolve_model,
+)
 
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny-models")
-    return {"generative": build_tiny_model(root / "gen", "generative"),
-            "reward": build_tiny_model(root / "rew", "reward")}
+    return {
+        "generative": build_tiny_model(root / "gen", "generative"),
+        "reward": build_tiny_model(root / "rew", "reward"),
+    }
 
 
-def copy_with(folder: Path, target: Path, config_changes: dict | None = None, drop: tuple[str, ...] = ()) -> Path:
+def copy_with(
+    folder: Path, target: Path, config_changes: dict | None = None, drop: tuple[str, ...] = ()
+) -> Path:
     shutil.copytree(folder, target)
     if config_changes:
         config = json.loads((target / "config.json").read_text())
@@ -44,7 +55,10 @@ def copy_with(folder: Path, target: Path, config_changes: dict | None = None, dr
 
 # -- local registry --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind,cls", [("generative", "LlamaForCausalLM"), ("reward", "LlamaForSequenceClassification")])
+
+@pytest.mark.parametrize(
+    "kind,cls", [("generative", "LlamaForCausalLM"), ("reward", "LlamaForSequenceClassification")]
+)
 def test_registry_add_detects_type_revision_parameters_template(folders, tmp_path, kind, cls):
     import torch  # noqa: F401
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
@@ -64,7 +78,11 @@ def test_registry_add_detects_type_revision_parameters_template(folders, tmp_pat
     assert registry.get("tiny") == entry and set(registry.all()) == {"tiny"}
     resolved = resolve_model("tiny", None, "auto", registry)
     assert (resolved.source, resolved.model_type, resolved.revision, resolved.path) == (
-        "local", kind, entry["revision"], entry["path"])
+        "local",
+        kind,
+        entry["revision"],
+        entry["path"],
+    )
 
 
 def test_registry_revision_changes_with_the_files(folders, tmp_path):
@@ -77,8 +95,11 @@ def test_registry_revision_changes_with_the_files(folders, tmp_path):
 
 def test_registry_refuses_remote_code_and_non_model_folders(folders, tmp_path):
     registry = ModelRegistry(tmp_path / "data")
-    remote = copy_with(folders["generative"], tmp_path / "remote",
-                       {"auto_map": {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}})
+    remote = copy_with(
+        folders["generative"],
+        tmp_path / "remote",
+        {"auto_map": {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}},
+    )
     with pytest.raises(ModelError, match="remote code"):
         registry.add("remote", remote)
     empty = tmp_path / "empty"
@@ -114,6 +135,7 @@ def test_resolve_local_checks_type_revision_and_template(folders, tmp_path):
 
 # -- the Hub ---------------------------------------------------------------------------------------
 
+
 def test_hub_offline_is_unreachable_503(monkeypatch, tmp_path):
     from huggingface_hub import constants
 
@@ -133,22 +155,29 @@ REPOS = {
     "org/chat-model": {
         "siblings": ["config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja"],
         "config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama"},
-        "license": "apache-2.0", "total": 135_000_000,
+        "license": "apache-2.0",
+        "total": 135_000_000,
     },
     "org/reward-model": {
         "siblings": ["config.json", "model.safetensors", "tokenizer.json"],
         "config": {"architectures": ["LlamaForSequenceClassification"]},
-        "license": "mit", "total": 1_000_000,
+        "license": "mit",
+        "total": 1_000_000,
     },
     "org/remote-code": {
         "siblings": ["config.json", "modeling_x.py", "chat_template.jinja"],
-        "config": {"architectures": ["XForCausalLM"], "auto_map": {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}},
-        "license": "mit", "total": 10,
+        "config": {
+            "architectures": ["XForCausalLM"],
+            "auto_map": {"AutoModelForCausalLM": "modeling_x.XForCausalLM"},
+        },
+        "license": "mit",
+        "total": 10,
     },
     "org/base-model": {
         "siblings": ["config.json", "model.safetensors", "tokenizer.json"],
         "config": {"architectures": ["LlamaForCausalLM"]},
-        "license": "mit", "total": 10,
+        "license": "mit",
+        "total": 10,
     },
 }
 
@@ -163,7 +192,7 @@ class FakeHub(BaseHTTPRequestHandler):
         FakeHub.requests.append(self.path)
         path = unquote(self.path.split("?", 1)[0])
         prefix = "/api/models/"
-        repo = path[len(prefix):].split("/revision/")[0] if path.startswith(prefix) else ""
+        repo = path[len(prefix) :].split("/revision/")[0] if path.startswith(prefix) else ""
         spec = REPOS.get(repo)
         if spec is None:
             body = json.dumps({"error": "Repository not found"}).encode()
@@ -171,13 +200,18 @@ class FakeHub(BaseHTTPRequestHandler):
             self.send_header("X-Error-Code", "RepoNotFound")
             self.send_header("X-Error-Message", "Repository not found")
         else:
-            body = json.dumps({
-                "id": repo, "modelId": repo, "sha": SHA, "private": False,
-                "siblings": [{"rfilename": name} for name in spec["siblings"]],
-                "config": spec["config"],
-                "cardData": {"license": spec["license"]},
-                "safetensors": {"parameters": {"F32": spec["total"]}, "total": spec["total"]},
-            }).encode()
+            body = json.dumps(
+                {
+                    "id": repo,
+                    "modelId": repo,
+                    "sha": SHA,
+                    "private": False,
+                    "siblings": [{"rfilename": name} for name in spec["siblings"]],
+                    "config": spec["config"],
+                    "cardData": {"license": spec["license"]},
+                    "safetensors": {"parameters": {"F32": spec["total"]}, "total": spec["total"]},
+                }
+            ).encode()
             self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -197,7 +231,14 @@ def fake_hub(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "ENDPOINT", endpoint)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+    for proxy in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
         monkeypatch.delenv(proxy, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     FakeHub.requests = []
@@ -210,15 +251,27 @@ def fake_hub(monkeypatch):
 
 def test_hub_resolution_pins_sha_license_parameters(fake_hub):
     resolved = resolve_hub_model("org/chat-model", "main", "auto")
-    assert FakeHub.requests and FakeHub.requests[0].startswith("/api/models/org/chat-model/revision/main")
+    assert FakeHub.requests and FakeHub.requests[0].startswith(
+        "/api/models/org/chat-model/revision/main"
+    )
     assert (resolved.source, resolved.revision, resolved.model_type) == ("hub", SHA, "generative")
     assert resolved.license == "apache-2.0"
     assert resolved.parameters == 135_000_000
     assert resolved.has_chat_template is True and resolved.path is None
     reward = resolve_hub_model("org/reward-model", None, "auto")
-    assert (reward.model_type, reward.revision, reward.license, reward.parameters) == ("reward", SHA, "mit", 1_000_000)
+    assert (reward.model_type, reward.revision, reward.license, reward.parameters) == (
+        "reward",
+        SHA,
+        "mit",
+        1_000_000,
+    )
     # a reward model needs no chat template
-    assert resolve_model("org/reward-model", None, "reward", ModelRegistry(Path("/nonexistent-pb"))).model_type == "reward"
+    assert (
+        resolve_model(
+            "org/reward-model", None, "reward", ModelRegistry(Path("/nonexistent-pb"))
+        ).model_type
+        == "reward"
+    )
 
 
 def test_hub_resolution_refusals(fake_hub, tmp_path):

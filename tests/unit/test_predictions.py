@@ -1,17 +1,28 @@
 """Validation of predictions files: every problem names its line and field, and never a gold label."""
+
 from __future__ import annotations
 
 import io
 import re
 
 import pytest
-
-from evaluator import suite as suite_module
-from evaluator.predictions import MAX_REPORTED_PROBLEMS, PredictionsError, iter_lines, read_predictions
-from evaluator.suite import TierGroup
 from unit_helpers import item, jsonl, make_task
 
-GOOD = [{"id": "q1", "answer": "A"}, {"id": "q2", "answer": "B"}, {"id": "q3", "answer": "C"}, {"id": "q4", "answer": "D"}]
+from evaluator import suite as suite_module
+from evaluator.predictions import (
+    MAX_REPORTED_PROBLEMS,
+    PredictionsError,
+    iter_lines,
+    read_predictions,
+)
+from evaluator.suite import TierGroup
+
+GOOD = [
+    {"id": "q1", "answer": "A"},
+    {"id": "q2", "answer": "B"},
+    {"id": "q3", "answer": "C"},
+    {"id": "q4", "answer": "D"},
+]
 
 
 def check(task, lines):
@@ -31,7 +42,12 @@ def only_problem(task, lines):
 
 
 def test_valid_file_gives_answers(tiny_task):
-    wrong = [{"id": "q1", "answer": "D"}, {"id": "q2", "answer": "D"}, {"id": "q3", "answer": "D"}, {"id": "q4", "answer": "D"}]
+    wrong = [
+        {"id": "q1", "answer": "D"},
+        {"id": "q2", "answer": "D"},
+        {"id": "q3", "answer": "D"},
+        {"id": "q4", "answer": "D"},
+    ]
     assert check(tiny_task, jsonl(*wrong)) == {"q1": "D", "q2": "D", "q3": "D", "q4": "D"}
     # any order, extra fields ignored, blank and whitespace-only lines are fine
     lines = jsonl(GOOD[3], "", {**GOOD[0], "note": "x"}, "   ", GOOD[2], GOOD[1], "\r")
@@ -49,7 +65,9 @@ def test_not_utf8(tiny_task):
     lines = jsonl(*GOOD) + [b'{"id": "q9", "answer": "\xff"}']
     problem = only_problem(tiny_task, lines)
     assert problem.line == 5 and problem.field is None
-    assert "UTF-8" in problem.message and "byte 25 of the line" in problem.message  # the 0xff is byte 25
+    assert (
+        "UTF-8" in problem.message and "byte 25 of the line" in problem.message
+    )  # the 0xff is byte 25
 
 
 def test_not_an_object(tiny_task):
@@ -91,8 +109,12 @@ def test_missing_answer_field(tiny_task):
 
 
 def test_answer_field_from_the_task():
-    task = make_task([item("a1", "yes", g="t")], (TierGroup("g", "G", ("t",), {}),),
-                     labels=("yes", "no"), answer_field="label")
+    task = make_task(
+        [item("a1", "yes", g="t")],
+        (TierGroup("g", "G", ("t",), {}),),
+        labels=("yes", "no"),
+        answer_field="label",
+    )
     try:
         assert check(task, jsonl({"id": "a1", "label": "no"})) == {"a1": "no"}
         problem = only_problem(task, jsonl({"id": "a1", "label": "maybe"}))
@@ -124,14 +146,18 @@ def test_missing_id_list_is_shortened():
     task = make_task(items, (TierGroup("g", "G", ("t",), {}),))
     try:
         problem = only_problem(task, jsonl({"id": "m00", "answer": "A"}))
-        assert problem.message.startswith("11 of 12 item ids have no prediction (m01, m02, m03, m04, m05, ...)")
+        assert problem.message.startswith(
+            "11 of 12 item ids have no prediction (m01, m02, m03, m04, m05, ...)"
+        )
         assert "m06" not in problem.message
     finally:
         suite_module._SPLIT_CACHE.pop(task.key, None)
 
 
 def test_problems_in_file_order(tiny_task):
-    error = rejected(tiny_task, jsonl("nope", {"answer": "A"}, {"id": "q1", "answer": "Z"}, *GOOD[1:]))
+    error = rejected(
+        tiny_task, jsonl("nope", {"answer": "A"}, {"id": "q1", "answer": "Z"}, *GOOD[1:])
+    )
     assert [(p.line, p.field) for p in error.problems] == [(1, None), (2, "id"), (3, "answer")]
     # q1 had an invalid answer but was seen: it is not also reported missing
     assert error.total == 3
@@ -146,7 +172,11 @@ def test_cap_on_reported_problems_keeps_total(tiny_task):
     assert "(and 11 more)" in str(error)
     body = error.as_dict()
     assert body["problem_count"] == 31 and len(body["problems"]) == 20
-    assert body["problems"][0] == {"line": 4, "field": "id", "message": body["problems"][0]["message"]}
+    assert body["problems"][0] == {
+        "line": 4,
+        "field": "id",
+        "message": body["problems"][0]["message"],
+    }
 
 
 def test_long_values_are_shortened(tiny_task):
@@ -171,8 +201,24 @@ def test_messages_do_not_depend_on_the_gold():
     """The same bad file against two splits that differ only in gold gives identical messages,
     so no message can carry a gold label (in any form)."""
     groups = (TierGroup("g", "G", ("t",), {}),)
-    gold_a = make_task([item("q1", "A", g="t"), item("q2", "A", g="t"), item("q3", "A", g="t"), item("q4", "A", g="t")], groups)
-    gold_b = make_task([item("q1", "B", g="t"), item("q2", "C", g="t"), item("q3", "D", g="t"), item("q4", "C", g="t")], groups)
+    gold_a = make_task(
+        [
+            item("q1", "A", g="t"),
+            item("q2", "A", g="t"),
+            item("q3", "A", g="t"),
+            item("q4", "A", g="t"),
+        ],
+        groups,
+    )
+    gold_b = make_task(
+        [
+            item("q1", "B", g="t"),
+            item("q2", "C", g="t"),
+            item("q3", "D", g="t"),
+            item("q4", "C", g="t"),
+        ],
+        groups,
+    )
     try:
         errors = [rejected(task, BAD_FILE) for task in (gold_a, gold_b)]
         # suite names differ (unique per tiny task), so compare with the task key masked out
@@ -181,7 +227,9 @@ def test_messages_do_not_depend_on_the_gold():
         assert errors[0].total == errors[1].total == 10  # 9 bad lines + q4 missing
         for error in errors:
             for problem in error.problems:
-                assert not re.search(r"(?i:gold|correct|should be)|expected \W?[A-D]\b", problem.message)
+                assert not re.search(
+                    r"(?i:gold|correct|should be)|expected \W?[A-D]\b", problem.message
+                )
     finally:
         for task in (gold_a, gold_b):
             suite_module._SPLIT_CACHE.pop(task.key, None)
@@ -192,20 +240,41 @@ def test_iter_lines_splits_on_newline_only():
     assert list(iter_lines(stream)) == [b'{"a": 1}\r', b'{"b": 2}', b"", b'{"c": 3}']
     # a line spanning chunk boundaries is reassembled
     long_line = b'{"id": "' + b"x" * 100 + b'"}'
-    assert list(iter_lines(io.BytesIO(long_line + b"\n" + long_line), chunk_size=7)) == [long_line, long_line]
+    assert list(iter_lines(io.BytesIO(long_line + b"\n" + long_line), chunk_size=7)) == [
+        long_line,
+        long_line,
+    ]
 
 
 # Lines near the fast path's edge: each must give the same outcome with and without it.
 TRICKY_LINES = [
-    '{"id": "q1", "answer": "A"}', '{"id":"q1","answer":"A"}', ' \t{ "id" : "q1" ,\r"answer" : "A" } \r',
-    '{"answer": "A", "id": "q1"}', '{"id": "q1", "answer": "A", "answer": "B"}', '{"id": "q1", "id": "q2", "answer": "A"}',
-    '{"id": "q\\u0031", "answer": "\\u0041"}', '{"id": "q1", "answer": "A\\n"}', '{"id": "q1", "answer": "A\t"}',
-    '{"id": "q1\x00", "answer": "A"}', '\ufeff{"id": "q1", "answer": "A"}', '{"id": "q1", "answer": "A"}\x0b',
-    '{"id": "q1", "answer": "A"}\u00a0', '{"id": "q1", "answer": "A"} x', '{"id": "q1", "answer": "A",}',
-    '{"id": "q1", "answer": "A"', '{"id": "q1", "Answer": "A"}', '{"ID": "q1", "answer": "A"}',
-    '{"id": "q1", "answer": 1}', '{"id": "q1", "answer": null}', '{"id": 1, "answer": "A"}',
-    '{"id": "q1", "answer": "Ä"}', '{"id": "q1 ", "answer": "A"}', "{'id': 'q1', 'answer': 'A'}",
-    '{"id": "q1", "answer": "A"}\n', '{"id": "q1", "answer": "\\"A"}', '{"id": "q1", "answer": "A\\\\"}',
+    '{"id": "q1", "answer": "A"}',
+    '{"id":"q1","answer":"A"}',
+    ' \t{ "id" : "q1" ,\r"answer" : "A" } \r',
+    '{"answer": "A", "id": "q1"}',
+    '{"id": "q1", "answer": "A", "answer": "B"}',
+    '{"id": "q1", "id": "q2", "answer": "A"}',
+    '{"id": "q\\u0031", "answer": "\\u0041"}',
+    '{"id": "q1", "answer": "A\\n"}',
+    '{"id": "q1", "answer": "A\t"}',
+    '{"id": "q1\x00", "answer": "A"}',
+    '\ufeff{"id": "q1", "answer": "A"}',
+    '{"id": "q1", "answer": "A"}\x0b',
+    '{"id": "q1", "answer": "A"}\u00a0',
+    '{"id": "q1", "answer": "A"} x',
+    '{"id": "q1", "answer": "A",}',
+    '{"id": "q1", "answer": "A"',
+    '{"id": "q1", "Answer": "A"}',
+    '{"ID": "q1", "answer": "A"}',
+    '{"id": "q1", "answer": 1}',
+    '{"id": "q1", "answer": null}',
+    '{"id": 1, "answer": "A"}',
+    '{"id": "q1", "answer": "Ä"}',
+    '{"id": "q1 ", "answer": "A"}',
+    "{'id': 'q1', 'answer': 'A'}",
+    '{"id": "q1", "answer": "A"}\n',
+    '{"id": "q1", "answer": "\\"A"}',
+    '{"id": "q1", "answer": "A\\\\"}',
 ]
 
 

@@ -1,4 +1,5 @@
 """The PrefEval MCQ split built from the shipped upstream data."""
+
 from __future__ import annotations
 
 import collections
@@ -12,11 +13,25 @@ from evaluator.suite import Split
 
 # Per-topic row counts as documented by the upstream PrefEval data (1000 rows in all).
 TOPIC_COUNTS = {
-    "education_learning_styles": 31, "education_resources": 54, "entertain_games": 51,
-    "entertain_music_book": 56, "entertain_shows": 62, "entertain_sports": 52, "lifestyle_beauty": 53,
-    "lifestyle_dietary": 57, "lifestyle_fit": 52, "lifestyle_health": 49, "pet_ownership": 43,
-    "professional_work_location_style": 36, "shop_fashion": 54, "shop_home": 56, "shop_motors": 45,
-    "shop_technology": 35, "travel_activities": 58, "travel_hotel": 54, "travel_restaurant": 56,
+    "education_learning_styles": 31,
+    "education_resources": 54,
+    "entertain_games": 51,
+    "entertain_music_book": 56,
+    "entertain_shows": 62,
+    "entertain_sports": 52,
+    "lifestyle_beauty": 53,
+    "lifestyle_dietary": 57,
+    "lifestyle_fit": 52,
+    "lifestyle_health": 49,
+    "pet_ownership": 43,
+    "professional_work_location_style": 36,
+    "shop_fashion": 54,
+    "shop_home": 56,
+    "shop_motors": 45,
+    "shop_technology": 35,
+    "travel_activities": 58,
+    "travel_hotel": 54,
+    "travel_restaurant": 56,
     "travel_transportation": 46,
 }
 FORMS = ("explicit", "implicit_choice", "implicit_persona")
@@ -42,7 +57,9 @@ def test_sizes_per_form_and_topic(split):
     per_form = collections.Counter(item.tiers["form"] for item in split.items)
     assert per_form == {form: 1000 for form in FORMS}
     for form in FORMS:
-        per_topic = collections.Counter(i.tiers["topic"] for i in split.items if i.tiers["form"] == form)
+        per_topic = collections.Counter(
+            i.tiers["topic"] for i in split.items if i.tiers["form"] == form
+        )
         assert dict(per_topic) == TOPIC_COUNTS, form
 
 

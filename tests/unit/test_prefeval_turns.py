@@ -1,4 +1,5 @@
 """PrefEval mcq_turns: items at each turn count, the official distractor block, n/a by window, RAG over it all."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,11 @@ def test_every_mcq_item_at_every_turn_count_with_the_same_gold(split):
     for item in split.items:
         counts[item.tiers["turns"]] = counts.get(item.tiers["turns"], 0) + 1
         origin = base[item.id.rsplit("-t", 1)[0]]
-        assert (item.gold, item.unit, item.public["options"]) == (origin.gold, origin.unit, origin.public["options"])
+        assert (item.gold, item.unit, item.public["options"]) == (
+            origin.gold,
+            origin.unit,
+            origin.public["options"],
+        )
         assert item.public["inter_turns"] == int(item.tiers["turns"])
     assert counts == {"0": 3000, "10": 3000, "70": 3000, "300": 3000}
 
@@ -58,8 +63,12 @@ class Tools(ModelTools):
 
 def test_requests_put_the_distractors_between_preference_and_question(split):
     task = get_task("prefeval", "mcq_turns")
-    pub = next(i.public for i in split.items if i.public["form"] == "explicit" and i.public["inter_turns"] == 10)
-    request, = mcq.build_requests(task, [pub], "zero_shot", Tools())
+    pub = next(
+        i.public
+        for i in split.items
+        if i.public["form"] == "explicit" and i.public["inter_turns"] == 10
+    )
+    (request,) = mcq.build_requests(task, [pub], "zero_shot", Tools())
     roles = [m["role"] for m in request.messages]
     assert roles[:3] == ["system", "user", "assistant"] and len(request.messages) == 3 + 20 + 1
     assert request.messages[2]["content"] == "Noted."  # the model's own reply to the preference
@@ -69,10 +78,14 @@ def test_requests_put_the_distractors_between_preference_and_question(split):
 
 def test_rag_retrieves_over_the_whole_conversation_including_distractors(split):
     task = get_task("prefeval", "mcq_turns")
-    pub = next(i.public for i in split.items if i.public["form"] == "implicit_persona" and i.public["inter_turns"] == 70)
+    pub = next(
+        i.public
+        for i in split.items
+        if i.public["form"] == "implicit_persona" and i.public["inter_turns"] == 70
+    )
     tools = Tools()
-    request, = mcq.build_requests(task, [pub], "rag", tools)
-    passages, = tools.retrieved_from
+    (request,) = mcq.build_requests(task, [pub], "rag", tools)
+    (passages,) = tools.retrieved_from
     assert len(passages) == len(pub["context"]) + 140
     assert passages[0].startswith("User: ") and passages[-1].startswith("Assistant: ")
     assert len(request.messages) == 2 and "#Start of Context#" in request.messages[1]["content"]
@@ -102,4 +115,4 @@ def test_turn_counts_over_the_window_are_not_applicable_never_truncated(split):
     assert set(skipped) == {"70", "300"} and "8192" in skipped["70"]
     assert {i.tiers["turns"] for i in kept.items} == {"0", "10"} and len(kept.items) == 6000
     assert mcq_turns.fit_model(task, split, "rag", WindowBackend(8192)) == (split, {})
-    assert mcq_turns.fit_model(task, split, "zero_shot", WindowBackend(10 ** 6))[1] == {}
+    assert mcq_turns.fit_model(task, split, "zero_shot", WindowBackend(10**6))[1] == {}

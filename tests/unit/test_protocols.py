@@ -1,5 +1,6 @@
 """Protocols (label log-probs, generate-and-parse, reward) and the checkpointed runner, on a tiny
 random model with the real PrefEval MCQ task."""
+
 from __future__ import annotations
 
 import json
@@ -11,13 +12,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tiny_models import build_tiny_model  # noqa: E402
+
 from evaluator.backends import BackendError, ModelSpec, load_backend  # noqa: E402
 from evaluator.model_eval import Checkpoint, run_model, select_items  # noqa: E402
 from evaluator.protocols import (  # noqa: E402
-    ChoiceRequest, choose_by_generation, choose_by_logprobs, choose_by_reward, parse_choice_tag,
+    ChoiceRequest,
+    choose_by_generation,
+    choose_by_logprobs,
+    choose_by_reward,
+    parse_choice_tag,
 )
 from evaluator.registry import get_task  # noqa: E402
-from tiny_models import build_tiny_model  # noqa: E402
 
 LABELS = ("A", "B", "C", "D")
 
@@ -25,13 +31,18 @@ LABELS = ("A", "B", "C", "D")
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny-models")
-    return {"generative": build_tiny_model(root / "gen", "generative", seed=3),
-            "reward": build_tiny_model(root / "rew", "reward", seed=4)}
+    return {
+        "generative": build_tiny_model(root / "gen", "generative", seed=3),
+        "reward": build_tiny_model(root / "rew", "reward", seed=4),
+    }
 
 
 @pytest.fixture(scope="module")
 def gen(folders):
-    return load_backend(ModelSpec("tiny-gen", str(folders["generative"]), "generative", revision="sha256:x"), device="cpu")
+    return load_backend(
+        ModelSpec("tiny-gen", str(folders["generative"]), "generative", revision="sha256:x"),
+        device="cpu",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,23 +57,36 @@ def task():
 
 def requests(n: int = 3) -> list[ChoiceRequest]:
     return [
-        ChoiceRequest(f"r{i}", [{"role": "user", "content": f"Question {i}: which trip suits someone who hates crowds?"}],
-                      LABELS, {label: f"option {label} for question {i}" for label in LABELS})
+        ChoiceRequest(
+            f"r{i}",
+            [
+                {
+                    "role": "user",
+                    "content": f"Question {i}: which trip suits someone who hates crowds?",
+                }
+            ],
+            LABELS,
+            {label: f"option {label} for question {i}" for label in LABELS},
+        )
         for i in range(n)
     ]
 
 
 # -- parsing ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,expected", [
-    ("<choice>B</choice>", "B"),
-    ("<choice> c", "C"),
-    ("I pick <choice>D</choice> because", "D"),
-    ("no tag", None),
-    ("<choice>E", None),
-    ("", None),
-    ("B", None),
-])
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("<choice>B</choice>", "B"),
+        ("<choice> c", "C"),
+        ("I pick <choice>D</choice> because", "D"),
+        ("no tag", None),
+        ("<choice>E", None),
+        ("", None),
+        ("B", None),
+    ],
+)
 def test_parse_choice_tag(text, expected):
     assert parse_choice_tag(text) == expected
 
@@ -74,19 +98,24 @@ def test_parse_choice_tag_prefilled():
 
 # -- protocols -------------------------------------------------------------------------------------
 
+
 def test_choose_by_logprobs_renormalises_over_the_labels(gen):
     """Expected from the backend's raw label log-probs, computed here: the answer is their argmax and
     the scores are them renormalised over the labels (a constant shift per row)."""
     reqs = requests()
     decisions = choose_by_logprobs(gen, reqs)
     assert [d.id for d in decisions] == ["r0", "r1", "r2"]
-    raw = gen.choice_logprobs([gen.render(r.messages) for r in reqs], [gen.token_id(label) for label in LABELS])
+    raw = gen.choice_logprobs(
+        [gen.render(r.messages) for r in reqs], [gen.token_id(label) for label in LABELS]
+    )
     for d, row, request in zip(decisions, raw, reqs):
         expected = row - np.logaddexp.reduce(row)
         np.testing.assert_allclose([d.scores[label] for label in LABELS], expected, atol=1e-5)
         assert d.answer == LABELS[int(np.argmax(row))]
         assert d.prompt_tokens == len(gen.render(request.messages))
-        assert expected.max() - row.max() > 0  # the labels hold only part of the full-vocabulary mass
+        assert (
+            expected.max() - row.max() > 0
+        )  # the labels hold only part of the full-vocabulary mass
 
 
 def test_choose_by_logprobs_refuses_multi_token_labels_and_mixed_labels(gen):
@@ -104,7 +133,9 @@ def test_choose_by_generation_parses_or_gives_none(gen):
     reqs = requests(2)
     texts = gen.generate([gen.render(r.messages) for r in reqs], 4)
 
-    def parse(text: str) -> str | None:  # the first character, when it is a letter: something and None both occur
+    def parse(
+        text: str,
+    ) -> str | None:  # the first character, when it is a letter: something and None both occur
         return text[0].upper() if text[:1].isalpha() else None
 
     decisions = choose_by_generation(gen, reqs, 4, parse)
@@ -119,10 +150,20 @@ def test_choose_by_reward_scores_every_candidate(rew):
     reqs = requests(2)
     decisions = choose_by_reward(rew, reqs)
     for request, decision in zip(reqs, decisions):
-        expected = {label: rew.reward_scores([rew.render([*request.messages, {"role": "assistant",
-                                                                            "content": request.responses[label]}],
-                                                         add_generation_prompt=False)])[0]
-                    for label in LABELS}
+        expected = {
+            label: rew.reward_scores(
+                [
+                    rew.render(
+                        [
+                            *request.messages,
+                            {"role": "assistant", "content": request.responses[label]},
+                        ],
+                        add_generation_prompt=False,
+                    )
+                ]
+            )[0]
+            for label in LABELS
+        }
         for label in LABELS:
             assert decision.scores[label] == pytest.approx(expected[label], abs=1e-4)
         assert decision.answer == max(expected, key=expected.get)
@@ -130,12 +171,19 @@ def test_choose_by_reward_scores_every_candidate(rew):
 
 # -- the runner ------------------------------------------------------------------------------------
 
+
 def test_select_items_spreads_over_all_forms(task):
     split = task.load_split()
     chosen = select_items(split, 8)
     assert len(chosen.items) == 8 and len({i.id for i in chosen.items}) == 8
-    assert {i.tiers["form"] for i in chosen.items} == {"explicit", "implicit_choice", "implicit_persona"}
-    assert [i.id for i in select_items(split, 8).items] == [i.id for i in chosen.items]  # deterministic
+    assert {i.tiers["form"] for i in chosen.items} == {
+        "explicit",
+        "implicit_choice",
+        "implicit_persona",
+    }
+    assert [i.id for i in select_items(split, 8).items] == [
+        i.id for i in chosen.items
+    ]  # deterministic
     assert select_items(split, None) is split and select_items(split, len(split.items) + 5) is split
 
 
@@ -176,12 +224,22 @@ def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
 
     def die_after_first_batch(report):
         calls.append(report)
-        if not report["in_flight"]:  # reports inside a chunk (long runs) go by; the first chunk's end kills
+        if not report[
+            "in_flight"
+        ]:  # reports inside a chunk (long runs) go by; the first chunk's end kills
             raise Killed()
 
     first = CountingBackend(gen)
     with pytest.raises(Killed):
-        run_model(task, "zero_shot", first, limit=8, checkpoint=checkpoint, on_progress=die_after_first_batch, batch_items=4)
+        run_model(
+            task,
+            "zero_shot",
+            first,
+            limit=8,
+            checkpoint=checkpoint,
+            on_progress=die_after_first_batch,
+            batch_items=4,
+        )
     # Exactly one chunk end was reported, the first one's (reports inside a chunk may come before it).
     ends = [c for c in calls if not c["in_flight"]]
     assert [(c["done"], c["total"]) for c in ends] == [(4, 8)]
@@ -196,7 +254,15 @@ def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
 
     second = CountingBackend(gen)
     reports = []
-    resumed = run_model(task, "zero_shot", second, limit=8, checkpoint=checkpoint, on_progress=reports.append, batch_items=4)
+    resumed = run_model(
+        task,
+        "zero_shot",
+        second,
+        limit=8,
+        checkpoint=checkpoint,
+        on_progress=reports.append,
+        batch_items=4,
+    )
     assert resumed.stats["items_resumed"] == 4
     assert second.prompts["choice_logprobs"] == 4  # only the 4 items not in the checkpoint
     done_ids = set(checkpoint.load())
@@ -204,7 +270,9 @@ def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
     assert resumed.answers == full.answers
     assert reports[-1]["done"] == 8
     # explicit items need the model's own first reply: asked only for the items still to do
-    todo_explicit = [i for i in resumed.split.items if i.tiers["form"] == "explicit" and i.id not in first_done]
+    todo_explicit = [
+        i for i in resumed.split.items if i.tiers["form"] == "explicit" and i.id not in first_done
+    ]
     assert second.prompts["generate"] == len(todo_explicit)
 
 
@@ -217,7 +285,9 @@ def test_run_model_protocol_must_fit_the_model(gen, rew, task):
         run_model(task, "zero_shot", gen, protocol="no_such_protocol", limit=2)
 
 
-@pytest.mark.parametrize("protocol", ["reward", None])  # None: the default for a reward model (as the CLI runs it)
+@pytest.mark.parametrize(
+    "protocol", ["reward", None]
+)  # None: the default for a reward model (as the CLI runs it)
 def test_run_model_reward_protocol(rew, task, protocol):
     run = run_model(task, "zero_shot", rew, protocol=protocol, limit=6, batch_items=4)
     assert len(run.answers) == 6 and run.stats["protocol"] == "reward"

@@ -1,4 +1,5 @@
 """The leaderboard cache: one table per head revision, rebuilt once when any process publishes."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,14 @@ from leaderboard.store import LocalDatasetStore, StoreError
 def make_record(submission_id: str, value: float) -> dict:
     stats = {"accuracy": {"value": value, "ci95": [None, None], "n": 4}}
     return {
-        "submission_id": submission_id, "suite": "prefeval", "task": "mcq", "setting": "zero_shot",
-        "model_name": submission_id, "model_link": "", "source": "predictions", "row_kind": "computed",
+        "submission_id": submission_id,
+        "suite": "prefeval",
+        "task": "mcq",
+        "setting": "zero_shot",
+        "model_name": submission_id,
+        "model_link": "",
+        "source": "predictions",
+        "row_kind": "computed",
         "submitted_at": "2026-01-01T00:00:00+00:00",
         "metrics": {"metric": "accuracy", "total": stats, "tiers": {"form": {"explicit": stats}}},
     }
@@ -35,7 +42,9 @@ def test_cache_follows_the_head_revision_and_builds_once_per_revision(tmp_path):
     assert table.revision == first and cache.builds == 1
     assert cache.table() is table and cache.cached_head() is table and cache.builds == 1
 
-    proc = multiprocessing.get_context("fork").Process(target=_publish_elsewhere, args=(store.root, "s2"))
+    proc = multiprocessing.get_context("fork").Process(
+        target=_publish_elsewhere, args=(store.root, "s2")
+    )
     proc.start()
     proc.join(60)
     assert proc.exitcode == 0
@@ -71,8 +80,16 @@ def test_bodies_carry_an_etag_per_revision_and_representation(tmp_path):
     json_body = cache.table().body(Filters(), "json")
     csv_body = cache.table().body(Filters(), "csv")
     assert json_body.etag != csv_body.etag and cache.table().body(Filters(), "json") is json_body
-    assert json_body.matches(json_body.etag) and json_body.matches(f'"x", W/{json_body.etag}') and json_body.matches("*")
-    assert not json_body.matches('"x"') and not json_body.matches(None) and not json_body.matches(csv_body.etag)
+    assert (
+        json_body.matches(json_body.etag)
+        and json_body.matches(f'"x", W/{json_body.etag}')
+        and json_body.matches("*")
+    )
+    assert (
+        not json_body.matches('"x"')
+        and not json_body.matches(None)
+        and not json_body.matches(csv_body.etag)
+    )
     store.publish(make_record("s2", 0.6))
     assert cache.table().body(Filters(), "json").etag != json_body.etag
 
@@ -133,22 +150,30 @@ def test_large_bodies_go_out_in_pieces_cut_once_byte_for_byte(tmp_path, monkeypa
         for gzipped in (False, True):
             body = table.body(Filters(), fmt, gzipped=gzipped)
             start, messages = _sent(leaderboard_response(body, fmt, False, None))
-            assert start["status"] == 200 and dict(start["headers"])[b"content-length"] == str(len(body.content)).encode()
+            assert (
+                start["status"] == 200
+                and dict(start["headers"])[b"content-length"] == str(len(body.content)).encode()
+            )
             chunks = [m["body"] for m in messages]
             assert b"".join(chunks) == body.content  # byte for byte
             assert [m["more_body"] for m in messages] == [True] * (len(chunks) - 1) + [False]
-            assert len(chunks) == -(-len(body.content) // 200) and all(len(c) <= 200 for c in chunks)
+            assert len(chunks) == -(-len(body.content) // 200) and all(
+                len(c) <= 200 for c in chunks
+            )
             assert gzipped or len(chunks) > 2
             assert all(type(c) is bytes for c in chunks)  # ASGI bodies are bytes
             _, again = _sent(leaderboard_response(body, fmt, False, None))
-            assert all(a["body"] is b["body"] for a, b in zip(again, messages))  # cut once, not copied per request
+            assert all(
+                a["body"] is b["body"] for a, b in zip(again, messages)
+            )  # cut once, not copied per request
             sent[gzipped] = b"".join(chunks)
         if len(sent[False]) >= readpath.GZIP_MIN_BYTES:
             assert gzip.decompress(sent[True]) == sent[False]
     small = table.body(Filters(suite="none"), "json")  # "[]": one piece, the content itself
     assert small.pieces == (small.content,) and small.pieces[0] is small.content
-    assert small.held_bytes == len(small.content) and table.body(Filters(), "csv").held_bytes == 2 * len(
-        table.body(Filters(), "csv").content)
+    assert small.held_bytes == len(small.content) and table.body(
+        Filters(), "csv"
+    ).held_bytes == 2 * len(table.body(Filters(), "csv").content)
 
 
 def _varied_record(i: int) -> dict:
@@ -175,15 +200,28 @@ def test_views_from_pivoted_parts_equal_the_pivot_of_the_whole_table(tmp_path, m
     assert len(table.parts) == 3 and cache.parts_pivoted == 3
 
     store.publish(_varied_record(9))  # a new part
-    assert len(cache.table().parts) == 4 and cache.parts_pivoted == 4  # each publish pivots its own part only
+    assert (
+        len(cache.table().parts) == 4 and cache.parts_pivoted == 4
+    )  # each publish pivots its own part only
     store.publish({**make_record("r99", 0.4), "setting": "reminder"})  # appended to it
     table = cache.table()
     assert len(table.parts) == 4 and cache.parts_pivoted == 5
     scores = store.scores()
-    for filters in (Filters(), Filters(setting="zero_shot"), Filters(setting="reminder", tier="implicit"),
-                    Filters(suite="prefeval", task="mcq", tier="form/explicit"), Filters(suite="nope")):
-        expected = wide_view(scores, filters.suite, filters.task, filters.setting, filters.tier,
-                             tier_order=["form/implicit", "form/explicit"])
+    for filters in (
+        Filters(),
+        Filters(setting="zero_shot"),
+        Filters(setting="reminder", tier="implicit"),
+        Filters(suite="prefeval", task="mcq", tier="form/explicit"),
+        Filters(suite="nope"),
+    ):
+        expected = wide_view(
+            scores,
+            filters.suite,
+            filters.task,
+            filters.setting,
+            filters.tier,
+            tier_order=["form/implicit", "form/explicit"],
+        )
         pd.testing.assert_frame_equal(table.view(filters), expected)
     ordered = table.view(Filters(setting="zero_shot"))
     assert "form/implicit" in ordered.columns and list(ordered["n_items"]) == [4] * len(ordered)
@@ -210,7 +248,10 @@ def test_json_pages_carry_the_total_and_their_own_etag(tmp_path):
     # concurrent askers of one body build it once
     fresh = LeaderboardCache(store, lambda: []).table()
     got = []
-    threads = [threading.Thread(target=lambda: got.append(fresh.body(Filters(), "csv", gzipped=True))) for _ in range(6)]
+    threads = [
+        threading.Thread(target=lambda: got.append(fresh.body(Filters(), "csv", gzipped=True)))
+        for _ in range(6)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -229,25 +270,37 @@ def test_the_watcher_builds_a_new_heads_default_and_recent_bodies_before_anyone_
     watcher = threading.Thread(target=cache.watch, args=(stop, 0.02), daemon=True)
     watcher.start()
     try:
-        proc = multiprocessing.get_context("fork").Process(target=_publish_elsewhere, args=(store.root, "s2"))
+        proc = multiprocessing.get_context("fork").Process(
+            target=_publish_elsewhere, args=(store.root, "s2")
+        )
         proc.start()
         proc.join(60)
         assert proc.exitcode == 0
         head = store.head_revision()
         deadline = time.monotonic() + 30
-        while (cache.cached_head() is None or cache.cached_head().revision != head) and time.monotonic() < deadline:
+        while (
+            cache.cached_head() is None or cache.cached_head().revision != head
+        ) and time.monotonic() < deadline:
             time.sleep(0.01)
         table = cache.cached_head()
         assert table is not None and table.revision == head
         for filters, fmt, page in DEFAULT_BODIES:
             body = table.cached_body(filters, fmt, page=page)
-            assert body is not None and {r["submission_id"] for r in json.loads(body.content)} == {"s1", "s2"}
+            assert body is not None and {r["submission_id"] for r in json.loads(body.content)} == {
+                "s1",
+                "s2",
+            }
             assert table.cached_body(filters, fmt, gzipped=True, page=page) is not None
         # then what readers asked for on the previous head is built for the new one
-        while table.cached_body(Filters(suite="prefeval"), "csv") is None and time.monotonic() < deadline:
+        while (
+            table.cached_body(Filters(suite="prefeval"), "csv") is None
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.01)
         assert b"s2" in table.cached_body(Filters(suite="prefeval"), "csv").content
-        assert table.cached_body(Filters(suite="prefeval"), "parquet") is None  # nobody asked for it
+        assert (
+            table.cached_body(Filters(suite="prefeval"), "parquet") is None
+        )  # nobody asked for it
     finally:
         stop.set()
         watcher.join(10)

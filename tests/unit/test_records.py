@@ -1,4 +1,5 @@
 """Durable submission records in SQLite."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,17 @@ from submissions.records import Submission, SubmissionStore, new_submission_id
 
 
 def make(sid: str, created_at: str, state: str = "queued", **extra) -> Submission:
-    return Submission(id=sid, created_at=created_at, kind="predictions", suite="prefeval", task="mcq",
-                      setting="zero_shot", model_name=f"model {sid}", state=state, **extra)
+    return Submission(
+        id=sid,
+        created_at=created_at,
+        kind="predictions",
+        suite="prefeval",
+        task="mcq",
+        setting="zero_shot",
+        model_name=f"model {sid}",
+        state=state,
+        **extra,
+    )
 
 
 @pytest.fixture
@@ -17,8 +27,14 @@ def store(tmp_path):
 
 
 def test_add_and_get_round_trip(store):
-    sub = make("s1", "2025-01-01T00:00:00.000+00:00", file_sha256="ab" * 32, file_bytes=123,
-               file_path="/data/uploads/s1.jsonl", progress_total=3000)
+    sub = make(
+        "s1",
+        "2025-01-01T00:00:00.000+00:00",
+        file_sha256="ab" * 32,
+        file_bytes=123,
+        file_path="/data/uploads/s1.jsonl",
+        progress_total=3000,
+    )
     store.add(sub)
     assert store.get("s1") == sub
     assert store.get("nope") is None
@@ -37,7 +53,12 @@ def test_update_including_result_json(store):
     result = {"total": {"accuracy": {"value": 0.5, "ci95": [0.4, 0.6], "n": 4}}}
     store.update("s1", state="finished", result=result, revision="abc", progress_done=4)
     got = store.get("s1")
-    assert (got.state, got.result, got.revision, got.progress_done) == ("finished", result, "abc", 4)
+    assert (got.state, got.result, got.revision, got.progress_done) == (
+        "finished",
+        result,
+        "abc",
+        4,
+    )
     store.update("s1", error="boom", result=None)
     assert store.get("s1").result is None and store.get("s1").error == "boom"
 
@@ -55,7 +76,9 @@ def test_list_newest_first_with_state_filter_and_limit(store):
 def test_start_attempt_counts_and_skips_finished(store):
     store.add(make("s1", "2025-01-01T00:00:00+00:00"))
     first = store.start_attempt("s1")
-    assert first is not None and first.state == "running" and first.attempts == 1 and first.started_at
+    assert (
+        first is not None and first.state == "running" and first.attempts == 1 and first.started_at
+    )
     store.update("s1", error="worker died")
     second = store.start_attempt("s1")
     assert second.attempts == 2 and second.error is None

@@ -1,4 +1,5 @@
 """The Ladder on hidden splits (evaluator/release.py) and its memory (SubmissionStore.decide_release)."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,16 @@ from submissions.records import SubmissionStore
 
 
 def stats(value, n, low=None, high=None):
-    return {"value": value, "ci95": [low if low is not None else value - 0.01, high if high is not None else value + 0.01],
-            "n": n, "interval": "wilson", "n_units": n}
+    return {
+        "value": value,
+        "ci95": [
+            low if low is not None else value - 0.01,
+            high if high is not None else value + 0.01,
+        ],
+        "n": n,
+        "interval": "wilson",
+        "n_units": n,
+    }
 
 
 def test_noise_step_is_span_over_root_n_rounded_up():
@@ -22,21 +31,30 @@ def test_noise_step_is_span_over_root_n_rounded_up():
     assert release.noise_step(400, "alignment") == 0.2  # 1-5 rating, span 4
     for n in (1, 7, 50, 999, 123_456):
         step = release.noise_step(n, "accuracy")
-        assert step >= 1 / n ** 0.5 - 1e-12 and step < 2.5 / n ** 0.5
+        assert step >= 1 / n**0.5 - 1e-12 and step < 2.5 / n**0.5
 
 
 def test_released_metrics_round_and_drop_small_tiers():
     metrics = {
-        "metric": "accuracy", "n_items": 200, "split": {"name": "test"},
+        "metric": "accuracy",
+        "n_items": 200,
+        "split": {"name": "test"},
         "total": {"accuracy": stats(0.6150, 200), "f1": stats(0.4333, 200)},
-        "tiers": {"agreement": {"unanimous": {"accuracy": stats(0.71, 150)}, "split": {"accuracy": stats(0.31, 50)},
-                                "tiny": {"accuracy": stats(1.0, 3)}}},
+        "tiers": {
+            "agreement": {
+                "unanimous": {"accuracy": stats(0.71, 150)},
+                "split": {"accuracy": stats(0.31, 50)},
+                "tiny": {"accuracy": stats(1.0, 3)},
+            }
+        },
     }
     out = release.released_metrics(metrics)
     assert out["total"]["accuracy"]["value"] == 0.6 and out["total"]["f1"]["value"] == 0.4
     assert set(out["total"]["accuracy"]) == {"value", "ci95", "n", "step"}  # no other field leaves
     assert set(out["tiers"]["agreement"]) == {"unanimous", "split"}  # the 3-item tier is withheld
-    assert out["tiers"]["agreement"]["split"]["accuracy"]["value"] == 0.4  # step 0.2 for 50 items: 0.31 -> 0.4
+    assert (
+        out["tiers"]["agreement"]["split"]["accuracy"]["value"] == 0.4
+    )  # step 0.2 for 50 items: 0.31 -> 0.4
     assert out["release"]["step"] == 0.1 and out["split"] == {"name": "test"}
     # a one-item change (1/200) never shows in a released value unless it crosses a rounding edge
     moved = json.loads(json.dumps(metrics))
@@ -44,8 +62,17 @@ def test_released_metrics_round_and_drop_small_tiers():
     assert release.released_metrics(moved)["total"]["accuracy"]["value"] == 0.6
 
 
-@pytest.mark.parametrize("value,best,expected", [(0.5, None, True), (0.69, 0.6, False), (0.7, 0.6, True),
-                                                 (0.95, 0.6, True), (None, 0.6, False), (0.5, 0.6, False)])
+@pytest.mark.parametrize(
+    "value,best,expected",
+    [
+        (0.5, None, True),
+        (0.69, 0.6, False),
+        (0.7, 0.6, True),
+        (0.95, 0.6, True),
+        (None, 0.6, False),
+        (0.5, 0.6, False),
+    ],
+)
 def test_beats(value, best, expected):
     assert release.beats(value, best, 0.1) is expected
 
@@ -58,10 +85,19 @@ def test_decide_release_keeps_the_best_per_submitter_and_scope(tmp_path):
         return lambda best: (release.beats(value, best, step), release.round_to(value, step))
 
     assert store.decide_release("a", "alice", "x/y/z", ladder(0.52)) == (True, 0.5)
-    assert store.decide_release("b", "alice", "x/y/z", ladder(0.58)) == (False, 0.5)  # not by a full step
+    assert store.decide_release("b", "alice", "x/y/z", ladder(0.58)) == (
+        False,
+        0.5,
+    )  # not by a full step
     assert store.decide_release("c", "alice", "x/y/z", ladder(0.61)) == (True, 0.6)
-    assert store.decide_release("d", "bob", "x/y/z", ladder(0.3)) == (True, 0.3)  # bob has his own ladder
-    assert store.decide_release("e", "alice", "x/y/other", ladder(0.3)) == (True, 0.3)  # and so has a scope
+    assert store.decide_release("d", "bob", "x/y/z", ladder(0.3)) == (
+        True,
+        0.3,
+    )  # bob has his own ladder
+    assert store.decide_release("e", "alice", "x/y/other", ladder(0.3)) == (
+        True,
+        0.3,
+    )  # and so has a scope
     # a retried job gets its first decision back, not a comparison with its own released value
     assert store.decide_release("c", "alice", "x/y/z", ladder(0.61)) == (True, 0.6)
     assert store.decide_release("b", "alice", "x/y/z", ladder(0.99)) == (False, 0.5)

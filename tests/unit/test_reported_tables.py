@@ -28,6 +28,7 @@ What is checked, and what "to rounding" means here:
 Known discrepancies are listed below with their numbers and asserted to still be there, so a
 silent edit of the YAML shows up; nothing is skipped.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -40,23 +41,45 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES = ROOT / "evaluator" / "suites"
-PAPERS = Path(__file__).resolve().parents[1] / "fixtures" / "papers"  # table excerpts of the papers' text
+PAPERS = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "papers"
+)  # table excerpts of the papers' text
 
 PF_KEYS = [
-    "cell/specific/easy", "cell/specific/medium", "cell/specific/hard", "type/specific",
-    "cell/general/easy", "cell/general/medium", "cell/general/hard", "type/general", "total",
+    "cell/specific/easy",
+    "cell/specific/medium",
+    "cell/specific/hard",
+    "type/specific",
+    "cell/general/easy",
+    "cell/general/medium",
+    "cell/general/hard",
+    "type/general",
+    "total",
 ]
 PF_COUNTS = {  # SUITES.md and the paper's Table 2
-    "cell/specific/easy": 1108, "cell/specific/medium": 1667, "cell/specific/hard": 1682,
-    "cell/general/easy": 1510, "cell/general/medium": 1321, "cell/general/hard": 1010,
+    "cell/specific/easy": 1108,
+    "cell/specific/medium": 1667,
+    "cell/specific/hard": 1682,
+    "cell/general/easy": 1510,
+    "cell/general/medium": 1321,
+    "cell/general/hard": 1010,
 }
 PF_AVERAGES = {  # average key -> the cells it pools
     "type/specific": ["cell/specific/easy", "cell/specific/medium", "cell/specific/hard"],
     "type/general": ["cell/general/easy", "cell/general/medium", "cell/general/hard"],
     "total": [k for k in PF_KEYS if k.startswith("cell/")],
 }
-RC_KEYS = {"accuracy", "precision", "recall", "f1", "yes_rate", "human_yes_rate", "spearman",
-           "mean_rating", "human_mean_rating"}
+RC_KEYS = {
+    "accuracy",
+    "precision",
+    "recall",
+    "f1",
+    "yes_rate",
+    "human_yes_rate",
+    "spearman",
+    "mean_rating",
+    "human_mean_rating",
+}
 
 # (table, model, average key) -> (printed, count-weighted mean of the printed cells, unweighted mean)
 PF_KNOWN_DISCREPANCIES = {
@@ -111,10 +134,14 @@ def _keyed(table: dict, row: dict) -> dict:
 
 # ---------------------------------------------------------------- shape
 
-@pytest.mark.parametrize("suite, tables", [
-    ("personafeedback", {"table3": 31, "table6": 9, "table7": 24}),
-    ("recentering", {"table2": 11, "table3": 8, "table6": 6}),
-])
+
+@pytest.mark.parametrize(
+    "suite, tables",
+    [
+        ("personafeedback", {"table3": 31, "table6": 9, "table7": 24}),
+        ("recentering", {"table2": 11, "table3": 8, "table6": 6}),
+    ],
+)
 def test_shape(suite, tables):
     doc = _load(suite)
     assert doc["citation"].strip()
@@ -145,9 +172,15 @@ def test_shape(suite, tables):
 
 def test_tasks_and_settings(pf, rc):
     assert {t["id"]: t["task"] for t in pf["tables"]} == {
-        "table3": "binary_choice", "table6": "binary_choice", "table7": "binary_choice"}
+        "table3": "binary_choice",
+        "table6": "binary_choice",
+        "table7": "binary_choice",
+    }
     assert {t["id"]: t["task"] for t in rc["tables"]} == {
-        "table2": "attribute_verification", "table3": "relevance", "table6": "response_preference"}
+        "table2": "attribute_verification",
+        "table3": "relevance",
+        "table6": "response_preference",
+    }
     t3 = _table(pf, "table3")
     assert {r["setting"] for r in t3["rows"]} == {"persona"}
     assert sum(r["model_type"] == "reward" for r in t3["rows"]) == 7
@@ -163,12 +196,17 @@ def test_tier_counts(pf):
     assert cells == PF_COUNTS
     assert sum(PF_COUNTS.values()) == 8298
     # the aggregate counts are the sums of their cells
-    assert pf["tier_counts"]["type/specific"] == sum(v for k, v in cells.items() if k.startswith("cell/specific/"))
-    assert pf["tier_counts"]["type/general"] == sum(v for k, v in cells.items() if k.startswith("cell/general/"))
+    assert pf["tier_counts"]["type/specific"] == sum(
+        v for k, v in cells.items() if k.startswith("cell/specific/")
+    )
+    assert pf["tier_counts"]["type/general"] == sum(
+        v for k, v in cells.items() if k.startswith("cell/general/")
+    )
     assert pf["tier_counts"]["total"] == 8298
 
 
 # ---------------------------------------------------------------- transcription against the text
+
 
 def _paper(name: str) -> str:
     return (PAPERS / name).read_text(encoding="utf-8")
@@ -179,7 +217,7 @@ def _tsv_block(text: str, caption_start: str, ncols: int) -> list[list[str]]:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(caption_start))
     rows, begun = [], False
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         parts = line.rstrip().split("\t")
         if len(parts) == ncols and re.fullmatch(r"[\d.]+", parts[-1]):
             rows.append(parts)
@@ -191,8 +229,10 @@ def _tsv_block(text: str, caption_start: str, ncols: int) -> list[list[str]]:
 
 def test_personafeedback_matches_paper_text(pf):
     text = _paper("personafeedback.txt")
-    for tid, caption in (("table3", "Table 3: PERSONAFEEDBACK results"),
-                         ("table6", "Table 6: PERSONAFEEDBACK train results")):
+    for tid, caption in (
+        ("table3", "Table 3: PERSONAFEEDBACK results"),
+        ("table6", "Table 6: PERSONAFEEDBACK train results"),
+    ):
         printed = _tsv_block(text, caption, 10)
         table = _table(pf, tid)
         assert len(printed) == len(table["rows"])
@@ -207,8 +247,11 @@ def test_personafeedback_matches_paper_text(pf):
     assert len(printed) == 8
     for parts in printed:
         got = {r["setting"]: r["values"] for r in table["rows"] if r["model"] == parts[0]}
-        assert got == {"persona": {"Persona": float(parts[1])}, "rag": {"RAG": float(parts[2])},
-                       "no_persona": {"No Persona": float(parts[3])}}
+        assert got == {
+            "persona": {"Persona": float(parts[1])},
+            "rag": {"RAG": float(parts[2])},
+            "no_persona": {"No Persona": float(parts[3])},
+        }
     # Table 2 of the paper: the tier counts
     (counts,) = _tsv_block(text, "Table 2: The statics of PERSONAFEEDBACK", 7)
     assert [int(x) for x in counts] == list(PF_COUNTS.values()) + [8298]
@@ -218,7 +261,7 @@ def _md_table(text: str, header_start: str) -> list[list[str]]:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         rows.append([c.strip() for c in line.strip().strip("|").split("|")])
@@ -233,19 +276,25 @@ def test_recentering_matches_paper_text(rc):
         assert len(printed) == len(table["rows"])
         for parts, row in zip(printed, table["rows"]):
             assert [row["values"][h] for h in ("Accuracy", "Precision", "Recall", "F1")] == [
-                float(x) for x in parts[1:]]
+                float(x) for x in parts[1:]
+            ]
     printed = _md_table(text, "| Judge | Avg. Rating")
     flat = [p[0:3] for p in printed] + [p[3:6] for p in printed]  # left group, then right group
     table = _table(rc, "table6")
     assert [r["model"] for r in table["rows"]] == [p[0] for p in flat]
     for (name, rating, spearman), row in zip(flat, table["rows"]):
-        assert row["values"] == {"Avg. Rating": float(rating),
-                                 "Spearman": None if spearman == "–" else float(spearman)}
+        assert row["values"] == {
+            "Avg. Rating": float(rating),
+            "Spearman": None if spearman == "–" else float(spearman),
+        }
 
 
 # ---------------------------------------------------------------- PersonaFeedback averages
 
-def _count_range(value: float, n: int, step: float = 1.0, half: float = 0.05) -> tuple[float, float]:
+
+def _count_range(
+    value: float, n: int, step: float = 1.0, half: float = 0.05
+) -> tuple[float, float]:
     """Counts k (multiples of step) with |100 k / n - value| <= half (either rounding convention)."""
     lo = math.ceil((value - half) * n / 100 / step - 1e-9) * step
     hi = math.floor((value + half) * n / 100 / step + 1e-9) * step
@@ -340,8 +389,12 @@ def test_table3_sorted_by_total_within_groups(pf):
     groups: dict[str, list[float]] = {}
     for row in table["rows"]:
         groups.setdefault(row["note"].split(";")[0], []).append(_keyed(table, row)["total"])
-    assert list(groups) == ["group: Reasoning", "group: Chat", "group: Open-Source",
-                            "group: Reward Model"]
+    assert list(groups) == [
+        "group: Reasoning",
+        "group: Chat",
+        "group: Open-Source",
+        "group: Reward Model",
+    ]
     for totals in groups.values():
         assert totals == sorted(totals, reverse=True)
 
@@ -424,7 +477,9 @@ def test_recentering_f1_matches_precision_recall(rc):
 def test_recentering_table2_implied_positive_share(rc):
     """Share of unsupported items implied by each row: ~0.35 everywhere, but the Qwen3.5-27B rows
     (0.342-0.347) cannot share one exact item set with the others (0.351-0.355)."""
-    ranges = {(r["model"], r["setting"]): _implied(*_prf(r)[:3])[0] for r in _table(rc, "table2")["rows"]}
+    ranges = {
+        (r["model"], r["setting"]): _implied(*_prf(r)[:3])[0] for r in _table(rc, "table2")["rows"]
+    }
     for lo, hi in ranges.values():
         assert 0.34 <= lo <= hi <= 0.36
     others = [v for k, v in ranges.items() if k[0] != "Qwen3.5-27B"]
@@ -437,7 +492,9 @@ def test_recentering_table3_yes_rates(rc):
     """Human majority YES share implied by each row is ~18% ("about 20%" in the text); zero-shot LLMs
     say YES 40-64% of the time (the text says 40-60%; Llama-3.3-70B is at 0.641); the two trained
     methods say YES about as often as humans."""
-    rows = {(r["model"], r["setting"]): _implied(*_prf(r)[:3]) for r in _table(rc, "table3")["rows"]}
+    rows = {
+        (r["model"], r["setting"]): _implied(*_prf(r)[:3]) for r in _table(rc, "table3")["rows"]
+    }
     for (model, setting), ((pi_lo, pi_hi), (yes_lo, yes_hi)) in rows.items():
         assert 0.17 <= pi_lo <= pi_hi <= 0.181, model
         if setting == "zero_shot":
@@ -455,8 +512,14 @@ def test_recentering_table3_yes_rates(rc):
     assert all(v["Precision"] < 0.4 for v in zero)
     for key in (("RoBERTa", "trained"), ("Qwen3-4B + GRPO", "grpo")):
         assert all(t3[key]["F1"] > v["F1"] and t3[key]["Precision"] > v["Precision"] for v in zero)
-    assert (t3[("Qwen3-4B", "zero_shot")]["F1"], t3[("Qwen3-4B", "zero_shot")]["Precision"]) == (0.417, 0.267)
-    assert (t3[("Qwen3-4B + GRPO", "grpo")]["F1"], t3[("Qwen3-4B + GRPO", "grpo")]["Precision"]) == (0.641, 0.611)
+    assert (t3[("Qwen3-4B", "zero_shot")]["F1"], t3[("Qwen3-4B", "zero_shot")]["Precision"]) == (
+        0.417,
+        0.267,
+    )
+    assert (
+        t3[("Qwen3-4B + GRPO", "grpo")]["F1"],
+        t3[("Qwen3-4B + GRPO", "grpo")]["Precision"],
+    ) == (0.641, 0.611)
 
 
 def test_recentering_table2_claims(rc):

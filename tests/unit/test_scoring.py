@@ -1,4 +1,5 @@
 """Scoring: micro-averaged accuracy per tier and in total, with percentile-bootstrap 95% CIs."""
+
 from __future__ import annotations
 
 import json
@@ -6,14 +7,14 @@ import time
 
 import numpy as np
 import pytest
+from unit_helpers import item, make_task
 
 from evaluator import suite as suite_module
-from evaluator.predictions import PredictionsError
 from evaluator.metrics import metric_stats
-from evaluator.statistics import BOOTSTRAP_SAMPLES
+from evaluator.predictions import PredictionsError
 from evaluator.scoring import score_answers, score_predictions_file
+from evaluator.statistics import BOOTSTRAP_SAMPLES
 from evaluator.suite import TierGroup
-from unit_helpers import item, make_task
 
 
 def acc(block):
@@ -26,7 +27,9 @@ def test_micro_accuracy_per_tier_and_total(tiny_task):
     result = score_answers(tiny_task, tiny_task.load_split(), answers)
     assert result["metric"] == "accuracy" and result["n_items"] == 4
     total = acc(result["total"])
-    assert total["value"] == pytest.approx(0.5) and total["n"] == 4  # micro 2/4, not macro (2/3+0)/2
+    assert (
+        total["value"] == pytest.approx(0.5) and total["n"] == 4
+    )  # micro 2/4, not macro (2/3+0)/2
     assert total["value"] != pytest.approx((2 / 3 + 0) / 2)
     form = result["tiers"]["form"]
     assert acc(form["x"])["value"] == pytest.approx(2 / 3) and acc(form["x"])["n"] == 3
@@ -52,10 +55,12 @@ def test_all_or_none_correct_keeps_a_wilson_width(tiny_task):
     """4 of 4 right is not certainty: the Wilson interval's lower end is 4 / (4 + z^2) = 0.510."""
     answers = {"q1": "A", "q2": "B", "q3": "C", "q4": "D"}
     result = score_answers(tiny_task, tiny_task.load_split(), answers)
-    z2 = 1.959963984540054 ** 2
+    z2 = 1.959963984540054**2
     assert acc(result["total"])["value"] == 1.0 and acc(result["total"])["n"] == 4
     assert acc(result["total"])["ci95"] == pytest.approx([4 / (4 + z2), 1.0])
-    none_right = score_answers(tiny_task, tiny_task.load_split(), {k: "B" if v != "B" else "A" for k, v in answers.items()})
+    none_right = score_answers(
+        tiny_task, tiny_task.load_split(), {k: "B" if v != "B" else "A" for k, v in answers.items()}
+    )
     assert acc(none_right["total"])["value"] == 0.0
     assert acc(none_right["total"])["ci95"] == pytest.approx([0.0, z2 / (4 + z2)])
 
@@ -99,15 +104,25 @@ def test_binomial_bootstrap_matches_resampling_bootstrap():
 
 def test_score_predictions_file_end_to_end(tiny_task, tmp_path):
     path = tmp_path / "p.jsonl"
-    path.write_text("\n".join(json.dumps({"id": i, "answer": a}) for i, a in
-                              [("q4", "D"), ("q3", "C"), ("q2", "A"), ("q1", "A")]) + "\n")
+    path.write_text(
+        "\n".join(
+            json.dumps({"id": i, "answer": a})
+            for i, a in [("q4", "D"), ("q3", "C"), ("q2", "A"), ("q1", "A")]
+        )
+        + "\n"
+    )
     started = time.perf_counter()
     result = score_predictions_file(tiny_task, path)
     elapsed = time.perf_counter() - started
     assert acc(result["total"])["value"] == 0.75
     assert acc(result["tiers"]["form"]["y"])["value"] == 1.0
     split = tiny_task.load_split()
-    assert result["split"] == {"name": "test", "sha256": split.sha256, "n_items": 4, "full_n_items": 4}
+    assert result["split"] == {
+        "name": "test",
+        "sha256": split.sha256,
+        "n_items": 4,
+        "full_n_items": 4,
+    }
     assert result["suite_version"] == "0.0.1"
     assert 0 < result["scoring_seconds"] <= elapsed  # the scorer's own clock, inside the call
 
@@ -117,14 +132,17 @@ def test_score_predictions_file_end_to_end(tiny_task, tmp_path):
     assert str(info.value).startswith("mine.jsonl rejected: file, field 'id': 3 of 4")
 
 
-
 def test_three_level_scores_bootstrap_matches_resampling():
     """Both-order pairwise scores (0, 0.5, 1): the multinomial draw is the resampling bootstrap."""
     values = np.array([0.0] * 100 + [0.5] * 150 + [1.0] * 250)
-    ours = metric_stats("accuracy", {"correct": values}, np.arange(len(values)), np.random.default_rng(3))
+    ours = metric_stats(
+        "accuracy", {"correct": values}, np.arange(len(values)), np.random.default_rng(3)
+    )
     assert ours["value"] == (75 + 250) / 500
     rng = np.random.default_rng(4)
-    resampled = values[rng.integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))].mean(axis=1)
+    resampled = values[rng.integers(0, len(values), size=(BOOTSTRAP_SAMPLES, len(values)))].mean(
+        axis=1
+    )
     low, high = np.quantile(resampled, [0.025, 0.975])
     width = ours["ci95"][1] - ours["ci95"][0]
     assert abs(width - (high - low)) / (high - low) < 0.2
@@ -147,5 +165,10 @@ def test_precision_recall_f1_and_spearman_on_hand_cases():
     assert abs(spearman(tied, np.arange(4)) - 0.8944271909999159) < 1e-12
     # a constant rating has no rank correlation: NaN, reported as no value (None), never 0
     assert np.isnan(spearman({"pred": np.ones(4), "gold": np.arange(4.0)}, np.arange(4)))
-    constant = metric_stats("spearman", {"pred": np.ones(4), "gold": np.arange(4.0)}, np.arange(4), np.random.default_rng(0))
+    constant = metric_stats(
+        "spearman",
+        {"pred": np.ones(4), "gold": np.arange(4.0)},
+        np.arange(4),
+        np.random.default_rng(0),
+    )
     assert constant["value"] is None and constant["n"] == 4

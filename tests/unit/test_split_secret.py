@@ -1,4 +1,5 @@
 """An installed split's gold positions cannot be recomputed from the public seed and inputs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,7 +24,9 @@ def splits_dir(tmp_path, monkeypatch):
 
 def test_personafeedback_positions_follow_the_installation_secret(splits_dir):
     suite, task = get_suite("personafeedback"), get_task("personafeedback", "binary_choice")
-    public_guess = task.hooks.build_items(task, FIXTURES / "personafeedback")  # what anyone can compute
+    public_guess = task.hooks.build_items(
+        task, FIXTURES / "personafeedback"
+    )  # what anyone can compute
     install(suite, str(FIXTURES / "personafeedback"))
     secret = (installed_dir(suite) / SECRET_FILE).read_text()
     assert len(secret) == 32 and (installed_dir(suite) / SECRET_FILE).stat().st_mode & 0o077 == 0

@@ -1,4 +1,5 @@
 """Intervals over units, Wilson at the edges, and the paired comparison, against hand computations."""
+
 from __future__ import annotations
 
 import math
@@ -8,7 +9,12 @@ import pytest
 
 from evaluator.metrics import metric_stats
 from evaluator.statistics import (
-    Units, cluster_bootstrap_means, paired_comparison, share_stats, sign_flip_p_value, wilson_interval,
+    Units,
+    cluster_bootstrap_means,
+    paired_comparison,
+    share_stats,
+    sign_flip_p_value,
+    wilson_interval,
 )
 
 
@@ -16,7 +22,7 @@ def test_wilson_interval_by_hand():
     # p = 0.7, n = 10, z = 1.96: centre = (0.7 + 1.9208/10) / 1.38416 = 0.644...,
     # half = 1.96 * sqrt(0.021 + 0.00960) / 1.38416 = 0.2477...
     low, high = wilson_interval(0.7, 10, z=1.96)
-    z2 = 1.96 ** 2
+    z2 = 1.96**2
     centre = (0.7 + z2 / 20) / (1 + z2 / 10)
     half = 1.96 * math.sqrt(0.7 * 0.3 / 10 + z2 / 400) / (1 + z2 / 10)
     assert (low, high) == pytest.approx((centre - half, centre + half), abs=1e-12)
@@ -33,7 +39,7 @@ def test_all_correct_keeps_a_width_and_clusters_widen_it():
     perfect = np.ones(30, dtype=bool)
     by_item = metric_stats("accuracy", {"correct": perfect}, np.arange(30), rng)
     assert by_item["value"] == 1.0 and by_item["ci95"][1] == 1.0
-    assert by_item["ci95"][0] == pytest.approx(30 / (30 + 1.959963984540054 ** 2), abs=1e-9)
+    assert by_item["ci95"][0] == pytest.approx(30 / (30 + 1.959963984540054**2), abs=1e-9)
     # ten units of three items: no variation to measure the clustering from -> as wide as 10 items
     units = Units.of([str(i // 3) for i in range(30)], 30)
     by_unit = metric_stats("accuracy", {"correct": perfect}, np.arange(30), rng, units)
@@ -68,9 +74,13 @@ def test_cluster_bootstrap_draws_are_ratio_means():
 
 def test_sign_flip_p_value_by_hand():
     # three units with difference +1, two without: 2^3 flips, |sum| = 3 for (+,+,+) and (-,-,-)
-    assert sign_flip_p_value(np.array([1.0, 1, 1, 0, 0]), np.random.default_rng(0)) == pytest.approx(2 / 8)
+    assert sign_flip_p_value(
+        np.array([1.0, 1, 1, 0, 0]), np.random.default_rng(0)
+    ) == pytest.approx(2 / 8)
     # differences (2, 1, -1): sums over the 8 sign vectors: 2,4,0,2,-2,0,-4,-2 -> |s| >= 2 in 6 of 8
-    assert sign_flip_p_value(np.array([2.0, 1, -1]), np.random.default_rng(0)) == pytest.approx(6 / 8)
+    assert sign_flip_p_value(np.array([2.0, 1, -1]), np.random.default_rng(0)) == pytest.approx(
+        6 / 8
+    )
     assert sign_flip_p_value(np.zeros(4), np.random.default_rng(0)) == 1.0
 
 
@@ -95,6 +105,8 @@ def test_paired_comparison_over_units_counts_units_not_items():
     b = np.zeros(6)
     units = Units.of(["p", "p", "p", "q", "q", "q"], 6)
     assert paired_comparison(a, b, units, np.random.default_rng(0))["p_value"] == pytest.approx(0.5)
-    assert paired_comparison(a, b, Units.of(None, 6), np.random.default_rng(0))["p_value"] == pytest.approx(2 / 64)
+    assert paired_comparison(a, b, Units.of(None, 6), np.random.default_rng(0))[
+        "p_value"
+    ] == pytest.approx(2 / 64)
     with pytest.raises(ValueError):
         paired_comparison(a, b[:5], units, np.random.default_rng(0))

@@ -1,4 +1,5 @@
 """The results store: a git-versioned folder laid out like a Hub dataset repository."""
+
 from __future__ import annotations
 
 import json
@@ -13,18 +14,33 @@ import yaml
 from leaderboard.store import SCORES_GLOB, LocalDatasetStore, StoreError, result_path
 
 
-def make_record(submission_id: str, value: float, model: str = "m", suite: str = "prefeval", task: str = "mcq") -> dict:
-    stats = {"accuracy": {"value": value, "ci95": [max(0.0, value - 0.1), min(1.0, value + 0.1)], "n": 4}}
+def make_record(
+    submission_id: str, value: float, model: str = "m", suite: str = "prefeval", task: str = "mcq"
+) -> dict:
+    stats = {
+        "accuracy": {"value": value, "ci95": [max(0.0, value - 0.1), min(1.0, value + 0.1)], "n": 4}
+    }
     return {
-        "submission_id": submission_id, "suite": suite, "task": task, "setting": "zero_shot",
-        "model_name": model, "model_link": "", "source": "predictions", "row_kind": "computed",
+        "submission_id": submission_id,
+        "suite": suite,
+        "task": task,
+        "setting": "zero_shot",
+        "model_name": model,
+        "model_link": "",
+        "source": "predictions",
+        "row_kind": "computed",
         "submitted_at": f"2025-01-01T00:00:{len(submission_id):02d}+00:00",
-        "metrics": {"total": stats, "tiers": {"form": {"explicit": stats, "implicit_choice": stats}}},
+        "metrics": {
+            "total": stats,
+            "tiers": {"form": {"explicit": stats, "implicit_choice": stats}},
+        },
     }
 
 
 def commit_count(root) -> int:
-    out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=root, capture_output=True, check=True)
+    out = subprocess.run(
+        ["git", "rev-list", "--count", "HEAD"], cwd=root, capture_output=True, check=True
+    )
     return int(out.stdout)
 
 
@@ -48,8 +64,14 @@ def test_layout(store):
     scores = pd.read_parquet(store.root / "data/scores/part-00000.parquet")
     assert len(scores) == 3  # total + 2 tiers
     assert set(scores["tier"]) == {"total", "explicit", "implicit_choice"}
-    tracked = subprocess.run(["git", "ls-files"], cwd=store.root, capture_output=True, check=True, text=True).stdout.split()
-    assert sorted(tracked) == ["README.md", "data/scores/part-00000.parquet", result_path("prefeval", "mcq", "s1")]
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=store.root, capture_output=True, check=True, text=True
+    ).stdout.split()
+    assert sorted(tracked) == [
+        "README.md",
+        "data/scores/part-00000.parquet",
+        result_path("prefeval", "mcq", "s1"),
+    ]
 
 
 def test_each_publish_is_a_version_newest_first(store):
@@ -93,7 +115,9 @@ def test_publish_is_idempotent_per_submission(store):
     assert store.head() == r2
 
 
-@pytest.mark.parametrize("revision", ["deadbeef", "0" * 40, "", "HEAD~1", "main; rm -rf /", "--all"])
+@pytest.mark.parametrize(
+    "revision", ["deadbeef", "0" * 40, "", "HEAD~1", "main; rm -rf /", "--all"]
+)
 def test_unknown_revision_raises(store, revision):
     store.publish(make_record("s1", 0.5))
     with pytest.raises(StoreError):
@@ -120,12 +144,16 @@ def test_concurrent_publishers(tmp_path):
     store = LocalDatasetStore(root)
     records = store.records()
     assert len(records) == 10
-    assert {r["submission_id"] for r in records} == {f"w{w}-{i}" for w in range(2) for i in range(5)}
+    assert {r["submission_id"] for r in records} == {
+        f"w{w}-{i}" for w in range(2) for i in range(5)
+    }
     assert commit_count(root) == 11
     assert len(store.versions()) == 11
     scores = store.scores()
     assert scores["submission_id"].nunique() == 10 and len(scores) == 30
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True)
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True
+    )
     assert status.stdout == ""
 
 
@@ -155,23 +183,41 @@ def test_a_dead_publishers_record_is_never_committed_under_another_submission(st
     orphan = make_record("orphan", 0.9, model="killed-attempt")
     target = store.root / store.record_path(orphan)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(orphan))  # the dead writer got this far (and half-rebuilt the table)
+    target.write_text(
+        json.dumps(orphan)
+    )  # the dead writer got this far (and half-rebuilt the table)
     (store.root / "data/scores/part-00000.parquet").write_bytes(b"half-written parquet")
     (store.root / "data/scores/part-00001.parquet").write_bytes(b"a part it started")
     (store.root / "results" / "prefeval" / "mcq" / "other.tmp").write_text("{")
 
     revision = store.publish(make_record("second", 0.25))
-    changed = subprocess.run(["git", "show", "--name-only", "--format=", revision], cwd=store.root,
-                             capture_output=True, text=True, check=True).stdout.split()
-    assert sorted(changed) == ["data/scores/part-00000.parquet", result_path("prefeval", "mcq", "second")]
+    changed = subprocess.run(
+        ["git", "show", "--name-only", "--format=", revision],
+        cwd=store.root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(changed) == [
+        "data/scores/part-00000.parquet",
+        result_path("prefeval", "mcq", "second"),
+    ]
     assert set(store.scores(revision)["submission_id"]) == {"first", "second"}
     assert "orphan" not in set(store.scores()["submission_id"])  # nor in the files on disk
 
     own = store.publish(orphan)  # the retry of the killed job
-    changed = subprocess.run(["git", "show", "--name-only", "--format=%s", own], cwd=store.root,
-                             capture_output=True, text=True, check=True).stdout.split("\n")
+    changed = subprocess.run(
+        ["git", "show", "--name-only", "--format=%s", own],
+        cwd=store.root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
     assert changed[0].startswith("Add result orphan ")
-    assert result_path("prefeval", "mcq", "orphan") in changed and result_path("prefeval", "mcq", "second") not in changed
+    assert (
+        result_path("prefeval", "mcq", "orphan") in changed
+        and result_path("prefeval", "mcq", "second") not in changed
+    )
 
 
 def _publish_and_die_before_the_commit(root, record: dict) -> None:
@@ -189,20 +235,36 @@ def _publish_and_die_before_the_commit(root, record: dict) -> None:
 def test_a_writer_killed_after_staging_leaves_nothing_in_the_next_commit(store):
     store.publish(make_record("first", 0.5))
     orphan = make_record("orphan", 0.9, model="killed-attempt")
-    child = multiprocessing.get_context("fork").Process(target=_publish_and_die_before_the_commit,
-                                                        args=(store.root, orphan))
+    child = multiprocessing.get_context("fork").Process(
+        target=_publish_and_die_before_the_commit, args=(store.root, orphan)
+    )
     child.start()
     child.join(timeout=60)
     assert child.exitcode == 9
-    staged = subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=store.root, capture_output=True,
-                            text=True, check=True).stdout.split()
+    staged = subprocess.run(
+        ["git", "diff", "--cached", "--name-only"],
+        cwd=store.root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert result_path("prefeval", "mcq", "orphan") in staged  # what the next writer finds
 
     revision = store.publish(make_record("second", 0.25))
-    changed = subprocess.run(["git", "show", "--name-only", "--format=", revision], cwd=store.root,
-                             capture_output=True, text=True, check=True).stdout.split()
-    assert sorted(changed) == ["data/scores/part-00000.parquet", result_path("prefeval", "mcq", "second")]
-    assert set(store.scores()["submission_id"]) == {"first", "second"} and git_status(store.root) == ""
+    changed = subprocess.run(
+        ["git", "show", "--name-only", "--format=", revision],
+        cwd=store.root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(changed) == [
+        "data/scores/part-00000.parquet",
+        result_path("prefeval", "mcq", "second"),
+    ]
+    assert (
+        set(store.scores()["submission_id"]) == {"first", "second"} and git_status(store.root) == ""
+    )
     assert store.publish(orphan) != revision  # its retried job publishes it in a commit of its own
     assert set(store.scores()["submission_id"]) == {"first", "second", "orphan"}
 
@@ -210,8 +272,13 @@ def test_a_writer_killed_after_staging_leaves_nothing_in_the_next_commit(store):
 def _sample_record_for_crash_test() -> dict:
     total = {"accuracy": {"value": 0.5, "ci95": [0.4, 0.6], "n": 2}}
     return {
-        "submission_id": "crashed0001", "suite": "prefeval", "task": "mcq", "setting": "zero_shot",
-        "model_name": "m", "source": "predictions file", "submitted_at": "2026-01-01T00:00:00+00:00",
+        "submission_id": "crashed0001",
+        "suite": "prefeval",
+        "task": "mcq",
+        "setting": "zero_shot",
+        "model_name": "m",
+        "source": "predictions file",
+        "submitted_at": "2026-01-01T00:00:00+00:00",
         "metrics": {"metric": "accuracy", "total": total, "tiers": {"form": {"explicit": total}}},
     }
 
@@ -229,21 +296,43 @@ def test_sync_group_adds_rewrites_and_removes_only_its_prefix(tmp_path):
         record["metrics"]["total"]["accuracy"]["value"] = value
         return record
 
-    first = store.sync_group("reported-", [reported("reported-a", 0.5), reported("reported-b", 0.6)], "sync 1")
-    assert first and {r["submission_id"] for r in store.records()} == {"crashed0001", "reported-a", "reported-b"}
-    assert store.sync_group("reported-", [reported("reported-a", 0.5), reported("reported-b", 0.6)], "again") is None
-    second = store.sync_group("reported-", [reported("reported-a", 0.55)], "sync 2")  # a corrected value, b dropped
+    first = store.sync_group(
+        "reported-", [reported("reported-a", 0.5), reported("reported-b", 0.6)], "sync 1"
+    )
+    assert first and {r["submission_id"] for r in store.records()} == {
+        "crashed0001",
+        "reported-a",
+        "reported-b",
+    }
+    assert (
+        store.sync_group(
+            "reported-", [reported("reported-a", 0.5), reported("reported-b", 0.6)], "again"
+        )
+        is None
+    )
+    second = store.sync_group(
+        "reported-", [reported("reported-a", 0.55)], "sync 2"
+    )  # a corrected value, b dropped
     assert second != first
     now = {r["submission_id"]: r for r in store.records()}
     assert set(now) == {"crashed0001", "reported-a"}
     assert now["reported-a"]["metrics"]["total"]["accuracy"]["value"] == 0.55
-    assert {r["submission_id"] for r in store.records(first)} == {"crashed0001", "reported-a", "reported-b"}
+    assert {r["submission_id"] for r in store.records(first)} == {
+        "crashed0001",
+        "reported-a",
+        "reported-b",
+    }
 
 
 def _tree(root, revision: str) -> dict[str, str]:
     """path -> blob id of the table parts at a revision."""
-    out = subprocess.run(["git", "ls-tree", "-r", revision, "--", "data"], cwd=root, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-tree", "-r", revision, "--", "data"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return {line.split("\t")[1]: line.split()[2] for line in out.splitlines()}
 
 
@@ -255,20 +344,38 @@ def test_publish_appends_to_the_newest_part_only(store, monkeypatch):
     parts = _tree(store.root, revisions[-1])
     assert sorted(parts) == [f"data/scores/part-0000{i}.parquet" for i in range(3)]
     # a publish rewrites only the part it appends to: full parts keep their blob ids
-    assert _tree(store.root, revisions[3])["data/scores/part-00000.parquet"] == parts["data/scores/part-00000.parquet"]
-    assert _tree(store.root, revisions[3])["data/scores/part-00001.parquet"] == parts["data/scores/part-00001.parquet"]
+    assert (
+        _tree(store.root, revisions[3])["data/scores/part-00000.parquet"]
+        == parts["data/scores/part-00000.parquet"]
+    )
+    assert (
+        _tree(store.root, revisions[3])["data/scores/part-00001.parquet"]
+        == parts["data/scores/part-00001.parquet"]
+    )
     assert set(store.scores()["submission_id"]) == {f"s{i}" for i in range(5)}
     assert set(store.scores(revisions[2])["submission_id"]) == {"s0", "s1", "s2"}
     # each publish commits only the paths it wrote: a stray file in the folder stays out of the dataset
     (store.root / "stray.txt").write_text("not a result")
     revision = store.publish(make_record("s9", 0.9))
-    assert "stray.txt" not in subprocess.run(["git", "ls-tree", "-r", "--name-only", revision], cwd=store.root,
-                                             capture_output=True, text=True, check=True).stdout.split()
+    assert (
+        "stray.txt"
+        not in subprocess.run(
+            ["git", "ls-tree", "-r", "--name-only", revision],
+            cwd=store.root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    )
     # a full rebuild (reported-row sync) writes the same table
     before = store.scores().sort_values(["submission_id", "tier"]).reset_index(drop=True)
     store._write_scores(store._read_records_from_disk())
-    pd.testing.assert_frame_equal(pd.concat([pd.read_parquet(p) for p in sorted(store.root.glob(SCORES_GLOB))])
-                                  .sort_values(["submission_id", "tier"]).reset_index(drop=True), before)
+    pd.testing.assert_frame_equal(
+        pd.concat([pd.read_parquet(p) for p in sorted(store.root.glob(SCORES_GLOB))])
+        .sort_values(["submission_id", "tier"])
+        .reset_index(drop=True),
+        before,
+    )
 
 
 def test_store_with_one_scores_file_is_split_into_parts(tmp_path):
@@ -282,13 +389,22 @@ def test_store_with_one_scores_file_is_split_into_parts(tmp_path):
     (root / "data").mkdir(exist_ok=True)
     legacy.to_parquet(root / "data/scores.parquet", index=False)
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "old layout"], cwd=root, check=True)
-    old_revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "old layout"],
+        cwd=root,
+        check=True,
+    )
+    old_revision = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True
+    ).stdout.strip()
 
     migrated = LocalDatasetStore(root)
     migrated.ensure()
     assert not (root / "data/scores.parquet").exists() and migrated.head() != old_revision
-    assert set(migrated.scores(old_revision)["submission_id"]) == {"s1", "s2"}  # the old layout still reads
+    assert set(migrated.scores(old_revision)["submission_id"]) == {
+        "s1",
+        "s2",
+    }  # the old layout still reads
     assert set(migrated.scores()["submission_id"]) == {"s1", "s2"}
     migrated.publish(make_record("s3", 0.7))
     assert set(migrated.scores()["submission_id"]) == {"s1", "s2", "s3"}
@@ -315,8 +431,12 @@ def test_head_revision_follows_every_publish_by_another_store_object(store):
         revision = store.publish(make_record(f"h{i}", 0.5))
         seen.append(reader.head_revision() == revision == reader.head_revision())
     assert seen == [True] * 6
-    assert reader.head_revision() == subprocess.run(["git", "rev-parse", "HEAD"], cwd=store.root, check=True,
-                                                    capture_output=True, text=True).stdout.strip()
+    assert (
+        reader.head_revision()
+        == subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=store.root, check=True, capture_output=True, text=True
+        ).stdout.strip()
+    )
 
 
 def flat_path(record: dict) -> str:
@@ -328,29 +448,48 @@ def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp
     from leaderboard import store as store_module
 
     root = tmp_path / "results"
-    with monkeypatch.context() as old_code:  # the store as it was: records flat in results/<suite>/<task>/
+    with (
+        monkeypatch.context() as old_code
+    ):  # the store as it was: records flat in results/<suite>/<task>/
         old_code.setattr(LocalDatasetStore, "record_path", staticmethod(flat_path))
         old_code.setattr(store_module, "request_path", flat_path)
         old = LocalDatasetStore(root)
         first = old.publish(make_record("s1", 0.5))
-        old.publish_requests([{"submission_id": "s1", "suite": "prefeval", "task": "mcq", "status": "finished"}])
+        old.publish_requests(
+            [{"submission_id": "s1", "suite": "prefeval", "task": "mcq", "status": "finished"}]
+        )
         flat_head = old.publish(make_record("s2", 0.75, suite="recentering", task="relevance"))
         (root / ".git" / store_module.LAYOUT_MARKER).unlink()
     flat_files = sorted(git_files(root, flat_head))
-    assert "results/prefeval/mcq/s1.json" in flat_files and "requests/prefeval/mcq/s1.json" in flat_files
+    assert (
+        "results/prefeval/mcq/s1.json" in flat_files
+        and "requests/prefeval/mcq/s1.json" in flat_files
+    )
 
     store = LocalDatasetStore(root)
-    assert store.publish(make_record("s1", 0.9)) == first  # a retried job, across the move: the first result stands
+    assert (
+        store.publish(make_record("s1", 0.9)) == first
+    )  # a retried job, across the move: the first result stands
     moved = store.head()
     assert [v.message for v in store.versions()][0].startswith("Shard the records folders")
     assert sorted(git_files(root, moved)) == sorted(
-        ["README.md", "data/scores/part-00000.parquet", result_path("prefeval", "mcq", "s1"),
-         result_path("recentering", "relevance", "s2"), store_module.request_path({"submission_id": "s1", "suite": "prefeval",
-                                                                                   "task": "mcq"})])
+        [
+            "README.md",
+            "data/scores/part-00000.parquet",
+            result_path("prefeval", "mcq", "s1"),
+            result_path("recentering", "relevance", "s2"),
+            store_module.request_path({"submission_id": "s1", "suite": "prefeval", "task": "mcq"}),
+        ]
+    )
     assert git_status(root) == ""
-    assert [r["submission_id"] for r in store.records()] == [r["submission_id"] for r in store.records(flat_head)] \
+    assert (
+        [r["submission_id"] for r in store.records()]
+        == [r["submission_id"] for r in store.records(flat_head)]
         == ["s1", "s2"]
-    assert store.current_record("s2") == make_record("s2", 0.75, suite="recentering", task="relevance")
+    )
+    assert store.current_record("s2") == make_record(
+        "s2", 0.75, suite="recentering", task="relevance"
+    )
     pd.testing.assert_frame_equal(store.scores(), store.scores(flat_head))
     store.ensure()
     assert store.head() == moved  # once
@@ -358,18 +497,30 @@ def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp
     store.publish(make_record("s3", 0.1))
     assert store.withdraw("s1", "hide s1")
     assert sorted(git_files(root, store.head())) == sorted(
-        ["README.md", "data/scores/part-00000.parquet", result_path("recentering", "relevance", "s2"),
-         result_path("prefeval", "mcq", "s3")])
+        [
+            "README.md",
+            "data/scores/part-00000.parquet",
+            result_path("recentering", "relevance", "s2"),
+            result_path("prefeval", "mcq", "s3"),
+        ]
+    )
     assert set(store.scores()["submission_id"]) == {"s2", "s3"}
 
 
 def git_files(root, revision: str) -> list[str]:
-    return subprocess.run(["git", "ls-tree", "-r", "--name-only", revision], cwd=root, capture_output=True, text=True,
-                          check=True).stdout.split()
+    return subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", revision],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
 
 
 def git_status(root) -> str:
-    return subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_publishes_run_git_gc_auto_as_git_commit_did(store, monkeypatch):
@@ -379,10 +530,22 @@ def test_publishes_run_git_gc_auto_as_git_commit_did(store, monkeypatch):
     monkeypatch.setattr(store_module, "AUTO_GC_EVERY", 3)
     calls = []
     plain = LocalDatasetStore._git
-    monkeypatch.setattr(LocalDatasetStore, "_git", lambda self, *args, **kw: calls.append(args) or plain(self, *args, **kw))
+    monkeypatch.setattr(
+        LocalDatasetStore,
+        "_git",
+        lambda self, *args, **kw: calls.append(args) or plain(self, *args, **kw),
+    )
     ran = []
     for i in range(7):
         calls.clear()
         store.publish(make_record(f"s{i}", 0.1))
         ran.append(("gc", "--auto", "--quiet") in calls)
-    assert ran == [False, False, True, False, False, True, False]  # the table part's 3rd and 6th result
+    assert ran == [
+        False,
+        False,
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]  # the table part's 3rd and 6th result

@@ -7,6 +7,7 @@ constant file scores what the gold distribution says (label tasks: the share of 
 that label), and a bad line is refused naming its line and field. A task whose
 answers are judged (no answer is perfect by construction) is held to the refusal check only.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,9 +37,14 @@ def installed(tmp_path_factory):
         for suite in all_suites().values():
             if suite.split_spec.get("source") == "installed":
                 fixture = FIXTURES / suite.name
-                assert fixture.is_dir(), f"suite {suite.name} installs its split: add a small fixture split at {fixture}"
+                assert fixture.is_dir(), (
+                    f"suite {suite.name} installs its split: add a small fixture split at {fixture}"
+                )
                 info = install(suite, str(fixture))
-                assert info["fixture"] is True and installed_info(suite)["tasks"].keys() == suite.tasks.keys()
+                assert (
+                    info["fixture"] is True
+                    and installed_info(suite)["tasks"].keys() == suite.tasks.keys()
+                )
         yield
         suite_module.clear_split_cache()
 
@@ -48,7 +54,9 @@ def lines(records) -> list[bytes]:
 
 
 def answers_from(task, split, by_id):
-    return read_predictions(lines({"id": i.id, task.answer_field: by_id[i.id]} for i in split.items), task, split)
+    return read_predictions(
+        lines({"id": i.id, task.answer_field: by_id[i.id]} for i in split.items), task, split
+    )
 
 
 @pytest.mark.parametrize("suite_name", sorted(all_suites()))
@@ -65,13 +73,17 @@ def test_inputs_carry_no_gold(installed, suite_name, task_name):
     assert split.items, f"{task.key}: the split has no items"
     for item in split.items:
         assert item.public.get("id") == item.id
-        assert task.answer_field not in item.public and "gold" not in item.public, item.public.keys()
+        assert task.answer_field not in item.public and "gold" not in item.public, (
+            item.public.keys()
+        )
     golds = [task.hooks.gold_answer(task, item) for item in split.items]
     if any(g is None for g in golds) or len(set(map(str, golds))) < 2:
         return  # no gold answers to compare with (judged texts), or a one-answer split
     for field in split.items[0].public:
         values = [item.public.get(field) for item in split.items]
-        assert [str(v) for v in values] != [str(g) for g in golds], f"{task.key}: public field {field!r} is the gold"
+        assert [str(v) for v in values] != [str(g) for g in golds], (
+            f"{task.key}: public field {field!r} is the gold"
+        )
 
 
 @pytest.mark.parametrize("suite_name,task_name", TASKS)
@@ -80,30 +92,42 @@ def test_perfect_and_constant_files(installed, suite_name, task_name):
     split = task.load_split()
     golds = {item.id: task.hooks.gold_answer(task, item) for item in split.items}
     if any(g is None for g in golds.values()):
-        assert task.judge, f"{task.key}: gold_answer gives no answer for some items, and the task is not judge-scored"
+        assert task.judge, (
+            f"{task.key}: gold_answer gives no answer for some items, and the task is not judge-scored"
+        )
         return
     perfect = score_answers(task, split, answers_from(task, split, golds))["total"]
     if "accuracy" in perfect:
         assert perfect["accuracy"]["value"] == 1.0
     if "spearman" in perfect:
         assert perfect["spearman"]["value"] == pytest.approx(1.0)
-    assert "accuracy" in perfect or "spearman" in perfect, f"{task.key}: no metric says what perfect is"
+    assert "accuracy" in perfect or "spearman" in perfect, (
+        f"{task.key}: no metric says what perfect is"
+    )
     gold_values = np.array(list(golds.values()), dtype=object)
     if task.answer_kind == "label":
         for label in task.answer_labels:
-            constant = score_answers(task, split, answers_from(task, split, {i: label for i in golds}))["total"]
-            assert constant["accuracy"]["value"] == pytest.approx(float(np.mean(gold_values == label))), label
+            constant = score_answers(
+                task, split, answers_from(task, split, {i: label for i in golds})
+            )["total"]
+            assert constant["accuracy"]["value"] == pytest.approx(
+                float(np.mean(gold_values == label))
+            ), label
     else:
         # A rating task may orient the submitted scale (recentering: A/B -> "prefers the personalized
         # response"), so a constant answer has no suite-free expectation beyond this: the gold side
         # of the metrics is what the gold says, whatever the answers, and perfect answers match it.
         low = task.answer_range[0]
-        constant = score_answers(task, split, answers_from(task, split, {i: low for i in golds}))["total"]
+        constant = score_answers(task, split, answers_from(task, split, {i: low for i in golds}))[
+            "total"
+        ]
         gold_side = [m for m in ("human_mean_rating",) if m in perfect]
         for metric in gold_side:
             assert constant[metric]["value"] == pytest.approx(perfect[metric]["value"])
         if "mean_rating" in perfect and gold_side:
-            assert perfect["mean_rating"]["value"] == pytest.approx(perfect["human_mean_rating"]["value"])
+            assert perfect["mean_rating"]["value"] == pytest.approx(
+                perfect["human_mean_rating"]["value"]
+            )
 
 
 @pytest.mark.parametrize("suite_name,task_name", TASKS)
@@ -112,10 +136,22 @@ def test_bad_line_refused_with_line_and_field(installed, suite_name, task_name):
     split = task.load_split()
     first, second = split.items[0], split.items[1]
     good = task.hooks.gold_answer(task, first)
-    good = good if good is not None else ("some text" if not task.answer_labels else task.answer_labels[0])
+    good = (
+        good
+        if good is not None
+        else ("some text" if not task.answer_labels else task.answer_labels[0])
+    )
     with pytest.raises(PredictionsError) as caught:
-        read_predictions(lines([{"id": first.id, task.answer_field: good},
-                                {"id": second.id, task.answer_field: {"not": "an answer"}}]), task, split)
+        read_predictions(
+            lines(
+                [
+                    {"id": first.id, task.answer_field: good},
+                    {"id": second.id, task.answer_field: {"not": "an answer"}},
+                ]
+            ),
+            task,
+            split,
+        )
     located = [(p.line, p.field) for p in caught.value.problems]
     assert (2, task.answer_field) in located, located
     assert (1, task.answer_field) not in located

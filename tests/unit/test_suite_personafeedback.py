@@ -1,6 +1,7 @@
 """PersonaFeedback binary choice: the split built from the (synthetic) fixture in the upstream layout,
 public inputs without gold, the scorer on hand-made answers with known micro averages, prediction
 checks naming line and field, the `rag` refusal without memory data, and the judge/reward requests."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluator import split_install, splits as splits_module
+from evaluator import split_install
+from evaluator import splits as splits_module
 from evaluator.predictions import PredictionsError, read_predictions
 from evaluator.registry import UnknownSuiteError, check_setting, get_task
 from evaluator.scoring import score_answers
@@ -18,7 +20,14 @@ from evaluator.splits import SplitFormatError
 from evaluator.suite import Split, clear_split_cache
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "splits" / "personafeedback"
-CELLS = ("specific/easy", "specific/medium", "specific/hard", "general/easy", "general/medium", "general/hard")
+CELLS = (
+    "specific/easy",
+    "specific/medium",
+    "specific/hard",
+    "general/easy",
+    "general/medium",
+    "general/hard",
+)
 # Where the recorded seed puts the chosen response, item by item (file order): pinned, because a
 # change would silently change every item's gold and the split hash.
 EXPECTED_GOLD = "111221211122211122212121"
@@ -58,6 +67,7 @@ def build(task, folder: Path):
 
 # -- the split ---------------------------------------------------------------------------------------
 
+
 def test_fixture_items_per_cell_and_ids(task):
     items = build(task, FIXTURE)
     assert len(items) == 24
@@ -76,7 +86,9 @@ def test_chosen_position_is_seeded_and_mixed(task):
     raw = {}
     for kind, folder in (("specific", "spedific"), ("general", "general")):
         for diff in ("easy", "medium", "hard"):
-            for n, line in enumerate((FIXTURE / "data" / folder / f"{diff}.jsonl").read_text().splitlines(), 1):
+            for n, line in enumerate(
+                (FIXTURE / "data" / folder / f"{diff}.jsonl").read_text().splitlines(), 1
+            ):
                 raw[f"{kind}/{diff}/{n}"] = json.loads(line)
     for item in items:
         other = "2" if item.gold == "1" else "1"
@@ -88,8 +100,17 @@ def test_chosen_position_is_seeded_and_mixed(task):
 def test_public_inputs_carry_no_gold(task):
     for item in build(task, FIXTURE):
         public = item.public
-        assert set(public) == {"id", "type", "difficulty", "user_id", "question", "persona", "response_1",
-                               "response_2", "memory"}
+        assert set(public) == {
+            "id",
+            "type",
+            "difficulty",
+            "user_id",
+            "question",
+            "persona",
+            "response_1",
+            "response_2",
+            "memory",
+        }
         assert public["id"] == item.id
         text = json.dumps(public)
         assert "chosen" not in text and "reject" not in text and "gold" not in text
@@ -111,7 +132,9 @@ def test_specific_folder_spelled_correctly_is_accepted(task, tmp_path):
     copy = tmp_path / "spelled"
     shutil.copytree(FIXTURE, copy)
     (copy / "data" / "spedific").rename(copy / "data" / "specific")
-    assert [(i.id, i.gold, i.public) for i in build(task, copy)] == [(i.id, i.gold, i.public) for i in build(task, FIXTURE)]
+    assert [(i.id, i.gold, i.public) for i in build(task, copy)] == [
+        (i.id, i.gold, i.public) for i in build(task, FIXTURE)
+    ]
 
 
 def _edit_line(path: Path, line: int, change) -> None:
@@ -138,8 +161,14 @@ def test_missing_persona_field_names_file_line_and_field(task, tmp_path):
     _edit_line(copy / "persona" / "all_personas.jsonl", 2, lambda r: r.pop("Name"))
     with pytest.raises(SplitFormatError, match=r"all_personas.jsonl, line 2: missing field 'Name'"):
         build(task, copy)
-    _edit_line(copy / "persona" / "all_personas.jsonl", 2, lambda r: r.update(Name="Maria", Personality=None))
-    with pytest.raises(SplitFormatError, match=r"all_personas.jsonl, line 2: missing field 'Personality'"):
+    _edit_line(
+        copy / "persona" / "all_personas.jsonl",
+        2,
+        lambda r: r.update(Name="Maria", Personality=None),
+    )
+    with pytest.raises(
+        SplitFormatError, match=r"all_personas.jsonl, line 2: missing field 'Personality'"
+    ):
         build(task, copy)
 
 
@@ -147,7 +176,9 @@ def test_unknown_user_and_missing_memory_text_are_named(task, tmp_path):
     copy = tmp_path / "bad-user"
     shutil.copytree(FIXTURE, copy)
     _edit_line(copy / "data" / "spedific" / "hard.jsonl", 2, lambda r: r.update(user_id=9))
-    with pytest.raises(SplitFormatError, match=r"data/spedific/hard.jsonl, line 2: field 'user_id' is 9"):
+    with pytest.raises(
+        SplitFormatError, match=r"data/spedific/hard.jsonl, line 2: field 'user_id' is 9"
+    ):
         build(task, copy)
     copy2 = tmp_path / "bad-memory"
     shutil.copytree(FIXTURE, copy2)
@@ -161,8 +192,15 @@ def test_renamed_upstream_field_is_a_manifest_change(task, tmp_path, monkeypatch
     shutil.copytree(FIXTURE, copy)
     for path in (copy / "data").rglob("*.jsonl"):
         rows = [json.loads(line) for line in path.read_text().splitlines()]
-        path.write_text("".join(json.dumps({**{k: v for k, v in r.items() if k != "reject"}, "rejected": r["reject"]}) + "\n"
-                                for r in rows))
+        path.write_text(
+            "".join(
+                json.dumps(
+                    {**{k: v for k, v in r.items() if k != "reject"}, "rejected": r["reject"]}
+                )
+                + "\n"
+                for r in rows
+            )
+        )
     with pytest.raises(SplitFormatError, match="'reject'"):
         build(task, copy)
     expected = [(i.id, i.gold, i.public) for i in build(task, FIXTURE)]
@@ -178,6 +216,7 @@ def test_install_records_fixture_and_count(split, task):
 
 
 # -- predictions ---------------------------------------------------------------------------------------
+
 
 def _read(task, split, lines: list[str]):
     return read_predictions([line.encode() for line in lines], task, split)
@@ -199,16 +238,19 @@ def test_label_and_score_lines_parse(task, split):
     assert answers[split.items[0].id] == {"score_1": 0.5, "score_2": -1.0}
 
 
-@pytest.mark.parametrize("record, field, words", [
-    ({"label": "3"}, "label", "is not \"1\" or \"2\""),
-    ({"label": "A"}, "label", "is not \"1\" or \"2\""),
-    ({"label": True}, "label", "is not"),
-    ({}, "label", "missing"),
-    ({"score_1": 1.0}, "score_2", "missing"),
-    ({"score_1": "high", "score_2": 0.1}, "score_1", "not a finite number"),
-    ({"score_1": 1.0, "score_2": float("nan")}, "score_2", "not a finite number"),
-    ({"label": "1", "score_1": 1.0, "score_2": 0.0}, "label", "not both"),
-])
+@pytest.mark.parametrize(
+    "record, field, words",
+    [
+        ({"label": "3"}, "label", 'is not "1" or "2"'),
+        ({"label": "A"}, "label", 'is not "1" or "2"'),
+        ({"label": True}, "label", "is not"),
+        ({}, "label", "missing"),
+        ({"score_1": 1.0}, "score_2", "missing"),
+        ({"score_1": "high", "score_2": 0.1}, "score_1", "not a finite number"),
+        ({"score_1": 1.0, "score_2": float("nan")}, "score_2", "not a finite number"),
+        ({"label": "1", "score_1": 1.0, "score_2": 0.0}, "label", "not both"),
+    ],
+)
 def test_bad_prediction_names_line_and_field(task, split, record, field, words):
     lines = [json.dumps({"id": item.id, "label": "1"}) for item in split.items]
     lines[4] = json.dumps({"id": split.items[4].id, **record})
@@ -233,8 +275,14 @@ def test_missing_and_unknown_ids_are_named(task, split):
 # -- scoring: hand-made answers, known micro averages ------------------------------------------------
 
 # correct answers per cell (of 4 items each): specific 4+3+1 = 8/12, general 2+0+1 = 3/12, total 11/24
-CORRECT_PER_CELL = {"specific/easy": 4, "specific/medium": 3, "specific/hard": 1,
-                    "general/easy": 2, "general/medium": 0, "general/hard": 1}
+CORRECT_PER_CELL = {
+    "specific/easy": 4,
+    "specific/medium": 3,
+    "specific/hard": 1,
+    "general/easy": 2,
+    "general/medium": 0,
+    "general/hard": 1,
+}
 
 
 def _values(result) -> dict[str, float]:
@@ -249,27 +297,42 @@ def _label_answers(split) -> dict:
     answers = {}
     for item in split.items:
         n = int(item.id.rsplit("/", 1)[1])
-        answers[item.id] = item.gold if n <= CORRECT_PER_CELL[item.tiers["cell"]] else _flip(item.gold)
+        answers[item.id] = (
+            item.gold if n <= CORRECT_PER_CELL[item.tiers["cell"]] else _flip(item.gold)
+        )
     return answers
 
 
 def test_label_file_micro_averages(task, split):
     lines = [json.dumps({"id": i, "label": a}) for i, a in _label_answers(split).items()]
     result = score_answers(task, split, _read(task, split, lines))
-    assert _values(result) == pytest.approx({
-        "total": 11 / 24, "type/specific": 8 / 12, "type/general": 3 / 12,
-        **{f"cell/{cell}": c / 4 for cell, c in CORRECT_PER_CELL.items()},
-    })
+    assert _values(result) == pytest.approx(
+        {
+            "total": 11 / 24,
+            "type/specific": 8 / 12,
+            "type/general": 3 / 12,
+            **{f"cell/{cell}": c / 4 for cell, c in CORRECT_PER_CELL.items()},
+        }
+    )
     assert "position_consistency" not in result["total"]  # a label file has one order only
     assert result["n_items"] == 24
 
 
 def test_averages_are_micro_on_unequal_cells(task, split):
     # drop 3 of the 4 specific/easy items (all correct): specific = (1 + 3 + 1) / 9, total = 8 / 21
-    kept = [i for i in split.items if i.id not in ("specific/easy/2", "specific/easy/3", "specific/easy/4")]
+    kept = [
+        i
+        for i in split.items
+        if i.id not in ("specific/easy/2", "specific/easy/3", "specific/easy/4")
+    ]
     subset = Split(name="subset", items=kept)
-    values = _values(score_answers(task, subset, {i.id: a for i, a in zip(split.items, _label_answers(split).values())
-                                                  if i in kept}))
+    values = _values(
+        score_answers(
+            task,
+            subset,
+            {i.id: a for i, a in zip(split.items, _label_answers(split).values()) if i in kept},
+        )
+    )
     assert values["type/specific"] == pytest.approx(5 / 9)
     assert values["total"] == pytest.approx(8 / 21)
     cells = [values[f"cell/{c}"] for c in CORRECT_PER_CELL]
@@ -290,7 +353,12 @@ def test_score_file_with_a_tie_is_wrong(task, split):
         lines.append(json.dumps({"id": item.id, **scores}))
     values = _values(score_answers(task, split, _read(task, split, lines)))
     assert values["cell/specific/hard"] == pytest.approx(3 / 4)
-    assert values["cell/general/easy"] == values["cell/general/medium"] == values["cell/general/hard"] == pytest.approx(3 / 4)
+    assert (
+        values["cell/general/easy"]
+        == values["cell/general/medium"]
+        == values["cell/general/hard"]
+        == pytest.approx(3 / 4)
+    )
     assert values["cell/specific/easy"] == values["cell/specific/medium"] == 1.0
     assert values["type/specific"] == pytest.approx(11 / 12)
     assert values["type/general"] == pytest.approx(9 / 12)
@@ -323,7 +391,9 @@ def test_both_order_answers_give_half_items_and_position_consistency(task, split
 
 
 def test_position_bias_scores_half_and_is_fully_inconsistent(task, split):
-    answers = {item.id: {"ab": "A", "ba": "A"} for item in split.items}  # always the first response shown
+    answers = {
+        item.id: {"ab": "A", "ba": "A"} for item in split.items
+    }  # always the first response shown
     result = score_answers(task, split, answers)
     assert result["total"]["accuracy"]["value"] == pytest.approx(0.5)
     assert result["total"]["position_consistency"]["value"] == 0.0
@@ -332,7 +402,10 @@ def test_position_bias_scores_half_and_is_fully_inconsistent(task, split):
 def test_unanswered_and_reward_ties_are_wrong(task, split):
     answers = {item.id: item.gold for item in split.items}
     answers["specific/easy/1"] = None  # a reward model's tie (choose_by_reward -> None)
-    answers["general/easy/2"] = {"ab": None, "ba": _letter("ba", split.by_id["general/easy/2"].gold)}
+    answers["general/easy/2"] = {
+        "ab": None,
+        "ba": _letter("ba", split.by_id["general/easy/2"].gold),
+    }
     arrays = task.hooks.item_arrays(task, split.items, answers)
     by_id = dict(zip([i.id for i in split.items], arrays["correct"]))
     assert by_id["specific/easy/1"] == 0.0 and by_id["general/easy/2"] == 0.5
@@ -340,6 +413,7 @@ def test_unanswered_and_reward_ties_are_wrong(task, split):
 
 
 # -- settings: rag only with memory data ----------------------------------------------------------------
+
 
 def test_rag_allowed_with_memory_refused_without(installed, task):
     installed()
@@ -357,11 +431,14 @@ def test_rag_allowed_with_memory_refused_without(installed, task):
 def test_rag_check_defers_to_the_install_refusal(task, tmp_path, monkeypatch):
     monkeypatch.setenv("PERSONABOARD_SPLITS_DIR", str(tmp_path / "empty"))
     clear_split_cache("personafeedback")
-    check_setting(task, "rag")  # not installed: no setting error; intake then answers 409 with the command
+    check_setting(
+        task, "rag"
+    )  # not installed: no setting error; intake then answers 409 with the command
     assert not task.split_available()
 
 
 # -- model requests ------------------------------------------------------------------------------------
+
 
 class FakeTools:
     def __init__(self, protocol: str):
@@ -383,13 +460,23 @@ def test_judge_requests_both_orders(task, split):
     assert ba.index(pub["response_2"]) < ba.index(pub["response_1"])
     assert "Response A:\n" + pub["response_1"] in ab and "Response A:\n" + pub["response_2"] in ba
     assert "Name: Maria" in ab and "Nationality: Spanish" in ab and "Distrusts fad diets" in ab
-    assert "more personalized" in ab and "helpful" in ab and ab.rstrip().endswith("A or B, and nothing else.")
+    assert (
+        "more personalized" in ab
+        and "helpful" in ab
+        and ab.rstrip().endswith("A or B, and nothing else.")
+    )
 
 
 def test_settings_change_only_the_context(task, split):
     pub = split.by_id["general/easy/2"].public  # user 2, has memory
-    none = task.hooks.build_requests(task, [pub], "no_persona", FakeTools("pairwise_logprobs"))[0].messages[-1]["content"]
-    assert "Name: Maria" not in none and "Memory" not in none and none.startswith("User question:\n" + pub["question"])
+    none = task.hooks.build_requests(task, [pub], "no_persona", FakeTools("pairwise_logprobs"))[
+        0
+    ].messages[-1]["content"]
+    assert (
+        "Name: Maria" not in none
+        and "Memory" not in none
+        and none.startswith("User question:\n" + pub["question"])
+    )
     tools = FakeTools("pairwise_logprobs")
     rag = task.hooks.build_requests(task, [pub], "rag", tools)[0].messages[-1]["content"]
     assert tools.queries[0] == (pub["question"], pub["memory"], 5)
@@ -399,12 +486,15 @@ def test_settings_change_only_the_context(task, split):
 
 def test_reward_requests_score_each_response(task, split):
     pub = split.by_id["general/hard/3"].public
-    request, = task.hooks.build_requests(task, [pub], "persona", FakeTools("reward"))
+    (request,) = task.hooks.build_requests(task, [pub], "persona", FakeTools("reward"))
     assert request.id == "general/hard/3" and request.labels == ("1", "2")
     assert request.responses == {"1": pub["response_1"], "2": pub["response_2"]}
     assert [m["role"] for m in request.messages] == ["user"]
-    assert request.messages[0]["content"].endswith(pub["question"]) and "Name: Maria" in request.messages[0]["content"]
-    plain, = task.hooks.build_requests(task, [pub], "no_persona", FakeTools("reward"))
+    assert (
+        request.messages[0]["content"].endswith(pub["question"])
+        and "Name: Maria" in request.messages[0]["content"]
+    )
+    (plain,) = task.hooks.build_requests(task, [pub], "no_persona", FakeTools("reward"))
     assert plain.messages == [{"role": "user", "content": pub["question"]}]
 
 

@@ -1,4 +1,5 @@
 """RealPref suite hooks on the synthetic fixture split: items, histories, scoring, n/a, judge."""
+
 from __future__ import annotations
 
 import json
@@ -7,21 +8,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from unit_helpers import jsonl
 
 from evaluator.backends.base import BackendError
 from evaluator.judge import Judge, judge_unavailable_reason
 from evaluator.predictions import PredictionsError, read_predictions
 from evaluator.registry import get_task
 from evaluator.scoring import score_answers
-from evaluator.splits import SplitFormatError
 from evaluator.settings import JUDGE_ENV
+from evaluator.splits import SplitFormatError
 from evaluator.suite import Split
 from evaluator.suites.realpref import common, open_ended
-from unit_helpers import jsonl
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "splits" / "realpref"
 CONFIGS = ("simple", "normal", "long", "very_long", "extended", "extreme")
-EXPRESSIONS = ("explicit_direct", "explicit_contextual", "implicit_stylistic", "implicit_experience")
+EXPRESSIONS = (
+    "explicit_direct",
+    "explicit_contextual",
+    "implicit_stylistic",
+    "implicit_experience",
+)
 
 
 def task(name):
@@ -47,11 +53,17 @@ def test_item_counts_and_tiers(mcq, tf):
     # 5 preferences x 4 expression types x 6 configurations; true/false: 2 statements each
     assert len(mcq.items) == 5 * 4 * 6 and len(tf.items) == 2 * len(mcq.items)
     assert len(mcq.by_id) == len(mcq.items) and len(tf.by_id) == len(tf.items)
-    for group, tiers in (("expression", EXPRESSIONS), ("context", CONFIGS), ("kind", ("original", "generalized"))):
+    for group, tiers in (
+        ("expression", EXPRESSIONS),
+        ("context", CONFIGS),
+        ("kind", ("original", "generalized")),
+    ):
         counts = {t: sum(1 for i in mcq.items if i.tiers[group] == t) for t in tiers}
         assert all(counts.values()), counts
     assert sum(1 for i in mcq.items if i.tiers["kind"] == "generalized") == 2 * 4 * 6
-    assert sum(1 for i in tf.items if i.gold == "true") == sum(1 for i in tf.items if i.gold == "false")
+    assert sum(1 for i in tf.items if i.gold == "true") == sum(
+        1 for i in tf.items if i.gold == "false"
+    )
 
 
 def test_public_has_no_gold(mcq, tf):
@@ -60,9 +72,22 @@ def test_public_has_no_gold(mcq, tf):
     prefs = {p["id"]: p for p in data["preferences"]}
     for item in mcq.items:
         pub = item.public
-        assert set(pub) == {"id", "user_id", "preference_id", "kind", "expression_type", "context", "history",
-                            "history_tokens", "query", "options"}
-        assert pub["options"][item.gold] == prefs[pub["preference_id"]]["options"][prefs[pub["preference_id"]]["aligned"]]
+        assert set(pub) == {
+            "id",
+            "user_id",
+            "preference_id",
+            "kind",
+            "expression_type",
+            "context",
+            "history",
+            "history_tokens",
+            "query",
+            "options",
+        }
+        assert (
+            pub["options"][item.gold]
+            == prefs[pub["preference_id"]]["options"][prefs[pub["preference_id"]]["aligned"]]
+        )
         assert prefs[pub["preference_id"]]["preference"] not in json.dumps(pub)
     # the -s1/-s2 suffix does not give the answer away: both suffixes carry both answers
     assert {i.gold for i in tf.items if i.id.endswith("-s1")} == {"true", "false"}
@@ -74,7 +99,9 @@ def test_public_has_no_gold(mcq, tf):
 def test_letters_same_across_expression_and_context(mcq):
     by_pref = {}
     for item in mcq.items:
-        by_pref.setdefault(item.public["preference_id"], set()).add((item.gold, json.dumps(item.public["options"])))
+        by_pref.setdefault(item.public["preference_id"], set()).add(
+            (item.gold, json.dumps(item.public["options"]))
+        )
     assert all(len(v) == 1 for v in by_pref.values())
     assert len({g for v in by_pref.values() for g, _ in v}) > 1  # not always the same letter
 
@@ -85,7 +112,14 @@ def test_histories(mcq):
     items = {i.id: i for i in mcq.items}
     simple = items["u001-p01.implicit_experience.simple"].public["history"]
     # simple: the user's own sessions only, by date; only the chosen expression type's sessions
-    assert simple == ["u001-le1", "u001-p01-ie1", "u001-p01-ie2", "u001-p02-ie1", "u001-p02-ie2", "u001-le2"]
+    assert simple == [
+        "u001-le1",
+        "u001-p01-ie1",
+        "u001-p01-ie2",
+        "u001-p02-ie1",
+        "u001-p02-ie2",
+        "u001-le2",
+    ]
     direct = items["u001-p01.explicit_direct.simple"].public["history"]
     assert direct == ["u001-le1", "u001-p01-ed", "u001-p02-ed", "u001-le2"]
     configs = common.configurations(t)
@@ -95,15 +129,31 @@ def test_histories(mcq):
         randoms = [s for s in hist if s.startswith("rand-")]
         tokens = items[f"u001-p01.implicit_experience.{name}"].public["history_tokens"]
         budget = configs[name]["interval"] + configs[name]["tail"]
-        assert budget <= tokens - own < budget + 2 * 600  # each budget overshoots by less than one session
-        assert [s for s in hist if not s.startswith("rand-")] == simple  # own sessions keep their order
+        assert (
+            budget <= tokens - own < budget + 2 * 600
+        )  # each budget overshoots by less than one session
+        assert [
+            s for s in hist if not s.startswith("rand-")
+        ] == simple  # own sessions keep their order
         if configs[name]["tail"]:
-            tail_sessions = len(hist) - 1 - max(i for i, s in enumerate(hist) if not s.startswith("rand-"))
-            tail_tokens = sum(data["sessions"][s]["tokens"] for s in hist[len(hist) - tail_sessions:])
+            tail_sessions = (
+                len(hist) - 1 - max(i for i, s in enumerate(hist) if not s.startswith("rand-"))
+            )
+            tail_tokens = sum(
+                data["sessions"][s]["tokens"] for s in hist[len(hist) - tail_sessions :]
+            )
             assert tail_tokens >= configs[name]["tail"]
     # same random sessions for every expression type of a (user, configuration); deterministic
-    a = [s for s in items["u001-p01.implicit_experience.normal"].public["history"] if s.startswith("rand-")]
-    b = [s for s in items["u001-p01.explicit_direct.normal"].public["history"] if s.startswith("rand-")]
+    a = [
+        s
+        for s in items["u001-p01.implicit_experience.normal"].public["history"]
+        if s.startswith("rand-")
+    ]
+    b = [
+        s
+        for s in items["u001-p01.explicit_direct.normal"].public["history"]
+        if s.startswith("rand-")
+    ]
     assert sorted(a) == sorted(b) and a != b  # same draws; positions depend on the own sessions
     assert split_of("mcq").sha256 == mcq.sha256
 
@@ -129,20 +179,35 @@ def test_missing_field_names_file_line_field(tmp_path):
         split_of("mcq", folder)
     folder = _copy(tmp_path / "b")
     _rewrite(folder / "sessions.jsonl", 5, lambda r: r["turns"][0].pop("assistant"))
-    with pytest.raises(SplitFormatError, match=r"sessions.jsonl, line 5, turns\[0\]: missing field 'assistant'"):
+    with pytest.raises(
+        SplitFormatError, match=r"sessions.jsonl, line 5, turns\[0\]: missing field 'assistant'"
+    ):
         split_of("true_false", folder)
     folder = _copy(tmp_path / "c")
-    _rewrite(folder / "preferences.jsonl", 1, lambda r: r.update(true_false=[{"statement": "x", "label": True}] * 2))
-    with pytest.raises(SplitFormatError, match=r"line 1: field 'true_false' must hold one true and one false"):
+    _rewrite(
+        folder / "preferences.jsonl",
+        1,
+        lambda r: r.update(true_false=[{"statement": "x", "label": True}] * 2),
+    )
+    with pytest.raises(
+        SplitFormatError, match=r"line 1: field 'true_false' must hold one true and one false"
+    ):
         split_of("mcq", folder)
 
 
 def test_missing_expression_session_is_an_error(tmp_path):
     folder = _copy(tmp_path)
-    rows = [r for r in (folder / "sessions.jsonl").read_text().splitlines() if '"session_id": "u002-p01-is"' not in r]
+    rows = [
+        r
+        for r in (folder / "sessions.jsonl").read_text().splitlines()
+        if '"session_id": "u002-p01-is"' not in r
+    ]
     (folder / "sessions.jsonl").write_text("\n".join(rows) + "\n")
-    with pytest.raises(SplitFormatError, match=r"preferences.jsonl, line 4: original preference 'u002-p01' has no "
-                                               r"preference_expression session of expression type 'implicit_stylistic'"):
+    with pytest.raises(
+        SplitFormatError,
+        match=r"preferences.jsonl, line 4: original preference 'u002-p01' has no "
+        r"preference_expression session of expression type 'implicit_stylistic'",
+    ):
         split_of("mcq", folder)
 
 
@@ -154,7 +219,9 @@ def test_scorer_known_values(mcq, tf):
     assert result["total"]["accuracy"]["value"] == pytest.approx(1 / 6)
     assert result["tiers"]["context"]["simple"]["accuracy"]["value"] == 1.0
     assert result["tiers"]["context"]["extreme"]["accuracy"]["value"] == 0.0
-    assert result["tiers"]["expression"]["explicit_direct"]["accuracy"]["value"] == pytest.approx(1 / 6)
+    assert result["tiers"]["expression"]["explicit_direct"]["accuracy"]["value"] == pytest.approx(
+        1 / 6
+    )
     assert result["tiers"]["kind"]["generalized"]["accuracy"]["n"] == 48
     # true/false: "true" everywhere is right on exactly half (one true statement per preference)
     result = score_answers(task("true_false"), tf, {i.id: "true" for i in tf.items})
@@ -209,16 +276,24 @@ def test_prompts(mcq, tf):
     assert messages[3]["content"] == "I prefer small family-run guesthouses over big hotel chains."
     assert len(messages) == 1 + 2 * 4 + 1
     final = messages[-1]["content"]
-    assert ("When you answer the question, recall my preference indicated in the conversation history, and provide "
-            "an answer that aligns with my preferences.") in final
-    assert final.startswith(pub["query"]) and "<choice>" in final and f"A. {pub['options']['A']}" in final
+    assert (
+        "When you answer the question, recall my preference indicated in the conversation history, and provide "
+        "an answer that aligns with my preferences."
+    ) in final
+    assert (
+        final.startswith(pub["query"])
+        and "<choice>" in final
+        and f"A. {pub['options']['A']}" in final
+    )
     calls = []
 
     def retrieve(query, passages, k):
         calls.append((query, len(passages), k))
         return passages[:k]
 
-    rag = common.build_messages(t, mcq.by_id["u001-p01.explicit_direct.normal"].public, "rag", data, retrieve)
+    rag = common.build_messages(
+        t, mcq.by_id["u001-p01.explicit_direct.normal"].public, "rag", data, retrieve
+    )
     assert len(rag) == 2 and calls[0][0] == pub["query"] and calls[0][2] == 5 and calls[0][1] > 50
     assert rag[1]["content"].count("\nturn ") + rag[1]["content"].startswith("turn 1") >= 4
     cot = common.build_messages(task("true_false"), tf.items[0].public, "cot", data)[-1]["content"]
@@ -240,14 +315,19 @@ def test_open_ended_refused_without_judge(monkeypatch):
         score_answers(t, split_of("open_ended"), {})
     monkeypatch.setenv(JUDGE_ENV, "judge-x")
     assert judge_unavailable_reason(t) is None
-    assert judge_unavailable_reason(task("mcq")) is None  # not judge-scored: never refused for want of a judge
+    assert (
+        judge_unavailable_reason(task("mcq")) is None
+    )  # not judge-scored: never refused for want of a judge
 
 
 class FakeJudge:
     """Puts all probability on '5' for alignment prompts, on '2' otherwise."""
 
     def render(self, messages, add_generation_prompt=True):
-        return [len(messages[-1]["content"]), 1 if "Preference Alignment" in messages[-1]["content"] else 0]
+        return [
+            len(messages[-1]["content"]),
+            1 if "Preference Alignment" in messages[-1]["content"] else 0,
+        ]
 
     def token_id(self, text):
         return int(text)
@@ -270,8 +350,17 @@ def test_open_ended_judge_arrays():
     n = len(oe.items)
     assert result["total"]["alignment"]["value"] == pytest.approx((5 * (n - 1) + 1) / n)
     assert result["total"]["awareness"]["value"] == pytest.approx((2 * (n - 1) + 1) / n)
-    assert result["scoring_provenance"]["judge"] == {"model": "judge-x", "revision": "rev1",
-                                                    "rubrics": "RealPref Appendix B.2",
-                                                    "protocol": "rating_logprobs (expected 1-5 rating)"}
-    prompt = open_ended.judge_messages("quality", "likes tea", "what to drink?", "tea")[-1]["content"]
-    assert "Answer Quality" in prompt and "5: Highly constructive, detailed" in prompt and "likes tea" in prompt
+    assert result["scoring_provenance"]["judge"] == {
+        "model": "judge-x",
+        "revision": "rev1",
+        "rubrics": "RealPref Appendix B.2",
+        "protocol": "rating_logprobs (expected 1-5 rating)",
+    }
+    prompt = open_ended.judge_messages("quality", "likes tea", "what to drink?", "tea")[-1][
+        "content"
+    ]
+    assert (
+        "Answer Quality" in prompt
+        and "5: Highly constructive, detailed" in prompt
+        and "likes tea" in prompt
+    )

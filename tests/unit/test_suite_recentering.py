@@ -1,5 +1,6 @@
 """Re-Centering Humans suite: items from the synthetic fixture split, hand-made predictions with
 known metric values, answer parsing, and the errors a bad split or predictions file gets."""
+
 from __future__ import annotations
 
 import json
@@ -44,16 +45,26 @@ def _lines(records: list[dict]) -> list[bytes]:
 
 # ---------------------------------------------------------------- manifest
 
+
 def test_manifest(suite):
     assert set(suite.tasks) == {"attribute_verification", "relevance", "response_preference"}
     assert suite.split_spec["source"] == "installed"
     # every setting of the paper's reported rows can be shown (filter) and submitted
     assert {"zero_shot", "optimized_prompt", "trained", "grpo", "default"} <= set(suite.settings)
-    av, rel, pref = (suite.tasks[n] for n in ("attribute_verification", "relevance", "response_preference"))
+    av, rel, pref = (
+        suite.tasks[n] for n in ("attribute_verification", "relevance", "response_preference")
+    )
     assert av.metrics == ("accuracy", "precision", "recall", "f1")
     assert rel.metrics == ("accuracy", "precision", "recall", "f1", "yes_rate", "human_yes_rate")
-    assert pref.metrics == ("spearman", "mean_rating", "human_mean_rating") and pref.metric == "spearman"
-    assert pref.answer_kind == "rating" and pref.answer_range == (1, 5) and pref.answer_field == "rating"
+    assert (
+        pref.metrics == ("spearman", "mean_rating", "human_mean_rating")
+        and pref.metric == "spearman"
+    )
+    assert (
+        pref.answer_kind == "rating"
+        and pref.answer_range == (1, 5)
+        and pref.answer_field == "rating"
+    )
     assert rel.answer_labels == ("YES", "NO") and av.answer_labels == ("supported", "unsupported")
 
 
@@ -69,6 +80,7 @@ def test_reported_columns_match_the_manifest(suite):
 
 # ---------------------------------------------------------------- items
 
+
 def test_items_and_public_inputs_carry_no_gold(suite):
     av = _split(suite.tasks["attribute_verification"])
     assert len(av.items) == 10
@@ -79,7 +91,12 @@ def test_items_and_public_inputs_carry_no_gold(suite):
 
     rel = _split(suite.tasks["relevance"])
     assert {i.id for i in rel.items if i.gold == "YES"} == {"r02", "r03", "r06"}
-    assert {i.id for i in rel.items if i.tiers["agreement"] == "split"} == {"r03", "r05", "r06", "r07"}
+    assert {i.id for i in rel.items if i.tiers["agreement"] == "split"} == {
+        "r03",
+        "r05",
+        "r06",
+        "r07",
+    }
     for item in rel.items:
         assert set(item.public) == {"id", "prompt", "attribute"}
 
@@ -87,10 +104,25 @@ def test_items_and_public_inputs_carry_no_gold(suite):
     assert pref.by_id["p07"].gold == {"rating": pytest.approx(5 / 3), "personalized": "B"}
     for item in pref.items:
         # neither the rating, nor which response is personalized, nor the generator
-        assert set(item.public) == {"id", "profile", "prompt", "attribute", "response_a", "response_b"}
+        assert set(item.public) == {
+            "id",
+            "profile",
+            "prompt",
+            "attribute",
+            "response_a",
+            "response_b",
+        }
     for split in (av, rel, pref):
         text = split.public_jsonl().decode()
-        for banned in ("label", "votes", "human_rating", "personalized", "generator", "accepted", "rejected"):
+        for banned in (
+            "label",
+            "votes",
+            "human_rating",
+            "personalized",
+            "generator",
+            "accepted",
+            "rejected",
+        ):
             assert f'"{banned}"' not in text
 
 
@@ -108,19 +140,72 @@ def _broken_copy(tmp_path: Path, name: str, line: int, drop: str | None = None, 
     return folder
 
 
-@pytest.mark.parametrize("task_name, file, line, kwargs, words", [
-    ("attribute_verification", "attribute_verification.jsonl", 3, {"drop": "snippet"}, ["line 3", "'snippet'"]),
-    ("attribute_verification", "attribute_verification.jsonl", 2, {"label": "maybe"}, ["line 2", "'label'", "maybe"]),
-    ("attribute_verification", "attribute_verification.jsonl", 4, {"source": "reddit"}, ["line 4", "'source'"]),
-    ("relevance", "relevance.jsonl", 5, {"drop": "votes"}, ["line 5", "'votes'"]),
-    ("relevance", "relevance.jsonl", 1, {"votes": ["YES", "NO"]}, ["line 1", "'votes'", "odd"]),
-    ("response_preference", "response_preference.jsonl", 6, {"drop": "human_rating"}, ["line 6", "'human_rating'"]),
-    ("response_preference", "response_preference.jsonl", 2, {"human_rating": 6}, ["line 2", "'human_rating'", "1 to 5"]),
-    ("response_preference", "response_preference.jsonl", 7, {"personalized": "C"}, ["line 7", "'personalized'"]),
-    ("response_preference", "response_preference.jsonl", 8, {"generator": "Mistral-7B"}, ["line 8", "'generator'"]),
-    ("response_preference", "response_preference.jsonl", 9, {"id": "p01"}, ["line 9", "'id'", "duplicate"]),
-])
-def test_split_errors_name_file_line_and_field(suite, tmp_path, task_name, file, line, kwargs, words):
+@pytest.mark.parametrize(
+    "task_name, file, line, kwargs, words",
+    [
+        (
+            "attribute_verification",
+            "attribute_verification.jsonl",
+            3,
+            {"drop": "snippet"},
+            ["line 3", "'snippet'"],
+        ),
+        (
+            "attribute_verification",
+            "attribute_verification.jsonl",
+            2,
+            {"label": "maybe"},
+            ["line 2", "'label'", "maybe"],
+        ),
+        (
+            "attribute_verification",
+            "attribute_verification.jsonl",
+            4,
+            {"source": "reddit"},
+            ["line 4", "'source'"],
+        ),
+        ("relevance", "relevance.jsonl", 5, {"drop": "votes"}, ["line 5", "'votes'"]),
+        ("relevance", "relevance.jsonl", 1, {"votes": ["YES", "NO"]}, ["line 1", "'votes'", "odd"]),
+        (
+            "response_preference",
+            "response_preference.jsonl",
+            6,
+            {"drop": "human_rating"},
+            ["line 6", "'human_rating'"],
+        ),
+        (
+            "response_preference",
+            "response_preference.jsonl",
+            2,
+            {"human_rating": 6},
+            ["line 2", "'human_rating'", "1 to 5"],
+        ),
+        (
+            "response_preference",
+            "response_preference.jsonl",
+            7,
+            {"personalized": "C"},
+            ["line 7", "'personalized'"],
+        ),
+        (
+            "response_preference",
+            "response_preference.jsonl",
+            8,
+            {"generator": "Mistral-7B"},
+            ["line 8", "'generator'"],
+        ),
+        (
+            "response_preference",
+            "response_preference.jsonl",
+            9,
+            {"id": "p01"},
+            ["line 9", "'id'", "duplicate"],
+        ),
+    ],
+)
+def test_split_errors_name_file_line_and_field(
+    suite, tmp_path, task_name, file, line, kwargs, words
+):
     folder = _broken_copy(tmp_path, file, line, **kwargs)
     with pytest.raises(SplitFormatError) as caught:
         suite.tasks[task_name].hooks.build_items(suite.tasks[task_name], folder)
@@ -139,6 +224,7 @@ def test_missing_file_is_named(suite, tmp_path):
 
 # ---------------------------------------------------------------- scoring
 
+
 def test_verification_precision_recall_f1_unsupported_positive(suite):
     task = suite.tasks["attribute_verification"]
     split = _split(task)
@@ -146,8 +232,12 @@ def test_verification_precision_recall_f1_unsupported_positive(suite):
     answers = {i.id: "unsupported" if i.id in flagged else "supported" for i in split.items}
     result = score_answers(task, split, answers)
     # TP v01 v03; FP v02 v05 v07; FN v06 v08; TN v04 v09 v10
-    assert _total(result) == pytest.approx({"accuracy": 0.5, "precision": 0.4, "recall": 0.5, "f1": 4 / 9})
-    assert _tiers(result, "source") == pytest.approx({"wildchat": 0.75, "personalens": 0.0, "cupid": 0.0, "prefeval": 1.0})
+    assert _total(result) == pytest.approx(
+        {"accuracy": 0.5, "precision": 0.4, "recall": 0.5, "f1": 4 / 9}
+    )
+    assert _tiers(result, "source") == pytest.approx(
+        {"wildchat": 0.75, "personalens": 0.0, "cupid": 0.0, "prefeval": 1.0}
+    )
 
 
 def test_verification_unparsed_answer_is_wrong_and_not_flagged(suite):
@@ -157,7 +247,9 @@ def test_verification_unparsed_answer_is_wrong_and_not_flagged(suite):
     answers["v01"] = None  # gold unsupported
     answers["v02"] = None  # gold supported
     result = score_answers(task, split, answers)
-    assert _total(result) == pytest.approx({"accuracy": 0.8, "precision": 1.0, "recall": 0.75, "f1": 6 / 7})
+    assert _total(result) == pytest.approx(
+        {"accuracy": 0.8, "precision": 1.0, "recall": 0.75, "f1": 6 / 7}
+    )
 
 
 def test_relevance_metrics_and_yes_rates(suite):
@@ -166,14 +258,30 @@ def test_relevance_metrics_and_yes_rates(suite):
     yes = {"r01", "r02", "r03", "r05", "r07"}  # gold YES: r02 r03 r06
     answers = {i.id: "YES" if i.id in yes else "NO" for i in split.items}
     result = score_answers(task, split, answers)
-    assert _total(result) == pytest.approx({"accuracy": 0.6, "precision": 0.4, "recall": 2 / 3, "f1": 0.5,
-                                            "yes_rate": 0.5, "human_yes_rate": 0.3})
+    assert _total(result) == pytest.approx(
+        {
+            "accuracy": 0.6,
+            "precision": 0.4,
+            "recall": 2 / 3,
+            "f1": 0.5,
+            "yes_rate": 0.5,
+            "human_yes_rate": 0.3,
+        }
+    )
     assert _tiers(result, "agreement") == pytest.approx({"unanimous": 5 / 6, "split": 0.25})
 
     answers["r02"] = None  # unparsed: wrong, and not a YES
     total = _total(score_answers(task, split, answers))
-    assert total == pytest.approx({"accuracy": 0.5, "precision": 0.25, "recall": 1 / 3, "f1": 2 / 7,
-                                   "yes_rate": 0.4, "human_yes_rate": 0.3})
+    assert total == pytest.approx(
+        {
+            "accuracy": 0.5,
+            "precision": 0.25,
+            "recall": 1 / 3,
+            "f1": 2 / 7,
+            "yes_rate": 0.4,
+            "human_yes_rate": 0.3,
+        }
+    )
 
 
 def test_spearman_with_ties_by_hand():
@@ -187,14 +295,29 @@ def test_preference_orientation_spearman_and_mean_ratings(suite):
     split = _split(task)
     human_mean = (4 + 3 + 2 + 3 + 5 + 3 + 5 / 3 + 13 / 3 + 3 + 8 / 3) / 10
     # ratings on the A/B scale that agree exactly with the humans once oriented
-    exact = {i.id: i.gold["rating"] if i.gold["personalized"] == "B" else 6 - i.gold["rating"] for i in split.items}
+    exact = {
+        i.id: i.gold["rating"] if i.gold["personalized"] == "B" else 6 - i.gold["rating"]
+        for i in split.items
+    }
     result = score_answers(task, split, exact)
-    assert _total(result) == pytest.approx({"spearman": 1.0, "mean_rating": human_mean, "human_mean_rating": human_mean})
+    assert _total(result) == pytest.approx(
+        {"spearman": 1.0, "mean_rating": human_mean, "human_mean_rating": human_mean}
+    )
     # every generator has 2 items; gpt_5_4's two humans ratings are both 3.0: no rank correlation there
-    assert _tiers(result, "generator") == pytest.approx({"llama_3_3_70b": 1.0, "qwen3_5_27b": 1.0, "gemma_4_31b": 1.0,
-                                                          "gpt_5_4": None, "claude_sonnet_4_6": 1.0})
-    assert {tier: v["spearman"]["n"] for tier, v in result["tiers"]["generator"].items()} == dict.fromkeys(
-        ("llama_3_3_70b", "qwen3_5_27b", "gemma_4_31b", "gpt_5_4", "claude_sonnet_4_6"), 2)
+    assert _tiers(result, "generator") == pytest.approx(
+        {
+            "llama_3_3_70b": 1.0,
+            "qwen3_5_27b": 1.0,
+            "gemma_4_31b": 1.0,
+            "gpt_5_4": None,
+            "claude_sonnet_4_6": 1.0,
+        }
+    )
+    assert {
+        tier: v["spearman"]["n"] for tier, v in result["tiers"]["generator"].items()
+    } == dict.fromkeys(
+        ("llama_3_3_70b", "qwen3_5_27b", "gemma_4_31b", "gpt_5_4", "claude_sonnet_4_6"), 2
+    )
 
     # always "strongly prefer B": 5 where B is personalized, 1 where A is. Oriented ranks are 3 or 8
     # (five-way ties); human ranks have a four-way tie at 3.0 (5.5); the rank covariance is 0.
@@ -236,12 +359,15 @@ def test_label_predictions_checked(suite):
 
 # ---------------------------------------------------------------- model-run hooks
 
+
 def test_relevance_parse_answer(suite):
     parse = suite.tasks["relevance"].hooks.parse_answer
     assert parse("The attribute changes the examples.\nAnswer: YES") == "YES"
     assert parse("Answer: no") == "NO"
     assert parse("**Answer:** NO.") == "NO"
-    assert parse("Answer: YES\nOn reflection it would not matter.\nAnswer: NO") == "NO"  # the last line wins
+    assert (
+        parse("Answer: YES\nOn reflection it would not matter.\nAnswer: NO") == "NO"
+    )  # the last line wins
     assert parse("I think YES.") is None
     assert parse("") is None
     assert parse("Answer: maybe") is None
@@ -284,16 +410,25 @@ def test_build_requests(suite):
     pub = _split(av).items[0].public
     zero = av.hooks.build_requests(av, [pub], "zero_shot", _Tools("generate_parse"))[0]
     opt = av.hooks.build_requests(av, [pub], "optimized_prompt", _Tools("generate_parse"))[0]
-    assert pub["snippet"] in zero.messages[-1]["content"] and "Makes sense" in zero.messages[-1]["content"]
+    assert (
+        pub["snippet"] in zero.messages[-1]["content"]
+        and "Makes sense" in zero.messages[-1]["content"]
+    )
     assert "Overgeneralization" in opt.messages[-1]["content"]
 
     pref = suite.tasks["response_preference"]
     item = _split(pref).items[0]
-    request = pref.hooks.build_requests(pref, [item.public], "default", _Tools("rating_logprobs"))[0]
+    request = pref.hooks.build_requests(pref, [item.public], "default", _Tools("rating_logprobs"))[
+        0
+    ]
     assert request.labels == ("1", "2", "3", "4", "5")
     assert item.public["response_a"] in request.messages[-1]["content"]
     # the expected rating under the model's label distribution
-    scores = {str(r): math.log(p) for r, p in zip(range(1, 6), (0.0, 0.0, 0.5, 0.5, 0.0)) if p} | {"1": -50, "2": -50, "5": -50}
+    scores = {str(r): math.log(p) for r, p in zip(range(1, 6), (0.0, 0.0, 0.5, 0.5, 0.0)) if p} | {
+        "1": -50,
+        "2": -50,
+        "5": -50,
+    }
     assert pref.hooks.decision_answer(Decision("p01", "3", scores)) == pytest.approx(3.5, abs=1e-9)
     assert pref.hooks.decision_answer(Decision("p01", "4")) == 4.0
     assert pref.hooks.decision_answer(Decision("p01", None)) is None

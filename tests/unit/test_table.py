@@ -1,4 +1,5 @@
 """The leaderboard table: long scores -> filtered, ranked wide view -> exports."""
+
 from __future__ import annotations
 
 import io
@@ -14,33 +15,59 @@ def stats(value, n=10):
     return {"accuracy": {"value": value, "ci95": [value / 2, (1 + value) / 2], "n": n}}
 
 
-def record(sid, model, total, explicit, implicit, *, suite="prefeval", task="mcq", setting="zero_shot",
-           row_kind="computed", at="2025-01-01T00:00:00+00:00"):
+def record(
+    sid,
+    model,
+    total,
+    explicit,
+    implicit,
+    *,
+    suite="prefeval",
+    task="mcq",
+    setting="zero_shot",
+    row_kind="computed",
+    at="2025-01-01T00:00:00+00:00",
+):
     return {
-        "submission_id": sid, "suite": suite, "task": task, "setting": setting, "model_name": model,
-        "source": "predictions" if row_kind == "computed" else "paper", "row_kind": row_kind,
+        "submission_id": sid,
+        "suite": suite,
+        "task": task,
+        "setting": setting,
+        "model_name": model,
+        "source": "predictions" if row_kind == "computed" else "paper",
+        "row_kind": row_kind,
         "submitted_at": at,
-        "metrics": {"total": stats(total, 30),
-                    "tiers": {"form": {"explicit": stats(explicit), "implicit_choice": stats(implicit)}}},
+        "metrics": {
+            "total": stats(total, 30),
+            "tiers": {"form": {"explicit": stats(explicit), "implicit_choice": stats(implicit)}},
+        },
     }
 
 
 @pytest.fixture
 def scores():
-    return records_to_scores([
-        record("a", "alpha", 0.50, 0.90, 0.10),
-        record("b", "beta", 0.70, 0.60, 0.80),
-        record("c", "gamma", 0.60, 0.95, 0.25, setting="cot"),
-        record("p", "paper-model", 0.99, 0.99, 0.99, row_kind="reported"),
-        record("o", "other-suite", 0.80, 0.80, 0.80, suite="other", task="t"),
-    ])
+    return records_to_scores(
+        [
+            record("a", "alpha", 0.50, 0.90, 0.10),
+            record("b", "beta", 0.70, 0.60, 0.80),
+            record("c", "gamma", 0.60, 0.95, 0.25, setting="cot"),
+            record("p", "paper-model", 0.99, 0.99, 0.99, row_kind="reported"),
+            record("o", "other-suite", 0.80, 0.80, 0.80, suite="other", task="t"),
+        ]
+    )
 
 
 def test_long_table_shape(scores):
     assert len(scores) == 5 * 3
     row = scores[(scores["submission_id"] == "b") & (scores["tier"] == "implicit_choice")].iloc[0]
-    assert (row["tier_group"], row["metric"], row["value"], row["ci_low"], row["ci_high"], row["n"]) == \
-        ("form", "accuracy", 0.8, 0.4, 0.9, 10)
+    assert (
+        row["tier_group"],
+        row["metric"],
+        row["value"],
+        row["ci_low"],
+        row["ci_high"],
+        row["n"],
+    ) == ("form", "accuracy", 0.8, 0.4, 0.9, 10)
 
 
 def test_ranks_by_total_and_reported_rows_last(scores):
@@ -48,8 +75,18 @@ def test_ranks_by_total_and_reported_rows_last(scores):
     # p has the highest total (0.99) but is a reported row: it comes after every computed row
     assert wide["submission_id"].tolist() == ["b", "c", "a", "p"]
     assert wide["total"].tolist() == [0.70, 0.60, 0.50, 0.99]
-    assert list(wide.columns[:10]) == ["model_name", "suite", "task", "setting", "source", "row_kind", "metric",
-                                       "total", "total_ci_low", "total_ci_high"]
+    assert list(wide.columns[:10]) == [
+        "model_name",
+        "suite",
+        "task",
+        "setting",
+        "source",
+        "row_kind",
+        "metric",
+        "total",
+        "total_ci_low",
+        "total_ci_high",
+    ]
     assert set(wide["metric"]) == {"accuracy"}  # the metric `total` and the tier columns are in
     assert {"form/explicit", "form/implicit_choice"} <= set(wide.columns)
     assert wide.loc[wide["submission_id"] == "a", "n_items"].item() == 30
@@ -77,14 +114,19 @@ def test_tier_filter_keeps_one_column_and_ranks_by_it(scores, tier):
 
 def test_tier_order(scores):
     wide = wide_view(scores, suite="prefeval", tier_order=["form/implicit_choice", "form/explicit"])
-    assert [c for c in wide.columns if c.startswith("form/")] == ["form/implicit_choice", "form/explicit"]
+    assert [c for c in wide.columns if c.startswith("form/")] == [
+        "form/implicit_choice",
+        "form/explicit",
+    ]
 
 
 def test_ties_broken_by_submission_time():
-    scores = records_to_scores([
-        record("late", "l", 0.5, 0.5, 0.5, at="2025-02-01T00:00:00+00:00"),
-        record("early", "e", 0.5, 0.5, 0.5, at="2025-01-01T00:00:00+00:00"),
-    ])
+    scores = records_to_scores(
+        [
+            record("late", "l", 0.5, 0.5, 0.5, at="2025-02-01T00:00:00+00:00"),
+            record("early", "e", 0.5, 0.5, 0.5, at="2025-01-01T00:00:00+00:00"),
+        ]
+    )
     assert wide_view(scores)["submission_id"].tolist() == ["early", "late"]
 
 
@@ -93,10 +135,14 @@ THIRD = 1 / 3
 
 @pytest.fixture
 def precise():
-    return wide_view(records_to_scores([
-        record("x", "x-model", THIRD, 2 / 3, 0.123456789012345),
-        record("y", "y-model", 0.1, 0.2, 0.3),
-    ]))
+    return wide_view(
+        records_to_scores(
+            [
+                record("x", "x-model", THIRD, 2 / 3, 0.123456789012345),
+                record("y", "y-model", 0.1, 0.2, 0.3),
+            ]
+        )
+    )
 
 
 def test_export_csv_round_trip(precise):

@@ -1,4 +1,5 @@
 """space/uploads.py: a UI event's file must be a regular file inside this app's upload folder."""
+
 from __future__ import annotations
 
 import os
@@ -19,11 +20,26 @@ def test_only_regular_files_inside_the_upload_folder(tmp_path, monkeypatch):
     outside.write_text("secret line\n")
     (root / "5f2a" / "link.jsonl").symlink_to(outside)
     (root / "5f2a" / "up.jsonl").symlink_to("../../stored.jsonl")
-    refused = [str(outside), "/etc/passwd", str(root / "5f2a" / "link.jsonl"), str(root / "5f2a" / "up.jsonl"),
-               str(root / "5f2a" / ".." / ".." / "stored.jsonl"), str(root), str(root / "5f2a"),
-               str(root / "missing.jsonl"), "5f2a/predictions.jsonl", "", None, 42, "/x\0y", "/" + "a" * 5000]
+    refused = [
+        str(outside),
+        "/etc/passwd",
+        str(root / "5f2a" / "link.jsonl"),
+        str(root / "5f2a" / "up.jsonl"),
+        str(root / "5f2a" / ".." / ".." / "stored.jsonl"),
+        str(root),
+        str(root / "5f2a"),
+        str(root / "missing.jsonl"),
+        "5f2a/predictions.jsonl",
+        "",
+        None,
+        42,
+        "/x\0y",
+        "/" + "a" * 5000,
+    ]
     for value in refused:
         with pytest.raises(NotAnUpload) as info:
             uploaded_file(value)
-        assert str(info.value) == NOT_AN_UPLOAD  # the same words for every path: names none, no oracle
+        assert (
+            str(info.value) == NOT_AN_UPLOAD
+        )  # the same words for every path: names none, no oracle
     assert os.sep not in NOT_AN_UPLOAD

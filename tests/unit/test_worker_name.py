@@ -1,5 +1,6 @@
 """Workers are named `host-pid-xxxx` (the status line and /api/v1/workers show it), and RQ reading
 workers back from Redis keeps their names. A real redis-server, no job."""
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,9 @@ def test_a_worker_without_a_name_says_where_it_runs_and_reads_back_unchanged(red
     for worker in (first, named):
         worker.register_birth()
     try:
-        listed = {w.name for w in PreloadWorker.all(connection=conn)}  # built by RQ with the name passed positionally
+        listed = {
+            w.name for w in PreloadWorker.all(connection=conn)
+        }  # built by RQ with the name passed positionally
         assert listed == {first.name, "gpu-box-1"}
     finally:
         for worker in (first, named):

@@ -4,6 +4,7 @@ A tiny task is built from the suite dataclasses directly; its split goes into th
 a unique suite name, so `task.load_split()` (the path the scorer and the workers use) returns it
 without any hooks module. The cache entry is removed at teardown.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,13 +23,27 @@ def make_task(
     split_name: str = "test",
 ) -> Task:
     suite = Suite(
-        name=f"unit-{uuid.uuid4().hex[:8]}", title="Unit", version="0.0.1", description="", citation="",
-        license="", homepage="", settings={"zero_shot": "plain"}, folder=Path("."),
+        name=f"unit-{uuid.uuid4().hex[:8]}",
+        title="Unit",
+        version="0.0.1",
+        description="",
+        citation="",
+        license="",
+        homepage="",
+        settings={"zero_shot": "plain"},
+        folder=Path("."),
     )
     task = Task(
-        suite=suite, name="tiny", title="Tiny", description="", answer_field=answer_field,
-        answer_labels=labels, metric="accuracy", tier_groups=tier_groups,
-        hooks_module="tests.unit.unit_helpers", options={"split": split_name},
+        suite=suite,
+        name="tiny",
+        title="Tiny",
+        description="",
+        answer_field=answer_field,
+        answer_labels=labels,
+        metric="accuracy",
+        tier_groups=tier_groups,
+        hooks_module="tests.unit.unit_helpers",
+        options={"split": split_name},
     )
     suite.tasks[task.name] = task
     suite_module._SPLIT_CACHE[task.key] = Split(name=split_name, items=list(items))

@@ -17,6 +17,7 @@ File names, folders and field names come from the manifest (options, split.field
 Item ids are "<type>/<difficulty>/<line>" (line: 1-based line in the upstream file), stable
 across installs. Gold is "1" or "2": where the chosen response was placed.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,6 +36,7 @@ LABELS = ("1", "2")
 
 # -- the split ---------------------------------------------------------------------------------------
 
+
 def _field(task: Task, name: str) -> str:
     return task.suite.split_fields.get(name, name)
 
@@ -51,7 +53,9 @@ def _type_folder(task: Task, data: Path, kind: str) -> Path:
     for name in candidates:
         if (data / name).is_dir():
             return data / name
-    raise SplitFormatError(f"data/: no folder for type {kind!r} (expected one of {', '.join(candidates)} in {data})")
+    raise SplitFormatError(
+        f"data/: no folder for type {kind!r} (expected one of {', '.join(candidates)} in {data})"
+    )
 
 
 def _personas(task: Task, folder: Path) -> dict[int, dict]:
@@ -97,7 +101,9 @@ def _memories(task: Task, folder: Path) -> dict[int, list[str]] | None:
 
 def build_items(task: Task, folder: Path) -> list[Item]:
     salt = installation_secret(folder)
-    seed = f"{int(task.options['shuffle_seed'])}:{salt}" if salt else int(task.options["shuffle_seed"])
+    seed = (
+        f"{int(task.options['shuffle_seed'])}:{salt}" if salt else int(task.options["shuffle_seed"])
+    )
     personas = _personas(task, folder)
     memories = _memories(task, folder)
     fields = {name: _field(task, name) for name in ("user_id", "question", "chosen", "reject")}
@@ -109,14 +115,22 @@ def build_items(task: Task, folder: Path) -> list[Item]:
             shown = f"data/{type_dir.name}/{path.name}"
             for line, record in read_jsonl(path):
                 where = f"{shown}, line {line}"
-                values = {name: require(record, upstream, where) for name, upstream in fields.items()}
+                values = {
+                    name: require(record, upstream, where) for name, upstream in fields.items()
+                }
                 user = _user_id(values["user_id"], where, fields["user_id"])
                 if user not in personas:
-                    raise SplitFormatError(f"{where}: field '{fields['user_id']}' is {user}, but "
-                                           f"{task.options['persona_file']} has {len(personas)} personas")
+                    raise SplitFormatError(
+                        f"{where}: field '{fields['user_id']}' is {user}, but "
+                        f"{task.options['persona_file']} has {len(personas)} personas"
+                    )
                 item_id = f"{kind}/{difficulty}/{line}"
                 gold = chosen_position(seed, item_id)
-                first, second = (values["chosen"], values["reject"]) if gold == "1" else (values["reject"], values["chosen"])
+                first, second = (
+                    (values["chosen"], values["reject"])
+                    if gold == "1"
+                    else (values["reject"], values["chosen"])
+                )
                 public = {
                     "id": item_id,
                     "type": kind,
@@ -129,8 +143,15 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                 }
                 if memories is not None:
                     public["memory"] = memories.get(user, [])
-                items.append(Item(id=item_id, tiers={"cell": f"{kind}/{difficulty}", "type": kind},
-                                  public=public, gold=gold, unit=f"persona-{user}"))
+                items.append(
+                    Item(
+                        id=item_id,
+                        tiers={"cell": f"{kind}/{difficulty}", "type": kind},
+                        public=public,
+                        gold=gold,
+                        unit=f"persona-{user}",
+                    )
+                )
     return items
 
 
@@ -151,12 +172,15 @@ def check_setting(task: Task, setting: str) -> str | None:
         return None  # refused right after with the install command
     if available:
         return None
-    return (f"setting 'rag' is unavailable for {task.suite.name}: the installed split has no memory data "
-            f"(no {task.options.get('memory_dir', 'memory')}/<user_id>.jsonl files), so there is nothing to retrieve; "
-            f"use setting 'persona' or 'no_persona'")
+    return (
+        f"setting 'rag' is unavailable for {task.suite.name}: the installed split has no memory data "
+        f"(no {task.options.get('memory_dir', 'memory')}/<user_id>.jsonl files), so there is nothing to retrieve; "
+        f"use setting 'persona' or 'no_persona'"
+    )
 
 
 # -- predictions and scoring -------------------------------------------------------------------------
+
 
 def _number(record: dict, field: str) -> float:
     if field not in record:
@@ -180,10 +204,12 @@ def parse_prediction(record: dict):
         if isinstance(value, str) and value in LABELS:
             return value
         shown = repr(value) if isinstance(value, str) else str(value)
-        raise PredictionProblem("label", f"{shown[:40]} is not \"1\" or \"2\"")
+        raise PredictionProblem("label", f'{shown[:40]} is not "1" or "2"')
     if has_scores:
         return {"score_1": _number(record, "score_1"), "score_2": _number(record, "score_2")}
-    raise PredictionProblem("label", "missing: give \"label\" (\"1\" or \"2\") or both \"score_1\" and \"score_2\"")
+    raise PredictionProblem(
+        "label", 'missing: give "label" ("1" or "2") or both "score_1" and "score_2"'
+    )
 
 
 # the two orders a judge sees: variant -> {letter: response position}
@@ -218,6 +244,7 @@ def item_arrays(task: Task, items: list[Item], answers: dict[str, Any]) -> dict[
 
 
 # -- model runs --------------------------------------------------------------------------------------
+
 
 def prompts() -> dict:
     """This suite's prompt texts (prompts.yaml), read once."""
@@ -264,10 +291,14 @@ def render_persona(persona: dict, name_field: str = "Name") -> str:
 def _context(task: Task, public: dict, setting: str, tools) -> str:
     p = prompts()
     if setting == "persona":
-        return p["persona_context"].format(persona=render_persona(public["persona"], _field(task, "persona_name")))
+        return p["persona_context"].format(
+            persona=render_persona(public["persona"], _field(task, "persona_name"))
+        )
     if setting == "rag":
         if "memory" not in public:
-            raise ValueError(f"setting 'rag' is unavailable: the installed {task.suite.name} split has no memory data")
+            raise ValueError(
+                f"setting 'rag' is unavailable: the installed {task.suite.name} split has no memory data"
+            )
         k = int(p["rag_top_k"])
         top = tools.retrieve(public["question"], list(public["memory"]), k)
         listed = "".join(f"{i}. {text}\n" for i, text in enumerate(top, 1))
@@ -287,14 +318,28 @@ def build_requests(task: Task, publics: list[dict], setting: str, tools) -> list
     for pub in publics:
         context = _context(task, pub, setting, tools)
         if tools.protocol == "reward":
-            user = {"role": "user", "content": p["reward_user"].format(context=context, question=pub["question"])}
-            requests.append(ChoiceRequest(pub["id"], [user], LABELS,
-                                          {"1": pub["response_1"], "2": pub["response_2"]}))
+            user = {
+                "role": "user",
+                "content": p["reward_user"].format(context=context, question=pub["question"]),
+            }
+            requests.append(
+                ChoiceRequest(
+                    pub["id"], [user], LABELS, {"1": pub["response_1"], "2": pub["response_2"]}
+                )
+            )
             continue
         for variant, letters in ORDERS.items():
-            text = p["judge"].format(context=context, question=pub["question"],
-                                     response_a=pub[f"response_{letters['A']}"],
-                                     response_b=pub[f"response_{letters['B']}"])
-            requests.append(ChoiceRequest(f"{pub['id']}::{variant}", [system, {"role": "user", "content": text}],
-                                          ("A", "B")))
+            text = p["judge"].format(
+                context=context,
+                question=pub["question"],
+                response_a=pub[f"response_{letters['A']}"],
+                response_b=pub[f"response_{letters['B']}"],
+            )
+            requests.append(
+                ChoiceRequest(
+                    f"{pub['id']}::{variant}",
+                    [system, {"role": "user", "content": text}],
+                    ("A", "B"),
+                )
+            )
     return requests

@@ -4,6 +4,7 @@ Upstream layout (data/): `mcq_options/<topic>.json` holds the preference, the qu
 options with the aligned one at index 0; `implicit_preference/{choice-based,persona-driven}/<topic>.json`
 hold, row for row, the conversations that reveal the same preference implicitly.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,12 @@ def shuffled_topic(rows: list[dict], seed: int) -> list[tuple[dict[str, str], st
         options = row["classification_task_options"]
         shuffled = rng.sample(options, len(options))
         letters = "ABCD"
-        lettered.append(({letters[i]: text for i, text in enumerate(shuffled)}, letters[shuffled.index(options[0])]))
+        lettered.append(
+            (
+                {letters[i]: text for i, text in enumerate(shuffled)},
+                letters[shuffled.index(options[0])],
+            )
+        )
     return lettered
 
 
@@ -65,7 +71,9 @@ def build_items(task: Task, data: Path) -> list[Item]:
             mcq_rows = _read(data / "mcq_options" / f"{topic}.json")
             context_rows = mcq_rows if source is None else _read(data / source / f"{topic}.json")
             letters = shuffled_topic(mcq_rows, seed)
-            for row, (mcq, ctx, (options, gold)) in enumerate(zip(mcq_rows, context_rows, letters, strict=True)):
+            for row, (mcq, ctx, (options, gold)) in enumerate(
+                zip(mcq_rows, context_rows, letters, strict=True)
+            ):
                 item_id = f"{form}-{topic}-{row:03d}"
                 items.append(
                     Item(
@@ -91,6 +99,7 @@ def _read(path: Path) -> list[dict]:
 
 
 # -- model runs: prompts as the official PrefEval MCQ run builds them -------------------------------
+
 
 def prompts() -> dict:
     """This suite's prompt texts (prompts.yaml), read once."""
@@ -121,7 +130,9 @@ def distractor_turns(n: int) -> list[dict[str, str]]:
     (`extract_multi_turn_message`: all conversations concatenated, the first 2n messages, ending
     on the assistant)."""
     messages = _inter_turn_messages()[: 2 * n]
-    if len(messages) != 2 * n or any(role != ("user", "assistant")[i % 2] for i, (role, _) in enumerate(messages)):
+    if len(messages) != 2 * n or any(
+        role != ("user", "assistant")[i % 2] for i, (role, _) in enumerate(messages)
+    ):
         raise ValueError(f"{INTER_TURNS_FILE} does not hold {n} alternating user/assistant turns")
     return [{"role": role, "content": content} for role, content in messages]
 
@@ -146,7 +157,9 @@ def _history(pub: dict, reply: str | None) -> list[dict[str, str]]:
     return context + distractor_turns(int(pub.get("inter_turns") or 0))
 
 
-def _rag_message(question: str, final: str, history: list[dict[str, str]], model, whole_conversation: bool) -> dict:
+def _rag_message(
+    question: str, final: str, history: list[dict[str, str]], model, whole_conversation: bool
+) -> dict:
     """PrefEval's RAG prompt with the top-k retrieved passages. `whole_conversation` (mcq_turns): the
     passages are the messages of the whole conversation, distractors included, as in the paper;
     otherwise (mcq) the item's own exchanges."""
@@ -160,7 +173,9 @@ def _rag_message(question: str, final: str, history: list[dict[str, str]], model
     return {"role": "user", "content": p["rag_prefix"] + listed + p["rag_suffix"] + final}
 
 
-def item_messages(pub: dict, setting: str, reply: str | None, model=None, judging: bool = False) -> list[dict[str, str]]:
+def item_messages(
+    pub: dict, setting: str, reply: str | None, model=None, judging: bool = False
+) -> list[dict[str, str]]:
     """The chat of one item (the same function sizes prompts for fit_model)."""
     p = prompts()
     system = {"role": "system", "content": p["system_prompt"]}
@@ -193,20 +208,33 @@ def build_requests(task: Task, publics: list[dict], setting: str, model) -> list
     # the explicit form's first reply, so the preference and the question share one user turn.
     judging = model.protocol == "reward"
     replies: dict[str, str] = {}
-    explicit = [pub for pub in publics if pub["form"] == "explicit" and not judging
-                and (setting != "rag" or "inter_turns" in pub)]
+    explicit = [
+        pub
+        for pub in publics
+        if pub["form"] == "explicit" and not judging and (setting != "rag" or "inter_turns" in pub)
+    ]
     if explicit:
-        generated = model.generate([[system, *pub["context"]] for pub in explicit], int(p["max_mcq_tokens"]))
+        generated = model.generate(
+            [[system, *pub["context"]] for pub in explicit], int(p["max_mcq_tokens"])
+        )
         replies = {pub["id"]: text for pub, text in zip(explicit, generated)}
-    return [ChoiceRequest(pub["id"], item_messages(pub, setting, replies.get(pub["id"]), model, judging),
-                          labels, dict(pub["options"]))
-            for pub in publics]
+    return [
+        ChoiceRequest(
+            pub["id"],
+            item_messages(pub, setting, replies.get(pub["id"]), model, judging),
+            labels,
+            dict(pub["options"]),
+        )
+        for pub in publics
+    ]
 
 
 def check_setting(task: Task, setting: str) -> str | None:
     """self_critic revises a generated answer: it is a setting of open_ended only."""
     if setting == "self_critic":
-        return f"{task.key} has no setting 'self_critic' (a generation setting of prefeval/open_ended)"
+        return (
+            f"{task.key} has no setting 'self_critic' (a generation setting of prefeval/open_ended)"
+        )
     return None
 
 

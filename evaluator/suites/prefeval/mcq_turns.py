@@ -8,6 +8,7 @@ with the suite's data. A turn count whose prompts do not fit the model's context
 that model (fit_model): never truncated. `rag` retrieves over the whole conversation, distractors
 included, so it fits any window.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,7 +18,9 @@ from evaluator.suite import Item, Split, Task
 from evaluator.suites.prefeval import mcq
 from evaluator.suites.prefeval.mcq import build_requests, check_setting, parse_answer  # noqa: F401  (hooks of this task too)
 
-ANSWER_MARGIN_TOKENS = 16  # the explicit form's generated reply (5 tokens) and the answer token, with room
+ANSWER_MARGIN_TOKENS = (
+    16  # the explicit form's generated reply (5 tokens) and the answer token, with room
+)
 
 
 def build_items(task: Task, data: Path) -> list[Item]:
@@ -27,19 +30,27 @@ def build_items(task: Task, data: Path) -> list[Item]:
         for item in base:
             item_id = f"{item.id}-t{turns}"
             # `turns` first: smoke runs (select_items) sample across turn counts
-            items.append(Item(id=item_id, tiers={"turns": turns, **item.tiers},
-                              public={**item.public, "id": item_id, "inter_turns": int(turns)},
-                              gold=item.gold, unit=item.unit))
+            items.append(
+                Item(
+                    id=item_id,
+                    tiers={"turns": turns, **item.tiers},
+                    public={**item.public, "id": item_id, "inter_turns": int(turns)},
+                    gold=item.gold,
+                    unit=item.unit,
+                )
+            )
     return items
 
 
 def public_companion(task: Task) -> dict:
     """The distractor block the public inputs refer to (`inter_turns`: N): the first 2N messages."""
     messages = mcq.distractor_turns(max(int(t) for t in task.tier_group("turns").tiers))
-    return {"about": "An item with inter_turns N has the first 2N of these messages between the preference "
-                     "(and, explicit form, the model's reply to it) and the question. From PrefEval's "
-                     "filtered_inter_turns.json (CC BY-NC 4.0; LMSYS-Chat-1M terms may apply).",
-            "messages": messages}
+    return {
+        "about": "An item with inter_turns N has the first 2N of these messages between the preference "
+        "(and, explicit form, the model's reply to it) and the question. From PrefEval's "
+        "filtered_inter_turns.json (CC BY-NC 4.0; LMSYS-Chat-1M terms may apply).",
+        "messages": messages,
+    }
 
 
 def _longest(items: list[Item], count: int = 6) -> list[dict]:
@@ -48,9 +59,16 @@ def _longest(items: list[Item], count: int = 6) -> list[dict]:
     by_form: dict[str, list[Item]] = {}
     for item in items:
         by_form.setdefault(item.tiers["form"], []).append(item)
-    size = lambda i: sum(len(m["content"]) for m in i.public["context"]) + len(i.public["question"]) \
-        + sum(len(o) for o in i.public["options"].values())  # noqa: E731
-    return [i.public for group in by_form.values() for i in sorted(group, key=size, reverse=True)[:count]]
+    size = lambda i: (
+        sum(len(m["content"]) for m in i.public["context"])
+        + len(i.public["question"])
+        + sum(len(o) for o in i.public["options"].values())
+    )  # noqa: E731
+    return [
+        i.public
+        for group in by_form.values()
+        for i in sorted(group, key=size, reverse=True)[:count]
+    ]
 
 
 def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, dict[str, str]]:
@@ -64,7 +82,10 @@ def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, d
         if not members:
             continue
         try:
-            rendered = [backend.render(mcq.item_messages(pub, setting, reply="x " * 5)) for pub in _longest(members)]
+            rendered = [
+                backend.render(mcq.item_messages(pub, setting, reply="x " * 5))
+                for pub in _longest(members)
+            ]
         except BackendError:  # render itself refuses a prompt over the window
             rendered = None
         if rendered and rendered[0] and isinstance(rendered[0][0], dict):
@@ -74,8 +95,10 @@ def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, d
         longest = max(len(r) for r in rendered) if rendered else None
         if longest is None or longest + ANSWER_MARGIN_TOKENS > window:
             size = f"up to {longest} tokens" if longest else "more tokens than that"
-            skipped[turns] = (f"n/a: {turns} distractor turns make prompts of {size}, longer than "
-                              f"the model's context window of {window}")
+            skipped[turns] = (
+                f"n/a: {turns} distractor turns make prompts of {size}, longer than "
+                f"the model's context window of {window}"
+            )
     if not skipped:
         return split, {}
     kept = [item for item in split.items if item.tiers["turns"] not in skipped]

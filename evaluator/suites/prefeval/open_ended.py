@@ -22,6 +22,7 @@ registered or endpoint model; upstream used Claude 3 Sonnet), run greedily with 
 judge reply without a parsable <answer> counts as "No" (counted in judge_unparsed per check); the
 self-critic revision is capped at the task's 300 tokens (upstream: 500).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,13 +53,21 @@ def build_items(task: Task, data: Path) -> list[Item]:
             folder = "explicit_preference" if source is None else source
             for row, record in enumerate(mcq._read(data / folder / f"{topic}.json")):
                 item_id = f"{form}-{topic}-{row:03d}"
-                items.append(Item(
-                    id=item_id, tiers={"form": form, "topic": topic},
-                    public={"id": item_id, "form": form, "topic": topic,
-                            "context": mcq._context(form, record), "question": record["question"]},
-                    gold={"preference": record["preference"], "question": record["question"]},
-                    unit=f"{topic}-{row:03d}",
-                ))
+                items.append(
+                    Item(
+                        id=item_id,
+                        tiers={"form": form, "topic": topic},
+                        public={
+                            "id": item_id,
+                            "form": form,
+                            "topic": topic,
+                            "context": mcq._context(form, record),
+                            "question": record["question"],
+                        },
+                        gold={"preference": record["preference"], "question": record["question"]},
+                        unit=f"{topic}-{row:03d}",
+                    )
+                )
     return items
 
 
@@ -67,7 +76,9 @@ def parse_prediction(record: dict) -> str:
         raise PredictionProblem("response", "missing")
     value = record["response"]
     if not isinstance(value, str) or not value.strip():
-        raise PredictionProblem("response", "must be a non-empty string (the model's answer to the question)")
+        raise PredictionProblem(
+            "response", "must be a non-empty string (the model's answer to the question)"
+        )
     if len(value) > MAX_RESPONSE_CHARS:
         raise PredictionProblem("response", f"longer than {MAX_RESPONSE_CHARS} characters")
     return value
@@ -78,6 +89,7 @@ def parse_answer(text: str) -> str | None:
 
 
 # -- model runs ---------------------------------------------------------------------------------
+
 
 def _question(pub: dict, setting: str) -> str:
     p = mcq.prompts()
@@ -94,10 +106,16 @@ def _conversation(pub: dict, setting: str, reply: str | None, model) -> list[dic
     system = {"role": "system", "content": p["system_prompt"]}
     final = _question(pub, "zero_shot" if setting == "self_critic" else setting)
     if setting == "rag":
-        history = [*pub["context"], *([{"role": "assistant", "content": reply}] if reply is not None else [])]
+        history = [
+            *pub["context"],
+            *([{"role": "assistant", "content": reply}] if reply is not None else []),
+        ]
         top = model.retrieve(pub["question"], mcq._exchanges(history), int(p["rag_top_k"]))
         listed = "".join(f"exchange {i}. {text}\n" for i, text in enumerate(top, 1))
-        return [system, {"role": "user", "content": p["rag_prefix"] + listed + p["rag_suffix"] + final}]
+        return [
+            system,
+            {"role": "user", "content": p["rag_prefix"] + listed + p["rag_suffix"] + final},
+        ]
     return [system, *mcq._history(pub, reply), {"role": "user", "content": final}]
 
 
@@ -116,27 +134,46 @@ def build_requests(task: Task, publics: list[dict], setting: str, model) -> list
     conversations = [_conversation(pub, setting, replies.get(pub["id"]), model) for pub in publics]
     if setting == "self_critic":
         answers = model.generate(conversations, budget)
-        asked = [[*c, {"role": "assistant", "content": a}, {"role": "user", "content": p["self_critic_request"]}]
-                 for c, a in zip(conversations, answers)]
+        asked = [
+            [
+                *c,
+                {"role": "assistant", "content": a},
+                {"role": "user", "content": p["self_critic_request"]},
+            ]
+            for c, a in zip(conversations, answers)
+        ]
         critiques = model.generate(asked, budget)
-        conversations = [[*c, {"role": "assistant", "content": critique},
-                          {"role": "user", "content": p["self_critic_revision"].format(question=pub["question"])}]
-                         for c, critique, pub in zip(asked, critiques, publics)]
+        conversations = [
+            [
+                *c,
+                {"role": "assistant", "content": critique},
+                {
+                    "role": "user",
+                    "content": p["self_critic_revision"].format(question=pub["question"]),
+                },
+            ]
+            for c, critique, pub in zip(asked, critiques, publics)
+        ]
     return [ChoiceRequest(pub["id"], messages, ()) for pub, messages in zip(publics, conversations)]
 
 
 # -- judging --------------------------------------------------------------------------------------
 
+
 def judge_prompt_sha256() -> str:
     """Hash of the judge's texts (system prompt, the four checks): recorded on every judged row."""
     p = mcq.prompts()
-    return hashlib.sha256(json.dumps([p["judge_system"], p["judge_checks"]], sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps([p["judge_system"], p["judge_checks"]], sort_keys=True).encode()
+    ).hexdigest()
 
 
 def judge_messages(check: str, **fields: str) -> list[dict[str, str]]:
     p = mcq.prompts()
-    return [{"role": "system", "content": p["judge_system"]},
-            {"role": "user", "content": p["judge_checks"][check].format(**fields)}]
+    return [
+        {"role": "system", "content": p["judge_system"]},
+        {"role": "user", "content": p["judge_checks"][check].format(**fields)},
+    ]
 
 
 def parse_verdict(text: str) -> bool | None:
@@ -150,7 +187,9 @@ def quoted_preference(text: str) -> str:
     return match.group(1).strip() if match else ""
 
 
-def error_types(acknowledged: bool, violated: bool, hallucinated: bool, helpful: bool) -> dict[str, bool]:
+def error_types(
+    acknowledged: bool, violated: bool, hallucinated: bool, helpful: bool
+) -> dict[str, bool]:
     """Upstream's error types of one item (get_preference_following_accuracy_generation_task.py)."""
     return {
         "unhelpful": not helpful,
@@ -165,23 +204,37 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
     limit = int(mcq.prompts()["judge_max_tokens"])
 
     def ask(conversations: list[list[dict[str, str]]]) -> list[str]:
-        return backend.generate([backend.render(m) for m in conversations], limit) if conversations else []
+        return (
+            backend.generate([backend.render(m) for m in conversations], limit)
+            if conversations
+            else []
+        )
 
-    answered = [(index, item, answers.get(item.id)) for index, item in enumerate(items) if answers.get(item.id)]
+    answered = [
+        (index, item, answers.get(item.id))
+        for index, item in enumerate(items)
+        if answers.get(item.id)
+    ]
     first: list[list[dict[str, str]]] = []
     for _, item, response in answered:
         pref, question = item.gold["preference"], item.gold["question"]
-        first += [judge_messages("acknowledge", question=question, response=response),
-                  judge_messages("violate", preference=pref, question=question, response=response),
-                  judge_messages("helpful", question=question, response=response)]
+        first += [
+            judge_messages("acknowledge", question=question, response=response),
+            judge_messages("violate", preference=pref, question=question, response=response),
+            judge_messages("helpful", question=question, response=response),
+        ]
     replies = ask(first)
     verdicts: dict[int, dict[str, bool]] = {}
     unparsed = dict.fromkeys(CHECKS, 0)
     restated: list[tuple[int, str, str]] = []
     for k, (index, item, _) in enumerate(answered):
-        ack_text, violate_text, helpful_text = replies[3 * k: 3 * k + 3]
+        ack_text, violate_text, helpful_text = replies[3 * k : 3 * k + 3]
         found = {}
-        for check, text in (("acknowledge", ack_text), ("violate", violate_text), ("helpful", helpful_text)):
+        for check, text in (
+            ("acknowledge", ack_text),
+            ("violate", violate_text),
+            ("helpful", helpful_text),
+        ):
             verdict = parse_verdict(text)
             unparsed[check] += verdict is None
             found[check] = bool(verdict)
@@ -189,12 +242,17 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
         verdicts[index] = found
         if found["acknowledge"]:
             restated.append((index, item.gold["preference"], quoted_preference(ack_text)))
-    second = ask([judge_messages("hallucinate", preference=p, restatement=r) for _, p, r in restated])
+    second = ask(
+        [judge_messages("hallucinate", preference=p, restatement=r) for _, p, r in restated]
+    )
     for (index, _, _), text in zip(restated, second):
         verdict = parse_verdict(text)
         unparsed["hallucinate"] += verdict is None
         verdicts[index]["hallucinate"] = bool(verdict)
-    arrays = {name: np.zeros(len(items), dtype=float) for name in (*ERROR_TYPES, "correct", "acknowledged")}
+    arrays = {
+        name: np.zeros(len(items), dtype=float)
+        for name in (*ERROR_TYPES, "correct", "acknowledged")
+    }
     for index in range(len(items)):
         if index not in verdicts:  # no response at all: nothing substantive was said
             arrays["unhelpful"][index] = 1.0

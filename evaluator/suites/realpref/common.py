@@ -18,6 +18,7 @@ up to the configuration's token budgets. Lengths are a fixed reference count (ce
 token_factor) per session), so the same history is built for every model; random sessions are drawn
 from a seeded shuffle of the pool (seed, user, configuration), reused only once the pool is spent.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,16 +27,22 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from evaluator.splits import SplitFormatError, read_jsonl, require, installation_secret
+from evaluator.splits import SplitFormatError, installation_secret, read_jsonl, require
 from evaluator.suite import Item, Split, Task, load_prompts
 
-EXPRESSION_TYPES = ("explicit_direct", "explicit_contextual", "implicit_stylistic", "implicit_experience")
+EXPRESSION_TYPES = (
+    "explicit_direct",
+    "explicit_contextual",
+    "implicit_stylistic",
+    "implicit_experience",
+)
 KINDS = ("original", "generalized")
 SESSION_TYPES = ("life_event", "preference_expression", "random")
 LETTERS = "ABCD"
 
 
 # -- reading the split --------------------------------------------------------------------------
+
 
 def _fields(task: Task) -> dict[str, str]:
     return task.suite.split_fields
@@ -55,13 +62,19 @@ def _label(value, where: str, field: str) -> bool:
 
 def load_data(task: Task, folder: Path) -> dict[str, Any]:
     """Users, preferences and sessions, checked; every problem names file, line and field."""
-    return _load(Path(folder), tuple(sorted(_fields(task).items())), float(task.options.get("token_factor", 1.3)),
-                 _mtimes(Path(folder)))
+    return _load(
+        Path(folder),
+        tuple(sorted(_fields(task).items())),
+        float(task.options.get("token_factor", 1.3)),
+        _mtimes(Path(folder)),
+    )
 
 
 def _mtimes(folder: Path) -> tuple:
-    return tuple((name, (folder / name).stat().st_mtime_ns if (folder / name).exists() else None)
-                 for name in ("users.jsonl", "preferences.jsonl", "sessions.jsonl"))
+    return tuple(
+        (name, (folder / name).stat().st_mtime_ns if (folder / name).exists() else None)
+        for name in ("users.jsonl", "preferences.jsonl", "sessions.jsonl")
+    )
 
 
 @lru_cache(maxsize=4)
@@ -82,36 +95,71 @@ def _load(folder: Path, fields: tuple, token_factor: float, _stamp: tuple) -> di
         where = f"preferences.jsonl, line {line}"
         uid = str(_req(rec, f, "preference_user", where))
         if uid not in users:
-            raise SplitFormatError(f"{where}: field '{f['preference_user']}': unknown user {uid!r} (not in users.jsonl)")
+            raise SplitFormatError(
+                f"{where}: field '{f['preference_user']}': unknown user {uid!r} (not in users.jsonl)"
+            )
         pid = str(_req(rec, f, "preference_id", where))
         if pid in seen:
-            raise SplitFormatError(f"{where}: field '{f['preference_id']}': duplicate preference {pid!r} (line {seen[pid]})")
+            raise SplitFormatError(
+                f"{where}: field '{f['preference_id']}': duplicate preference {pid!r} (line {seen[pid]})"
+            )
         seen[pid] = line
         kind = _req(rec, f, "kind", where)
         if kind not in KINDS:
-            raise SplitFormatError(f"{where}: field '{f['kind']}' must be one of {', '.join(KINDS)}, not {kind!r}")
+            raise SplitFormatError(
+                f"{where}: field '{f['kind']}' must be one of {', '.join(KINDS)}, not {kind!r}"
+            )
         options = _req(rec, f, "options", where)
-        if not (isinstance(options, list) and len(options) == 4 and all(isinstance(o, str) for o in options)):
-            raise SplitFormatError(f"{where}: field '{f['options']}' must be a list of 4 option texts")
+        if not (
+            isinstance(options, list)
+            and len(options) == 4
+            and all(isinstance(o, str) for o in options)
+        ):
+            raise SplitFormatError(
+                f"{where}: field '{f['options']}' must be a list of 4 option texts"
+            )
         aligned = _req(rec, f, "aligned", where)
         if isinstance(aligned, bool) or not isinstance(aligned, int) or not 0 <= aligned < 4:
-            raise SplitFormatError(f"{where}: field '{f['aligned']}' must be the index (0-3) of the aligned option")
+            raise SplitFormatError(
+                f"{where}: field '{f['aligned']}' must be the index (0-3) of the aligned option"
+            )
         statements = _req(rec, f, "statements", where)
-        if not (isinstance(statements, list) and len(statements) == 2 and all(isinstance(s, dict) for s in statements)):
-            raise SplitFormatError(f"{where}: field '{f['statements']}' must be a list of 2 objects (one true, one false)")
+        if not (
+            isinstance(statements, list)
+            and len(statements) == 2
+            and all(isinstance(s, dict) for s in statements)
+        ):
+            raise SplitFormatError(
+                f"{where}: field '{f['statements']}' must be a list of 2 objects (one true, one false)"
+            )
         parsed = []
         for k, st in enumerate(statements):
             swhere = f"{where}, {f['statements']}[{k}]"
             text = require(st, f["statement_text"], swhere)
-            parsed.append((str(text), _label(require(st, f["statement_label"], swhere), swhere, f["statement_label"])))
+            parsed.append(
+                (
+                    str(text),
+                    _label(require(st, f["statement_label"], swhere), swhere, f["statement_label"]),
+                )
+            )
         if sorted(label for _, label in parsed) != [False, True]:
-            raise SplitFormatError(f"{where}: field '{f['statements']}' must hold one true and one false statement")
-        prefs.append({
-            "line": line, "user": uid, "id": pid, "kind": kind,
-            "preference": str(_req(rec, f, "preference", where)), "topic": str(_req(rec, f, "topic", where)),
-            "query": str(_req(rec, f, "query", where)), "options": list(options), "aligned": aligned,
-            "statements": parsed,
-        })
+            raise SplitFormatError(
+                f"{where}: field '{f['statements']}' must hold one true and one false statement"
+            )
+        prefs.append(
+            {
+                "line": line,
+                "user": uid,
+                "id": pid,
+                "kind": kind,
+                "preference": str(_req(rec, f, "preference", where)),
+                "topic": str(_req(rec, f, "topic", where)),
+                "query": str(_req(rec, f, "query", where)),
+                "options": list(options),
+                "aligned": aligned,
+                "statements": parsed,
+            }
+        )
 
     sessions: dict[str, dict] = {}
     for line, rec in read_jsonl(folder / "sessions.jsonl"):
@@ -121,66 +169,107 @@ def _load(folder: Path, fields: tuple, token_factor: float, _stamp: tuple) -> di
             raise SplitFormatError(f"{where}: field '{f['session_id']}': duplicate session {sid!r}")
         stype = _req(rec, f, "session_type", where)
         if stype not in SESSION_TYPES:
-            raise SplitFormatError(f"{where}: field '{f['session_type']}' must be one of {', '.join(SESSION_TYPES)}, not {stype!r}")
-        session = {"id": sid, "type": stype, "user": None, "preference": None, "expression": None, "date": ""}
+            raise SplitFormatError(
+                f"{where}: field '{f['session_type']}' must be one of {', '.join(SESSION_TYPES)}, not {stype!r}"
+            )
+        session = {
+            "id": sid,
+            "type": stype,
+            "user": None,
+            "preference": None,
+            "expression": None,
+            "date": "",
+        }
         if stype != "random":
             uid = str(_req(rec, f, "session_user", where))
             if uid not in users:
-                raise SplitFormatError(f"{where}: field '{f['session_user']}': unknown user {uid!r} (not in users.jsonl)")
+                raise SplitFormatError(
+                    f"{where}: field '{f['session_user']}': unknown user {uid!r} (not in users.jsonl)"
+                )
             session["user"] = uid
             session["date"] = str(_req(rec, f, "session_date", where))
         if stype == "preference_expression":
             session["preference"] = str(_req(rec, f, "session_preference", where))
             expr = _req(rec, f, "expression_type", where)
             if expr not in EXPRESSION_TYPES:
-                raise SplitFormatError(f"{where}: field '{f['expression_type']}' must be one of {', '.join(EXPRESSION_TYPES)}, not {expr!r}")
+                raise SplitFormatError(
+                    f"{where}: field '{f['expression_type']}' must be one of {', '.join(EXPRESSION_TYPES)}, not {expr!r}"
+                )
             session["expression"] = expr
         turns = _req(rec, f, "turns", where)
         if not isinstance(turns, list) or not turns:
-            raise SplitFormatError(f"{where}: field '{f['turns']}' must be a non-empty list of turns")
+            raise SplitFormatError(
+                f"{where}: field '{f['turns']}' must be a non-empty list of turns"
+            )
         session["turns"] = []
         words = 0
         for k, turn in enumerate(turns):
             twhere = f"{where}, {f['turns']}[{k}]"
             if not isinstance(turn, dict):
-                raise SplitFormatError(f"{twhere}: expected an object with '{f['turn_user']}' and '{f['turn_assistant']}'")
-            user, assistant = str(require(turn, f["turn_user"], twhere)), str(require(turn, f["turn_assistant"], twhere))
+                raise SplitFormatError(
+                    f"{twhere}: expected an object with '{f['turn_user']}' and '{f['turn_assistant']}'"
+                )
+            user, assistant = (
+                str(require(turn, f["turn_user"], twhere)),
+                str(require(turn, f["turn_assistant"], twhere)),
+            )
             session["turns"].append((user, assistant))
             words += len(user.split()) + len(assistant.split())
         session["tokens"] = math.ceil(words * token_factor)
         sessions[sid] = session
 
     # every original preference is expressed in every expression type (paper, section 3.3)
-    expressed = {(s["preference"], s["expression"]) for s in sessions.values() if s["type"] == "preference_expression"}
+    expressed = {
+        (s["preference"], s["expression"])
+        for s in sessions.values()
+        if s["type"] == "preference_expression"
+    }
     by_id = {p["id"]: p for p in prefs}
     for s in sessions.values():
         if s["type"] == "preference_expression":
             p = by_id.get(s["preference"])
             if p is None or p["user"] != s["user"] or p["kind"] != "original":
-                raise SplitFormatError(f"sessions.jsonl, session {s['id']}: field '{f['session_preference']}': "
-                                       f"{s['preference']!r} is not an original preference of user {s['user']!r}")
+                raise SplitFormatError(
+                    f"sessions.jsonl, session {s['id']}: field '{f['session_preference']}': "
+                    f"{s['preference']!r} is not an original preference of user {s['user']!r}"
+                )
     for p in prefs:
         if p["kind"] == "original":
             for expr in EXPRESSION_TYPES:
                 if (p["id"], expr) not in expressed:
-                    raise SplitFormatError(f"preferences.jsonl, line {p['line']}: original preference {p['id']!r} has no "
-                                           f"preference_expression session of expression type {expr!r} in sessions.jsonl")
+                    raise SplitFormatError(
+                        f"preferences.jsonl, line {p['line']}: original preference {p['id']!r} has no "
+                        f"preference_expression session of expression type {expr!r} in sessions.jsonl"
+                    )
     return {"users": users, "preferences": prefs, "sessions": sessions}
 
 
 # -- histories ----------------------------------------------------------------------------------
 
+
 def configurations(task: Task) -> dict[str, dict[str, int]]:
     configs = task.options["context_configurations"]
-    return {name: {k: int(v) for k, v in configs[name].items()} for name in task.tier_group("context").tiers}
+    return {
+        name: {k: int(v) for k, v in configs[name].items()}
+        for name in task.tier_group("context").tiers
+    }
 
 
-def build_history(data: dict, user: str, expression: str, config: dict[str, int], seed: int, config_name: str) -> list[str]:
+def build_history(
+    data: dict, user: str, expression: str, config: dict[str, int], seed: int, config_name: str
+) -> list[str]:
     """Session ids of one user's history in one (expression type, configuration); deterministic."""
     sessions = data["sessions"]
     own = sorted(
-        (s for s in sessions.values() if s["user"] == user and (
-            s["type"] == "life_event" or (s["type"] == "preference_expression" and s["expression"] == expression))),
+        (
+            s
+            for s in sessions.values()
+            if s["user"] == user
+            and (
+                s["type"] == "life_event"
+                or (s["type"] == "preference_expression" and s["expression"] == expression)
+            )
+        ),
         key=lambda s: (s["date"], s["id"]),
     )
     own_ids = [s["id"] for s in own]
@@ -188,7 +277,9 @@ def build_history(data: dict, user: str, expression: str, config: dict[str, int]
         return own_ids
     pool = sorted(s["id"] for s in sessions.values() if s["type"] == "random")
     if not pool:
-        raise SplitFormatError("sessions.jsonl: no random sessions, needed for the longer context configurations")
+        raise SplitFormatError(
+            "sessions.jsonl: no random sessions, needed for the longer context configurations"
+        )
     rng = random.Random(f"{seed}:{user}:{config_name}")
     stream: list[str] = []
 
@@ -196,7 +287,9 @@ def build_history(data: dict, user: str, expression: str, config: dict[str, int]
         taken, total = [], 0
         while total < budget:
             if not stream:
-                stream.extend(rng.sample(pool, len(pool)))  # a fresh permutation once the pool is spent
+                stream.extend(
+                    rng.sample(pool, len(pool))
+                )  # a fresh permutation once the pool is spent
             sid = stream.pop()
             taken.append(sid)
             total += sessions[sid]["tokens"]
@@ -220,11 +313,14 @@ def history_tokens(data: dict, history: list[str]) -> int:
 
 # -- items ----------------------------------------------------------------------------------------
 
+
 def lettered(pref: dict, seed: int | str) -> tuple[dict[str, str], str]:
     """The four options in a seeded order per preference, and the letter of the aligned one.
     `seed` includes the installation's secret salt, so the order cannot be undone from public inputs."""
     order = random.Random(f"{seed}:{pref['id']}").sample(range(4), 4)
-    return {LETTERS[i]: pref["options"][j] for i, j in enumerate(order)}, LETTERS[order.index(pref["aligned"])]
+    return {LETTERS[i]: pref["options"][j] for i, j in enumerate(order)}, LETTERS[
+        order.index(pref["aligned"])
+    ]
 
 
 def build_items(task: Task, folder: Path) -> list[Item]:
@@ -233,7 +329,9 @@ def build_items(task: Task, folder: Path) -> list[Item]:
     # The option/statement shuffles decide the gold's position: salted per installation (see
     # evaluator.splits.installation_secret). The history sampling decides no gold: left public.
     salt = installation_secret(folder)
-    seed = f"{int(task.options['shuffle_seed'])}:{salt}" if salt else int(task.options["shuffle_seed"])
+    seed = (
+        f"{int(task.options['shuffle_seed'])}:{salt}" if salt else int(task.options["shuffle_seed"])
+    )
     hseed = int(task.options["history_seed"])
     by_user: dict[str, list[dict]] = {}
     for pref in data["preferences"]:
@@ -247,9 +345,17 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                 for pref in by_user[user]:
                     base = f"{pref['id']}.{expr}.{cname}"
                     tiers = {"expression": expr, "context": cname, "kind": pref["kind"]}
-                    public = {"id": base, "user_id": user, "preference_id": pref["id"], "kind": pref["kind"],
-                              "expression_type": expr, "context": cname, "history": history,
-                              "history_tokens": tokens, "query": pref["query"]}
+                    public = {
+                        "id": base,
+                        "user_id": user,
+                        "preference_id": pref["id"],
+                        "kind": pref["kind"],
+                        "expression_type": expr,
+                        "context": cname,
+                        "history": history,
+                        "history_tokens": tokens,
+                        "query": pref["query"],
+                    }
                     if task.name == "mcq":
                         options, gold = lettered(pref, seed)
                         items.append(Item(base, tiers, {**public, "options": options}, gold))
@@ -257,14 +363,28 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                         order = random.Random(f"{seed}:tf:{pref['id']}").sample(range(2), 2)
                         for k, j in enumerate(order, start=1):
                             text, label = pref["statements"][j]
-                            items.append(Item(f"{base}-s{k}", tiers, {**public, "id": f"{base}-s{k}", "statement": text},
-                                              "true" if label else "false"))
+                            items.append(
+                                Item(
+                                    f"{base}-s{k}",
+                                    tiers,
+                                    {**public, "id": f"{base}-s{k}", "statement": text},
+                                    "true" if label else "false",
+                                )
+                            )
                     else:
-                        items.append(Item(base, tiers, public, {"preference": pref["preference"], "query": pref["query"]}))
+                        items.append(
+                            Item(
+                                base,
+                                tiers,
+                                public,
+                                {"preference": pref["preference"], "query": pref["query"]},
+                            )
+                        )
     return items
 
 
 # -- model runs -----------------------------------------------------------------------------------
+
 
 def prompts() -> dict:
     """This suite's prompt texts (prompts.yaml), read once."""
@@ -287,12 +407,18 @@ def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, d
     if not window or setting == "rag":
         return split, {}
     configs = configurations(task)
-    skipped = {name: f"n/a: the configuration is {c['total']} tokens, longer than the model's context window of {window}"
-               for name, c in configs.items() if c["total"] > window}
+    skipped = {
+        name: f"n/a: the configuration is {c['total']} tokens, longer than the model's context window of {window}"
+        for name, c in configs.items()
+        if c["total"] > window
+    }
     if not skipped:
         return split, {}
     kept = [item for item in split.items if item.tiers["context"] not in skipped]
-    return Split(name=f"{split.name}[context {'+'.join(n for n in configs if n not in skipped) or 'none'}]", items=kept), skipped
+    return Split(
+        name=f"{split.name}[context {'+'.join(n for n in configs if n not in skipped) or 'none'}]",
+        items=kept,
+    ), skipped
 
 
 def _turn_text(user: str, assistant: str) -> str:
@@ -307,7 +433,9 @@ def final_question(task: Task, pub: dict, setting: str) -> str:
     if setting == "reminder":
         text += p["reminder"]
     if task.name == "mcq":
-        text += p["mcq_format"].format(options="\n".join(f"{k}. {v}" for k, v in pub["options"].items()))
+        text += p["mcq_format"].format(
+            options="\n".join(f"{k}. {v}" for k, v in pub["options"].items())
+        )
     elif task.name == "true_false":
         text += p["true_false_format"].format(statement=pub["statement"])
     return text
@@ -318,8 +446,11 @@ def companion_from(split: Split, data: dict) -> dict[str, Any]:
     used = sorted({sid for item in split.items for sid in item.public["history"]})
     return {
         "about": "Session texts of the histories in this task's public inputs: an item's conversation is the "
-                 "turns of its `history` sessions, in order (then its query), as the service prompts models.",
-        "sessions": {sid: [{"user": u, "assistant": a} for u, a in data["sessions"][sid]["turns"]] for sid in used},
+        "turns of its `history` sessions, in order (then its query), as the service prompts models.",
+        "sessions": {
+            sid: [{"user": u, "assistant": a} for u, a in data["sessions"][sid]["turns"]]
+            for sid in used
+        },
     }
 
 
@@ -328,7 +459,9 @@ def public_companion(task: Task) -> dict[str, Any]:
     return companion_from(task.load_split(), installed_data(task))
 
 
-def build_messages(task: Task, pub: dict, setting: str, data: dict, retrieve=None) -> list[dict[str, str]]:
+def build_messages(
+    task: Task, pub: dict, setting: str, data: dict, retrieve=None
+) -> list[dict[str, str]]:
     p = prompts()
     system = {"role": "system", "content": p["system_prompt"]}
     final = final_question(task, pub, setting)
@@ -336,7 +469,10 @@ def build_messages(task: Task, pub: dict, setting: str, data: dict, retrieve=Non
     if setting == "rag":
         top = retrieve(pub["query"], [_turn_text(u, a) for u, a in turns], int(p["rag_top_k"]))
         listed = "".join(f"turn {i}. {text}\n" for i, text in enumerate(top, 1))
-        return [system, {"role": "user", "content": p["rag_prefix"] + listed + p["rag_suffix"] + final}]
+        return [
+            system,
+            {"role": "user", "content": p["rag_prefix"] + listed + p["rag_suffix"] + final},
+        ]
     messages = [system]
     for user, assistant in turns:
         messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
@@ -347,6 +483,14 @@ def build_requests(task: Task, publics: list[dict], setting: str, tools) -> list
     from evaluator.protocols import ChoiceRequest
 
     data = installed_data(task)
-    labels = ("A", "B", "C", "D") if task.name == "mcq" else ("True", "False") if task.name == "true_false" else ()
-    return [ChoiceRequest(pub["id"], build_messages(task, pub, setting, data, tools.retrieve), labels)
-            for pub in publics]
+    labels = (
+        ("A", "B", "C", "D")
+        if task.name == "mcq"
+        else ("True", "False")
+        if task.name == "true_false"
+        else ()
+    )
+    return [
+        ChoiceRequest(pub["id"], build_messages(task, pub, setting, data, tools.retrieve), labels)
+        for pub in publics
+    ]

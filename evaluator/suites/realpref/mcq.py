@@ -2,9 +2,8 @@
 
 Items, histories, prompts and the n/a rule live in common.py (shared with true_false and open_ended).
 """
-from __future__ import annotations
 
-from evaluator.suites.realpref.common import build_items, build_requests, fit_model, public_companion  # noqa: F401
+from __future__ import annotations
 
 
 def parse_answer(text: str) -> str | None:

@@ -7,12 +7,15 @@ rubric; the score is the judge's expected rating over the labels 1-5 (rating_log
 pass, deterministic). The judge's name and revision go into the result's provenance and are shown
 as part of the row.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from evaluator.predictions import PredictionProblem
-from evaluator.suites.realpref.common import build_items, build_requests, fit_model, public_companion, prompts  # noqa: F401
+from evaluator.suites.realpref.common import (
+    prompts,
+)  # noqa: F401
 
 RUBRICS = ("awareness", "alignment", "quality")
 MAX_RESPONSE_CHARS = 20000
@@ -23,7 +26,9 @@ def parse_prediction(record: dict) -> str:
         raise PredictionProblem("response", "missing")
     value = record["response"]
     if not isinstance(value, str) or not value.strip():
-        raise PredictionProblem("response", "must be a non-empty string (the model's answer to the query)")
+        raise PredictionProblem(
+            "response", "must be a non-empty string (the model's answer to the query)"
+        )
     if len(value) > MAX_RESPONSE_CHARS:
         raise PredictionProblem("response", f"longer than {MAX_RESPONSE_CHARS} characters")
     return value
@@ -36,8 +41,14 @@ def parse_answer(text: str) -> str | None:
 def judge_messages(rubric: str, preference: str, query: str, response: str) -> list[dict[str, str]]:
     p = prompts()
     r = p["rubrics"][rubric]
-    content = p["judge_prompt"].format(dimension=r["name"], dimension_description=r["description"],
-                                       preference=preference, query=query, response=response, rubric=r["text"])
+    content = p["judge_prompt"].format(
+        dimension=r["name"],
+        dimension_description=r["description"],
+        preference=preference,
+        query=query,
+        response=response,
+        rubric=r["text"],
+    )
     return [{"role": "system", "content": p["judge_system"]}, {"role": "user", "content": content}]
 
 
@@ -54,12 +65,18 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
             unanswered.add(index)  # a model run that produced no text: every rubric scores 1
             continue
         for rubric in RUBRICS:
-            requests.append(ChoiceRequest(f"{item.id}::{rubric}",
-                                          judge_messages(rubric, item.gold["preference"], item.gold["query"], response),
-                                          labels))
+            requests.append(
+                ChoiceRequest(
+                    f"{item.id}::{rubric}",
+                    judge_messages(rubric, item.gold["preference"], item.gold["query"], response),
+                    labels,
+                )
+            )
             owners.append((index, rubric))
     arrays = {rubric: np.ones(len(items), dtype=float) for rubric in RUBRICS}
     for start in range(0, len(requests), 32):
-        for (index, rubric), decision in zip(owners[start:start + 32], choose_by_logprobs(backend, requests[start:start + 32])):
+        for (index, rubric), decision in zip(
+            owners[start : start + 32], choose_by_logprobs(backend, requests[start : start + 32])
+        ):
             arrays[rubric][index] = expected_rating(decision)
     return arrays

@@ -3,11 +3,10 @@
 Items, histories, prompts and the n/a rule live in common.py. Models answer with the labels
 `True`/`False` (single tokens in common tokenizers); the stored answer is "true"/"false".
 """
+
 from __future__ import annotations
 
 import re
-
-from evaluator.suites.realpref.common import build_items, build_requests, fit_model, public_companion  # noqa: F401
 
 _WORD = re.compile(r"\b(true|false)\b", re.IGNORECASE)
 

@@ -4,6 +4,7 @@ manifest's field names, tier normalisation, the prompt texts and the answer-line
 Every problem in a split file raises evaluator.splits.SplitFormatError naming the file, the line
 and the field (as the manifest declares it).
 """
+
 from __future__ import annotations
 
 import re
@@ -13,7 +14,9 @@ from typing import Any
 from evaluator.splits import SplitFormatError, read_jsonl, require
 from evaluator.suite import Task, load_prompts
 
-ANSWER_LINE = re.compile(r"^\W*answer\W*:\s*\**\s*([A-Za-z][A-Za-z' ]*?)[\s.*!\"']*$", re.IGNORECASE | re.MULTILINE)
+ANSWER_LINE = re.compile(
+    r"^\W*answer\W*:\s*\**\s*([A-Za-z][A-Za-z' ]*?)[\s.*!\"']*$", re.IGNORECASE | re.MULTILINE
+)
 
 
 class Row:
@@ -83,8 +86,10 @@ def prompt_for(task: Task, setting: str) -> dict:
 
     table = task.options.get("prompt_for_setting", {})
     if setting not in table:
-        raise BackendError(f"{task.key} has no model prompt for setting {setting!r}; "
-                           f"model runs take: {', '.join(table)}")
+        raise BackendError(
+            f"{task.key} has no model prompt for setting {setting!r}; "
+            f"model runs take: {', '.join(table)}"
+        )
     return prompts()[table[setting]]
 
 

@@ -6,6 +6,7 @@ response): r if the personalized response is B, 6 - r if it is A. Which slot is 
 scorer-side only (judges see the two responses blind). Gold: the human mean rating, already in
 that orientation in the split. An unparsable model rating (None) counts as 3, no preference.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,23 +25,38 @@ def build_items(task: Task, folder: Path) -> list[Item]:
     items = []
     for row in rows(task, folder):
         profile = row.get("profile")
-        if not isinstance(profile, list) or not profile or not all(isinstance(a, str) and a.strip() for a in profile):
+        if (
+            not isinstance(profile, list)
+            or not profile
+            or not all(isinstance(a, str) and a.strip() for a in profile)
+        ):
             row.fail("profile", "expected a non-empty list of attribute strings")
         slot = row.text("personalized").strip().upper()
         if slot not in ("A", "B"):
             row.fail("personalized", f"{slot!r} is not A or B")
         rating = row.get("rating")
-        if isinstance(rating, bool) or not isinstance(rating, (int, float)) or not low <= rating <= high:
+        if (
+            isinstance(rating, bool)
+            or not isinstance(rating, (int, float))
+            or not low <= rating <= high
+        ):
             row.fail("rating", f"{rating!r} is not a number from {low:g} to {high:g}")
         generator = tier_of(row, "generator", task, "generator")
-        items.append(Item(
-            id=row.id,
-            tiers={"generator": generator},
-            public={"id": row.id, "profile": list(profile), "prompt": row.text("prompt"),
-                    "attribute": row.text("attribute"), "response_a": row.text("response_a"),
-                    "response_b": row.text("response_b")},
-            gold={"rating": float(rating), "personalized": slot},
-        ))
+        items.append(
+            Item(
+                id=row.id,
+                tiers={"generator": generator},
+                public={
+                    "id": row.id,
+                    "profile": list(profile),
+                    "prompt": row.text("prompt"),
+                    "attribute": row.text("attribute"),
+                    "response_a": row.text("response_a"),
+                    "response_b": row.text("response_b"),
+                },
+                gold={"rating": float(rating), "personalized": slot},
+            )
+        )
     return items
 
 
@@ -53,12 +69,15 @@ def oriented(rating: float | None, personalized: str) -> float:
 
 def item_arrays(task: Task, items: list[Item], answers: dict) -> dict[str, np.ndarray]:
     return {
-        "pred": np.array([oriented(answers.get(i.id), i.gold["personalized"]) for i in items], dtype=float),
+        "pred": np.array(
+            [oriented(answers.get(i.id), i.gold["personalized"]) for i in items], dtype=float
+        ),
         "gold": np.array([i.gold["rating"] for i in items], dtype=float),
     }
 
 
 # -- model runs ---------------------------------------------------------------------------------
+
 
 def build_requests(task: Task, publics: list[dict], setting: str, tools) -> list:
     from evaluator.protocols import ChoiceRequest
@@ -68,9 +87,16 @@ def build_requests(task: Task, publics: list[dict], setting: str, tools) -> list
     requests = []
     for pub in publics:
         user = prompt["user"].format(
-            profile="\n".join(f"- {a}" for a in pub["profile"]), prompt=pub["prompt"],
-            response_a=pub["response_a"], response_b=pub["response_b"], attribute=pub["attribute"])
-        messages = [{"role": "system", "content": prompt["system"]}, {"role": "user", "content": user}]
+            profile="\n".join(f"- {a}" for a in pub["profile"]),
+            prompt=pub["prompt"],
+            response_a=pub["response_a"],
+            response_b=pub["response_b"],
+            attribute=pub["attribute"],
+        )
+        messages = [
+            {"role": "system", "content": prompt["system"]},
+            {"role": "user", "content": user},
+        ]
         requests.append(ChoiceRequest(pub["id"], messages, labels))
     return requests
 

@@ -6,6 +6,7 @@ unanimous or split. Positive class: YES. An unparsable model answer (None: no fi
 recall, F1 and the YES-rate (the attribute is not selected), so with unparsed answers accuracy
 is lower than the confusion matrix behind P/R/F1 would imply; run stats record how many.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,25 +23,36 @@ def build_items(task: Task, folder: Path) -> list[Item]:
     items = []
     for row in rows(task, folder):
         votes = row.get("votes")
-        if (not isinstance(votes, list) or len(votes) % 2 == 0
-                or not all(isinstance(v, str) and v.strip().upper() in VOTES for v in votes)):
-            row.fail("votes", "expected an odd number of YES/NO votes, e.g. [\"YES\", \"NO\", \"NO\"]")
+        if (
+            not isinstance(votes, list)
+            or len(votes) % 2 == 0
+            or not all(isinstance(v, str) and v.strip().upper() in VOTES for v in votes)
+        ):
+            row.fail("votes", 'expected an odd number of YES/NO votes, e.g. ["YES", "NO", "NO"]')
         yes = sum(v.strip().upper() == "YES" for v in votes)
         gold = "YES" if 2 * yes > len(votes) else "NO"
         agreement = "unanimous" if yes in (0, len(votes)) else "split"
-        items.append(Item(
-            id=row.id,
-            tiers={"agreement": agreement},
-            public={"id": row.id, "prompt": row.text("prompt"), "attribute": row.text("attribute")},
-            gold=gold,
-        ))
+        items.append(
+            Item(
+                id=row.id,
+                tiers={"agreement": agreement},
+                public={
+                    "id": row.id,
+                    "prompt": row.text("prompt"),
+                    "attribute": row.text("attribute"),
+                },
+                gold=gold,
+            )
+        )
     return items
 
 
 def item_arrays(task: Task, items: list[Item], answers: dict) -> dict[str, np.ndarray]:
     pred = [answers.get(item.id) for item in items]
     return {
-        "correct": np.array([p is not None and p == item.gold for p, item in zip(pred, items)], dtype=bool),
+        "correct": np.array(
+            [p is not None and p == item.gold for p, item in zip(pred, items)], dtype=bool
+        ),
         "pred_pos": np.array([p == "YES" for p in pred], dtype=bool),  # None: not YES
         "gold_pos": np.array([item.gold == "YES" for item in items], dtype=bool),
     }
@@ -48,17 +60,25 @@ def item_arrays(task: Task, items: list[Item], answers: dict) -> dict[str, np.nd
 
 # -- model runs ---------------------------------------------------------------------------------
 
+
 def build_requests(task: Task, publics: list[dict], setting: str, tools) -> list:
     """generate_parse: the relevance prompt + 'end with Answer: YES/NO'; choice_logprobs: the same
     prompt asking for YES or NO only, read from the first token (YES and NO must be one token each)."""
     from evaluator.protocols import ChoiceRequest
 
     prompt = prompt_for(task, setting)
-    suffix = prompt["logprob_suffix"] if tools.protocol == "choice_logprobs" else prompt["generate_suffix"]
+    suffix = (
+        prompt["logprob_suffix"]
+        if tools.protocol == "choice_logprobs"
+        else prompt["generate_suffix"]
+    )
     requests = []
     for pub in publics:
         user = prompt["user"].format(prompt=pub["prompt"], attribute=pub["attribute"]) + suffix
-        messages = [{"role": "system", "content": prompt["system"]}, {"role": "user", "content": user}]
+        messages = [
+            {"role": "system", "content": prompt["system"]},
+            {"role": "user", "content": user},
+        ]
         requests.append(ChoiceRequest(pub["id"], messages, tuple(task.answer_labels)))
     return requests
 

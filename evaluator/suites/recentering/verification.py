@@ -5,6 +5,7 @@ Positive class for precision / recall / F1: unsupported (paper Table 2). An unpa
 answer (None) is wrong for accuracy and counts as not flagged for precision / recall / F1, i.e.
 as an attribute passed downstream unchecked, the error recall is meant to catch.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,12 +26,19 @@ def build_items(task: Task, folder: Path) -> list[Item]:
         label = row.text("label").strip().lower()
         if label not in HUMAN_LABELS:
             row.fail("label", f"{label!r} is not one of {', '.join(HUMAN_LABELS)}")
-        items.append(Item(
-            id=row.id,
-            tiers={"source": source},
-            public={"id": row.id, "source": source, "snippet": row.text("snippet"), "attribute": row.text("attribute")},
-            gold=HUMAN_LABELS[label],
-        ))
+        items.append(
+            Item(
+                id=row.id,
+                tiers={"source": source},
+                public={
+                    "id": row.id,
+                    "source": source,
+                    "snippet": row.text("snippet"),
+                    "attribute": row.text("attribute"),
+                },
+                gold=HUMAN_LABELS[label],
+            )
+        )
     return items
 
 
@@ -38,11 +46,14 @@ def item_arrays(task: Task, items: list[Item], answers: dict) -> dict[str, np.nd
     pred = [answers.get(item.id) for item in items]
     gold_pos = np.array([item.gold == POSITIVE for item in items], dtype=bool)
     pred_pos = np.array([p == POSITIVE for p in pred], dtype=bool)  # None: not flagged
-    correct = np.array([p is not None and p == item.gold for p, item in zip(pred, items)], dtype=bool)
+    correct = np.array(
+        [p is not None and p == item.gold for p, item in zip(pred, items)], dtype=bool
+    )
     return {"correct": correct, "pred_pos": pred_pos, "gold_pos": gold_pos}
 
 
 # -- model runs ---------------------------------------------------------------------------------
+
 
 def build_requests(task: Task, publics: list[dict], setting: str, tools) -> list:
     from evaluator.protocols import ChoiceRequest
@@ -50,8 +61,15 @@ def build_requests(task: Task, publics: list[dict], setting: str, tools) -> list
     prompt = prompt_for(task, setting)
     requests = []
     for pub in publics:
-        messages = [{"role": "system", "content": prompt["system"]},
-                    {"role": "user", "content": prompt["user"].format(snippet=pub["snippet"], attribute=pub["attribute"])}]
+        messages = [
+            {"role": "system", "content": prompt["system"]},
+            {
+                "role": "user",
+                "content": prompt["user"].format(
+                    snippet=pub["snippet"], attribute=pub["attribute"]
+                ),
+            },
+        ]
         requests.append(ChoiceRequest(pub["id"], messages, tuple(task.answer_labels)))
     return requests
 
@@ -65,5 +83,8 @@ def parse_answer(text: str) -> str | None:
     word = final_answer(text)
     if word is None:
         return None
-    table = {**prompts()["verifier_zero_shot"]["answers"], **prompts()["verifier_optimized"]["answers"]}
+    table = {
+        **prompts()["verifier_zero_shot"]["answers"],
+        **prompts()["verifier_optimized"]["answers"],
+    }
     return table.get(word)
