@@ -13,9 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from evaluator.predictions import PredictionProblem
-from evaluator.suites.realpref.common import (
+from evaluator.suites.realpref.common import (  # noqa: F401 - the task's hooks
+    build_items,
+    build_requests,
+    fit_model,
     prompts,
-)  # noqa: F401
+    public_companion,
+)
 
 RUBRICS = ("awareness", "alignment", "quality")
 MAX_RESPONSE_CHARS = 20000

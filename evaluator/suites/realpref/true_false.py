@@ -8,6 +8,13 @@ from __future__ import annotations
 
 import re
 
+from evaluator.suites.realpref.common import (  # noqa: F401 - the task's hooks
+    build_items,
+    build_requests,
+    fit_model,
+    public_companion,
+)
+
 _WORD = re.compile(r"\b(true|false)\b", re.IGNORECASE)
 
 
