@@ -20,7 +20,9 @@ from typing import BinaryIO, Iterable
 
 from evaluator.suite import Split, Task
 
-MAX_REPORTED_PROBLEMS = 20
+MAX_REPORTED_PROBLEMS = 20  # distinct problems listed; repeats of one are counted into it
+SHOWN_LINES = 5  # line numbers listed for a problem repeated on many lines
+UTF8_BOM = b"\xef\xbb\xbf"
 
 # Input limits (see the module docstring). Generous for honest files: a prediction line is a few
 # short fields; the longest legitimate one is an open-ended response (realpref: 20,000 characters).
@@ -34,12 +36,19 @@ EXTRA_LINES = 1000  # lines allowed beyond one per item (blank lines)
 
 @dataclass(frozen=True)
 class Problem:
-    line: int | None  # 1-based line number, None for whole-file problems (missing ids)
+    line: int | None  # 1-based line number (the first, when repeated), None for whole-file problems
     field: str | None
     message: str
+    count: int = 1  # how many lines had exactly this problem
+    lines: tuple[int, ...] = ()  # the first few of those lines
 
     def __str__(self) -> str:
-        where = f"line {self.line}" if self.line is not None else "file"
+        if self.count > 1:
+            shown = ", ".join(str(n) for n in self.lines)
+            more = ", ..." if self.count > len(self.lines) else ""
+            where = f"{self.count} lines ({shown}{more})"
+        else:
+            where = f"line {self.line}" if self.line is not None else "file"
         if self.field:
             where += f", field '{self.field}'"
         return f"{where}: {self.message}"
@@ -103,14 +112,17 @@ class PredictionsError(ValueError):
         self.total = total if total is not None else len(problems)
         self.filename = filename
         shown = "; ".join(str(p) for p in problems)
-        more = f" (and {self.total - len(problems)} more)" if self.total > len(problems) else ""
+        listed = sum(p.count for p in problems)
+        more = f" (and {self.total - listed} more)" if self.total > listed else ""
         super().__init__(f"{filename} rejected: {shown}{more}")
 
     def as_dict(self) -> dict:
         return {
             "message": str(self),
             "problems": [
-                {"line": p.line, "field": p.field, "message": p.message} for p in self.problems
+                {"line": p.line, "field": p.field, "message": p.message}
+                | ({"count": p.count, "lines": list(p.lines)} if p.count > 1 else {})
+                for p in self.problems
             ],
             "problem_count": self.total,
         }
@@ -145,7 +157,10 @@ def _canonical_matchers(answer_field: str):
     return ((id_first.fullmatch, 1, 2), (answer_first.fullmatch, 2, 1))
 
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+# A JSON string, or an unterminated one running to the end of the line. The optional closing quote
+# matters: with a required one, a line of `"` and many `\"` fails at every start position after
+# scanning to the end (quadratic: 27 s for 100 KB); this way every character is consumed once.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?')
 _BRACKET = re.compile(r"[\[\]{}]")
 _LONG_DIGITS = re.compile(r"[0-9]{%d,}" % (MAX_NUMBER_DIGITS + 1))
 
@@ -189,7 +204,9 @@ def read_predictions(
     lines: Iterable[bytes], task: Task, split: Split, filename: str = "predictions file"
 ) -> dict[str, object]:
     """Parse and check every line; return {item id: answer} or raise PredictionsError."""
-    problems: list[Problem] = []
+    # Problems with the same field and message (every line 'not valid JSON' in a CSV sent by
+    # mistake) are said once, with their count and first lines, not as many identical lines.
+    problems: dict[tuple[str | None, str], Problem] = {}
     total = 0
 
     def report(
@@ -197,12 +214,16 @@ def read_predictions(
     ) -> None:
         nonlocal total
         total += 1
-        if len(problems) < MAX_REPORTED_PROBLEMS:
-            problems.append(Problem(line, field, message))
-        elif (
-            always_shown
-        ):  # why reading stopped must be in the answer, even after many other problems
-            problems[-1] = Problem(line, field, message)
+        key = (field, message)
+        seen = problems.get(key)
+        if seen is not None:
+            lines = seen.lines + ((line,) if len(seen.lines) < SHOWN_LINES and line else ())
+            problems[key] = Problem(seen.line, field, message, seen.count + 1, lines)
+        elif len(problems) < MAX_REPORTED_PROBLEMS:
+            problems[key] = Problem(line, field, message, 1, (line,) if line else ())
+        elif always_shown:  # why reading stopped must be in the answer, after many other problems
+            problems.pop(next(reversed(problems)))
+            problems[key] = Problem(line, field, message, 1, (line,) if line else ())
 
     known = split.by_id
     answer_field = task.answer_field
@@ -229,6 +250,8 @@ def read_predictions(
         if isinstance(raw, OverlongLine):
             report(line_no, None, f"longer than {MAX_LINE_BYTES} bytes (limit: line length)")
             continue
+        if line_no == 1 and raw.startswith(UTF8_BOM):  # editors on Windows write one
+            raw = type(raw)(raw[len(UTF8_BOM) :])
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -303,7 +326,7 @@ def read_predictions(
             f"{len(missing)} of {len(split.items)} item ids have no prediction ({listed})",
         )
     if total:
-        raise PredictionsError(problems, total, filename)
+        raise PredictionsError(list(problems.values()), total, filename)
     return answers
 
 

@@ -92,6 +92,9 @@ def format_error(exc: SubmissionError) -> str:
     lines = [f"**Error:** {inert(head)}. Nothing was queued; fix the file and submit again."]
     for p in problems:
         where = f"line {p['line']}" if p.get("line") is not None else "file"
+        if (p.get("count") or 1) > 1:  # one problem repeated on many lines, said once
+            shown = ", ".join(str(n) for n in p.get("lines") or ())
+            where = f"{p['count']} lines ({shown}{', ...' if p['count'] > len(p['lines']) else ''})"
         if p.get("field"):
             where += f", field {inert(p['field'])}"
         lines.append(f"- {where}: {inert(p.get('message', ''))}")

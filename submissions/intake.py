@@ -359,6 +359,24 @@ class ModelForm:
     description: str = ""
 
 
+def partial_run_problem(task, limit: int | None) -> str | None:
+    """Why a partial run of `limit` items is refused on `task` (None: it is not). On a hidden split
+    a score of a few items is nearly their labels (one item: its label), so a partial run there
+    needs at least MIN_ITEMS items, the least any released number comes from. Refused at once
+    rather than run and withheld: the submitter would spend a model run to learn nothing."""
+    from evaluator.release import MIN_ITEMS
+
+    if limit is None or not task.suite.split_hidden:
+        return None
+    if limit < min(MIN_ITEMS, len(task.load_split().items)):
+        return (
+            f"limit={limit}: on a hidden split a partial run takes at least {MIN_ITEMS} items "
+            "(a score of fewer items would reveal their labels); leave limit out to run the "
+            "whole split"
+        )
+    return None
+
+
 def model_dedup_key(resolved, form: ModelForm, protocol: str) -> str:
     from evaluator.protocols import PROTOCOL_VERSION
 
@@ -398,6 +416,17 @@ def accept_model(
         )
     if form.limit is not None and not (1 <= form.limit <= MAX_LIMIT):
         raise SubmissionError(422, "limit must be a positive number of items", field="limit")
+    limit_refusal = partial_run_problem(task, form.limit)
+    if limit_refusal:
+        raise SubmissionError(422, limit_refusal, field="limit")
+    prompts = task.options.get("prompt_for_setting")
+    if prompts is not None and form.setting not in prompts:  # refused now, not failed in a worker
+        raise SubmissionError(
+            422,
+            f"{task.key} has no model prompt for setting {form.setting!r}; "
+            f"model runs take: {', '.join(prompts)}",
+            field="setting",
+        )
     try:
         resolved = resolve_model(form.model, form.revision, form.model_type, registry)
     except (ModelError, HubUnreachable) as exc:

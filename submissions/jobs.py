@@ -387,11 +387,18 @@ def _through_the_ladder(
 
     step = release.primary_step(metrics)
     value = release.primary_value(metrics)
+    if metrics["n_items"] < release.MIN_ITEMS:  # refused at intake; never released if one gets here
+        value = None
+    scope = release.ladder_scope(submission.suite, submission.task)
+    jitter = release.threshold_jitter(step)
     released, best = submissions.decide_release(
         submission.id,
         submitter_of(submission),
-        f"{submission.suite}/{submission.task}/{submission.setting}",
-        lambda best: (release.beats(value, best, step), release.round_to(value, step)),
+        scope,
+        lambda best: (
+            value is not None and release.beats(value, best, step, jitter),
+            release.round_to(value, step),
+        ),
     )
     if released:
         if (
@@ -400,10 +407,7 @@ def _through_the_ladder(
             and (redis := _connection()) is not None
         ):
             note_released(
-                redis,
-                submitter_of(submission),
-                f"{submission.suite}/{submission.task}/{submission.setting}",
-                best,
+                redis, submitter_of(submission), scope, best
             )  # remote workers' Ladder sees this node's best too
         return release.released_metrics(metrics)
     withheld = release.Withheld(best=best, step=step, metric=metrics["metric"])

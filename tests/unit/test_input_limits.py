@@ -137,3 +137,51 @@ def test_no_input_makes_the_parser_raise(tiny_task, monkeypatch):
             read_predictions(jsonl(*GOOD, shape), tiny_task, tiny_task.load_split())
         except PredictionsError:
             pass
+
+
+def _hostile_lines(size: int) -> list[str]:
+    """Lines built to make a backtracking string regex scan to the end from every quote."""
+    pairs = (size - 41) // 2
+    return [
+        '"' + '\\"' * pairs + "[" * 40,  # an unterminated string of escaped quotes
+        '{"id": "' + '\\"' * pairs + "{" * 33,
+        '["' + '\\\\"' * ((size - 40) // 3) + "[" * 33,
+        '"' * (size - 40) + "[" * 40,
+    ]
+
+
+def test_worst_lines_at_the_limit_are_refused_in_linear_time(tiny_task):
+    """Every string and bracket scan is linear: the quadratic string regex took 27.8 s on a
+    100 KB line of `"` and `\\"` (minutes at 256 KiB) and held the interpreter lock meanwhile."""
+    import time
+
+    for hostile in _hostile_lines(MAX_LINE_BYTES - 1):
+        assert len(hostile.encode()) <= MAX_LINE_BYTES
+        started = time.process_time()
+        problems = problems_of(tiny_task, jsonl(hostile, *GOOD))
+        cpu = time.process_time() - started
+        assert cpu < 1.0, (hostile[:20], cpu)
+        assert problems[0].line == 1 and problems[0].field is None, problems[0]
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tiny_task):
+    lines = jsonl(*GOOD)
+    lines[0] = b"\xef\xbb\xbf" + lines[0]
+    assert read_predictions(lines, tiny_task, tiny_task.load_split())["q1"] == "A"
+    # only at the start of the file: a BOM inside is still an error naming its line
+    later = jsonl(*GOOD)
+    later[2] = b"\xef\xbb\xbf" + later[2]
+    assert problems_of(tiny_task, later)[0].line == 3
+
+
+def test_the_same_problem_on_every_line_is_said_once(tiny_task):
+    wrong = [{"id": g["id"], "answer": "yes"} for g in GOOD]
+    with pytest.raises(PredictionsError) as info:
+        read_predictions(jsonl(*wrong), tiny_task, tiny_task.load_split(), "p.jsonl")
+    (problem,) = info.value.problems
+    assert (problem.count, problem.lines, problem.field) == (4, (1, 2, 3, 4), "answer")
+    assert (
+        str(info.value)
+        == "p.jsonl rejected: 4 lines (1, 2, 3, 4), field 'answer': 'yes' is not one of A-D"
+    )
+    assert info.value.as_dict()["problems"][0]["count"] == 4 and info.value.total == 4

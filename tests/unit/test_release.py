@@ -49,7 +49,8 @@ def test_released_metrics_round_and_drop_small_tiers():
         },
     }
     out = release.released_metrics(metrics)
-    assert out["total"]["accuracy"]["value"] == 0.6 and out["total"]["f1"]["value"] == 0.4
+    assert out["total"]["accuracy"]["value"] == 0.6
+    assert "f1" not in out["total"] and out["release"]["withheld_metrics"] == ["f1"]
     assert set(out["total"]["accuracy"]) == {"value", "ci95", "n", "step"}  # no other field leaves
     assert set(out["tiers"]["agreement"]) == {"unanimous", "split"}  # the 3-item tier is withheld
     assert (
@@ -60,6 +61,67 @@ def test_released_metrics_round_and_drop_small_tiers():
     moved = json.loads(json.dumps(metrics))
     moved["total"]["accuracy"]["value"] += 1 / 200
     assert release.released_metrics(moved)["total"]["accuracy"]["value"] == 0.6
+
+
+def test_secondary_metrics_of_gold_and_answers_are_withheld_others_rounded():
+    """The single-YES probe: all NO but one item YES makes precision that item's label (its
+    denominator is the one YES answer); it must not leave, while the YES-rates (answers alone,
+    gold alone) carry no label of the submitter's choosing and leave rounded."""
+    metrics = {
+        "metric": "accuracy",
+        "n_items": 200,
+        "total": {
+            "accuracy": stats(0.505, 200),
+            "precision": stats(1.0, 1),
+            "recall": stats(0.01, 100),
+            "f1": stats(0.0198, 200),
+            "yes_rate": stats(0.005, 200),
+            "human_yes_rate": stats(0.4987, 200),
+        },
+        "tiers": {},
+    }
+    out = release.released_metrics(metrics)
+    assert set(out["total"]) == {"accuracy", "yes_rate", "human_yes_rate"}
+    assert out["total"]["human_yes_rate"]["value"] == 0.5  # rounded to the 0.1 step of 200 items
+    assert out["total"]["yes_rate"]["value"] == 0.0
+    assert out["release"]["withheld_metrics"] == ["f1", "precision", "recall"]
+    kinds = {m: release.released_metric_kind(m, "accuracy") for m in metrics["total"]}
+    assert kinds == {
+        "accuracy": "ladder",
+        "precision": "withheld",
+        "recall": "withheld",
+        "f1": "withheld",
+        "yes_rate": "answers",
+        "human_yes_rate": "gold",
+    }
+    assert release.released_metric_kind("human_mean_rating", "spearman") == "gold"
+    assert release.released_metric_kind("mean_rating", "spearman") == "withheld"
+
+
+def test_nothing_is_released_from_fewer_than_min_items():
+    """A partial run of one item: its human_yes_rate is its label, its accuracy the right/wrong."""
+    metrics = {
+        "metric": "accuracy",
+        "n_items": 1,
+        "total": {"accuracy": stats(1.0, 1), "human_yes_rate": stats(1.0, 1)},
+        "tiers": {"agreement": {"split": {"accuracy": stats(1.0, 1)}}},
+    }
+    out = release.released_metrics(metrics)
+    assert out["total"] == {} and out["tiers"] == {}
+    assert release.MIN_ITEMS == 50
+
+
+def test_shaky_threshold_stays_within_half_a_step():
+    draws = [release.threshold_jitter(0.1) for _ in range(2000)]
+    assert all(-0.05 - 1e-12 <= d <= 0.05 + 1e-12 for d in draws)
+    assert len({round(d, 6) for d in draws}) > 100  # fresh draws, not one fixed offset
+    assert min(draws) < -0.04 and max(draws) > 0.04
+    # the bar moves with the draw: the same value clears it or not
+    assert release.beats(0.66, 0.6, 0.1, jitter=-0.05) and not release.beats(0.66, 0.6, 0.1, 0.0)
+
+
+def test_one_ladder_per_task_across_settings():
+    assert release.ladder_scope("recentering", "relevance") == "recentering/relevance"
 
 
 @pytest.mark.parametrize(
