@@ -185,7 +185,9 @@ class HubDatasetStore:
                 ),
             }
             if request is not None:
-                files[request_path(request)] = as_json(request).encode()
+                current = self._hub(self.repo.read, request_path(request), head)
+                if supersedes(request, json.loads(current) if current is not None else None):
+                    files[request_path(request)] = as_json(request).encode()
             return self._commit(files, publish_message(record), head)
 
         return self._retrying(attempt)

@@ -338,7 +338,8 @@ class LocalDatasetStore:
             # What the last version has at this publish's paths (one small listing: the records are
             # sharded and the table has few parts), not what is on disk: a failed writer's files there
             # are overwritten, never read.
-            committed = self._blobs(head, SCORES_DIR, relative)
+            wanted = [relative] + ([request_path(request)] if request is not None else [])
+            committed = self._blobs(head, SCORES_DIR, *wanted)
             if relative in committed:  # a retried job: the first result stands
                 # the commit that added it (--follow: past the one that moved it into its shard folder)
                 return (
@@ -350,7 +351,13 @@ class LocalDatasetStore:
                 )
             self._write(relative, as_json(record))
             part, results_in_part = self._append_scores(records_to_scores([record]), committed)
-            commit = self._commit_paths(head, [relative, part], message)
+            paths = [relative, part]
+            if request is not None and self._request_changes(request, committed):
+                # its requests/ record in the same version: a job that finishes before the web
+                # node's publisher pass would otherwise leave the submission without one
+                self._write(request_path(request), as_json(request))
+                paths.append(request_path(request))
+            commit = self._commit_paths(head, paths, message)
             if results_in_part % AUTO_GC_EVERY == 0:
                 # `git commit` runs `git gc --auto` after each commit; commit-tree does not. Counted by
                 # the table part, not per process: jobs publish from short-lived forked processes.
@@ -399,6 +406,12 @@ class LocalDatasetStore:
             ):
                 stray.unlink()
         return path, frame["submission_id"].nunique()
+
+    def _request_changes(self, request: dict[str, Any], committed: dict[str, str]) -> bool:
+        """Whether `request` supersedes the request record the last version holds (see supersedes)."""
+        blob = committed.get(request_path(request))
+        current = json.loads(self._git("cat-file", "blob", blob)) if blob else None
+        return supersedes(request, current)
 
     def withdraw(self, submission_id: str, message: str) -> str | None:
         """Remove one submission's result and request record from the table in a new version (an
