@@ -595,7 +595,7 @@ class HubServerProcess:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(
                         f"hub server did not start: {self.log_path.read_text()[-2000:]}"
-                    )
+                    ) from None
                 time.sleep(0.05)
 
     def stats(self) -> dict:

@@ -239,7 +239,7 @@ def test_version_selector_opens_a_release_and_an_older_revision(page, service, t
 def test_plots_render_with_the_right_series(page, tmp_path):
     wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
     plots = {name: page.locator(f"#plot-{name}") for name in ("tiers", "settings", "size")}
-    for name, image in plots.items():
+    for image in plots.values():
         expect(image).to_be_visible()
         page.wait_for_function(
             "img => img.complete && img.naturalWidth > 100", arg=image.element_handle()

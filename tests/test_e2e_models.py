@@ -91,7 +91,7 @@ def test_model_submissions_run_and_publish_partial_rows(shared_live_service, tin
         }
         print(f"\ntwo 12-item model runs finished in {time.monotonic() - started:.1f} s")
         for name, final in finals.items():
-            assert final["state"] == "finished", final
+            assert final["state"] == "finished", (name, final)
             assert final["error"] is None and final["attempts"] == 1
             assert final["progress"]["done"] == 12
 

@@ -73,8 +73,8 @@ def test_realpref_end_to_end(live_service, tmp_path):
         assert all("answer" not in pub and "preference" not in pub for pub in mcq)
         # We do not know the gold letters from the public inputs; the fixture's source does: aligned option text.
         prefs = {
-            json.loads(l)["preference_id"]: json.loads(l)
-            for l in (FIXTURE / "preferences.jsonl").read_text().splitlines()
+            json.loads(line)["preference_id"]: json.loads(line)
+            for line in (FIXTURE / "preferences.jsonl").read_text().splitlines()
         }
         aligned = {pid: p["mcq_options"][p["mcq_answer"]] for pid, p in prefs.items()}
 

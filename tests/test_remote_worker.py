@@ -235,7 +235,7 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(
             assert not [
                 (c.revision, path)
                 for c in history
-                for path in _online(lambda: results.files(c.revision, "results"))
+                for path in _online(lambda rev=c.revision: results.files(rev, "results"))
                 if hidden_id in path
             ]
             assert not [c for c in history if c.message.startswith(f"Add result {hidden_id} ")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from submissions.records import Submission, SubmissionStore, new_submission_id
@@ -44,8 +46,9 @@ def test_add_and_get_round_trip(store):
 
 def test_duplicate_id_rejected(store):
     store.add(make("s1", "2025-01-01T00:00:00+00:00"))
-    with pytest.raises(Exception):
+    with pytest.raises(sqlite3.IntegrityError):
         store.add(make("s1", "2025-01-02T00:00:00+00:00"))
+    assert store.get("s1").created_at == "2025-01-01T00:00:00+00:00"
 
 
 def test_update_including_result_json(store):

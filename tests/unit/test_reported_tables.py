@@ -286,7 +286,7 @@ def test_recentering_matches_paper_text(rc):
         assert row["values"] == {
             "Avg. Rating": float(rating),
             "Spearman": None if spearman == "–" else float(spearman),
-        }
+        }, name
 
 
 # ---------------------------------------------------------------- PersonaFeedback averages
@@ -361,7 +361,7 @@ def test_personafeedback_averages_are_not_unweighted(pf):
     """Where micro and unweighted means differ by > 0.2, at most one can round to the printed
     value: the micro mean does (bar the known discrepancy), the unweighted mean never does."""
     discriminating = micro_ok = unweighted_ok = 0
-    for tid, model, avg, cells, printed in _pf_average_cases(pf):
+    for *_, cells, printed in _pf_average_cases(pf):
         micro, unweighted = _micro(cells), _unweighted(cells)
         if abs(micro - unweighted) <= 0.2:
             continue

@@ -127,6 +127,7 @@ def test_histories(mcq):
     for name in CONFIGS[1:]:
         hist = items[f"u001-p01.implicit_experience.{name}"].public["history"]
         randoms = [s for s in hist if s.startswith("rand-")]
+        assert randoms  # the budget beyond the own sessions is padded with random sessions
         tokens = items[f"u001-p01.implicit_experience.{name}"].public["history_tokens"]
         budget = configs[name]["interval"] + configs[name]["tail"]
         assert (

@@ -59,11 +59,14 @@ def _longest(items: list[Item], count: int = 6) -> list[dict]:
     by_form: dict[str, list[Item]] = {}
     for item in items:
         by_form.setdefault(item.tiers["form"], []).append(item)
-    size = lambda i: (
-        sum(len(m["content"]) for m in i.public["context"])
-        + len(i.public["question"])
-        + sum(len(o) for o in i.public["options"].values())
-    )  # noqa: E731
+
+    def size(i: Item) -> int:
+        return (
+            sum(len(m["content"]) for m in i.public["context"])
+            + len(i.public["question"])
+            + sum(len(o) for o in i.public["options"].values())
+        )
+
     return [
         i.public
         for group in by_form.values()
