@@ -51,13 +51,12 @@ def compare_answers(
     )
     keep = ~(np.isnan(a) | np.isnan(b))
     kept = Split(split.name, [item for item, k in zip(common, keep) if k])
-    result = paired_comparison(
-        a[keep], b[keep], item_units(task, kept), np.random.default_rng(BOOTSTRAP_SEED)
-    )
+    units = item_units(task, kept)
+    result = paired_comparison(a[keep], b[keep], units, np.random.default_rng(BOOTSTRAP_SEED))
     result.update(
         {
             "metric": task.metric,
-            "unit": task.bootstrap_unit.get("name", "item"),
+            "unit": units.name,  # the level resampled (nested units: the outermost)
             "split_items": len(split.items),
         }
     )

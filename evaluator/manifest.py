@@ -75,8 +75,24 @@ class ModelRunSpec(Strict):
 
 
 class BootstrapUnitSpec(Strict):
+    """What a task's items cluster in: intervals resample these units, not items. `within`: a
+    larger unit this one nests in (RealPref: preference within user); items then name both,
+    outermost first, and the outermost is resampled."""
+
     name: str
     description: str = ""
+    within: str | None = None
+
+    @model_validator(mode="after")
+    def _levels_differ(self) -> "BootstrapUnitSpec":
+        if self.within == self.name:
+            raise ValueError(f"within: a unit cannot nest in itself ({self.name!r})")
+        return self
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """The declared levels, innermost first."""
+        return (self.name, self.within) if self.within else (self.name,)
 
 
 class GenericItemsSpec(Strict):

@@ -15,7 +15,7 @@ from evaluator.backends.base import BackendError
 from evaluator.judge import Judge, judge_unavailable_reason
 from evaluator.metrics import available, metric_stats
 from evaluator.predictions import iter_lines, read_predictions
-from evaluator.statistics import Units
+from evaluator.statistics import Units, nested_units
 from evaluator.suite import Split, Task
 
 SCORER_VERSION = "1.0.0"
@@ -38,7 +38,8 @@ def item_arrays(
 
 
 def item_units(task: Task, split: Split) -> Units:
-    """The independent units of the split's items, as the task declares them (else: the items)."""
+    """The independent units of the split's items, as the task declares them (else: the items);
+    for nested units (`within`), the outermost level the items name."""
     if not task.bootstrap_unit:
         return Units.of(None, len(split.items))
     missing = [item.id for item in split.items if item.unit is None]
@@ -47,7 +48,13 @@ def item_units(task: Task, split: Split) -> Units:
             f"{task.key} declares bootstrap_unit {task.bootstrap_unit.get('name')!r} but item "
             f"{missing[0]!r} (and {len(missing) - 1} more) has none"
         )
-    return Units.of([item.unit for item in split.items], len(split.items))
+    levels = tuple(
+        level for level in (task.bootstrap_unit["name"], task.bootstrap_unit.get("within")) if level
+    )
+    try:
+        return nested_units([item.unit for item in split.items], levels)
+    except ValueError as exc:
+        raise ValueError(f"{task.key}: {exc}") from None
 
 
 def score_answers(
@@ -92,7 +99,7 @@ def score_answers(
     return {
         **({"scoring_provenance": {"judge": judge.provenance(task)}} if task.judge else {}),
         "metric": task.metric,
-        "interval_unit": task.bootstrap_unit.get("name", "item"),
+        "interval_unit": units.name,
         "total": total,
         "tiers": tiers,
         "n_items": len(split.items),

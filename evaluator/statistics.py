@@ -1,15 +1,21 @@
 """Honest uncertainty: intervals over a suite's independent units, and paired comparisons of two rows.
 
 Items of one benchmark are often not independent: PrefEval asks every (preference, question) pair
-in three forms, PersonaFeedback asks many questions of one persona. Resampling items as if they
-were independent then understates the uncertainty (PrefEval: 1.7x too narrow for a model whose
-correctness is shared within a pair). The unit a suite's items cluster in is declared in its
-manifest (`bootstrap_unit`), and every interval here resamples those units.
+in three forms, PersonaFeedback asks many questions of one persona, RealPref asks each preference
+in 24 (expression type x context) items and a user's 13 preferences share one history. Resampling
+items as if they were independent then understates the uncertainty (PrefEval: 1.7x too narrow for
+a model whose correctness is shared within a pair). The unit a suite's items cluster in is declared
+in its manifest (`bootstrap_unit`, optionally nested `within` a larger unit), and every interval
+here resamples those units: for nested units, the outermost level the items carry (RealPref: the
+user, whose preferences stay together), which keeps every correlation below it intact (resampling
+only the top level of a hierarchy is the standard cluster bootstrap; resampling again inside it
+would count the inner variation twice).
 
 - Shares (accuracy and other 0/1 means): the Wilson score interval, whose width does not collapse
   at 0 % or 100 % as a percentile bootstrap does, computed with the Kish effective sample size
-  n / design effect, the design effect being the cluster bootstrap's variance over the variance
-  of independent items. With one item per unit that is the plain Wilson interval.
+  n / design effect, the design effect being the cluster bootstrap's variance (scaled by G/(G-1),
+  the usual small-sample correction for G clusters) over the variance of independent items. With
+  one item per unit that is the plain Wilson interval.
 - Other means (ratings): the percentile bootstrap over units.
 - Paired comparison of two rows on the same items: the difference of their means, its cluster
   bootstrap interval, and the two-sided p-value of a sign-flip (permutation) test over units,
@@ -32,26 +38,67 @@ EXACT_SIGN_FLIP_MAX_UNITS = 16
 
 @dataclass(frozen=True)
 class Units:
-    """Which unit each item belongs to: `codes[i]` is item i's unit, 0..n_units-1."""
+    """Which unit each item belongs to: `codes[i]` is item i's unit, 0..n_units-1. `name` is what
+    one unit is (the level resampled: "item", "preference_pair", "user", ...). `inner`: for nested
+    units, the units one level down (RealPref: the preferences inside the users)."""
 
     codes: np.ndarray
     n_units: int
+    name: str = "item"
+    inner: "Units | None" = None
 
     @classmethod
-    def of(cls, labels: list[str] | np.ndarray | None, n_items: int) -> "Units":
+    def of(
+        cls, labels: list[str] | list[tuple[str, ...]] | np.ndarray | None, n_items: int, name=None
+    ) -> "Units":
+        """Units from one label per item (None: every item its own unit). A tuple label names
+        nested units, outermost first ((user, preference)): items are grouped by the outermost."""
         if labels is None:
-            return cls(np.arange(n_items), n_items)
-        _, codes = np.unique(np.asarray(labels), return_inverse=True)
-        return cls(codes.astype(np.int64), int(codes.max()) + 1 if len(codes) else 0)
+            return cls(np.arange(n_items), n_items, name or "item")
+        labels = [label[0] if isinstance(label, tuple) else label for label in labels]
+        _, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+        codes = codes.astype(np.int64).reshape(-1)
+        return cls(codes, int(codes.max()) + 1 if len(codes) else 0, name or "unit")
 
     def subset(self, idx: np.ndarray) -> "Units":
         """The units of a subset of items (e.g. one tier), renumbered 0..k-1."""
         _, codes = np.unique(self.codes[idx], return_inverse=True)
-        return Units(codes.astype(np.int64), int(codes.max()) + 1 if len(codes) else 0)
+        codes = codes.astype(np.int64).reshape(-1)
+        inner = self.inner.subset(idx) if self.inner is not None else None
+        return Units(codes, int(codes.max()) + 1 if len(codes) else 0, self.name, inner)
 
     @property
     def independent(self) -> bool:
         return self.n_units == len(self.codes)
+
+    @property
+    def levels(self) -> list["Units"]:
+        """This level and every level nested in it, outermost first."""
+        return [self] + (self.inner.levels if self.inner is not None else [])
+
+
+def nested_units(labels: list[str | tuple[str, ...]], levels: tuple[str, ...]) -> Units:
+    """The units to resample for items labelled at declared `levels` (innermost first, e.g.
+    ("preference", "user")): a plain label is the innermost level; a tuple (outer, ..., inner)
+    names every level, outermost first. All items must name the same number of levels. The
+    outermost level named is resampled; the inner ones ride along (`Units.inner`)."""
+    depths = {len(label) if isinstance(label, tuple) else 1 for label in labels}
+    if len(depths) > 1:
+        raise ValueError(
+            "items name their units at different depths: " + ", ".join(map(str, sorted(depths)))
+        )
+    depth = depths.pop() if depths else 1
+    if depth > len(levels):
+        raise ValueError(f"items name {depth} unit levels; the task declares {len(levels)}")
+    inner = None
+    for level in range(depth):  # innermost first: each level's units are its label path
+        paths = [
+            "\x1f".join(label[: depth - level]) if isinstance(label, tuple) else label
+            for label in labels
+        ]
+        units = Units.of(paths, len(labels), levels[level])
+        inner = Units(units.codes, units.n_units, units.name, inner)
+    return inner
 
 
 def wilson_interval(share: float, n_effective: float, z: float = Z95) -> tuple[float, float]:
@@ -91,10 +138,26 @@ def cluster_bootstrap_means(
     return (counts @ sums) / (counts @ sizes)
 
 
+def cluster_variance(values: np.ndarray, units: Units, rng: np.random.Generator) -> float:
+    """The variance of the item mean over units: the cluster bootstrap's, times G/(G-1) (the
+    bootstrap's plug-in variance is that much too small for G units; CR1 in the sandwich form).
+
+    Nested units: the largest of the levels' variances. Resampling the outer level accounts for
+    every correlation below it, so in expectation its variance is the largest; but with few outer
+    units (a split of 2 users) its estimate is noise, and can come out below the variance the
+    inner units already show. The larger one is never narrower than either level says."""
+    variances = []
+    for level in units.levels:
+        variance = float(cluster_bootstrap_means(values, level, rng).var())
+        g = level.n_units
+        variances.append(variance * g / (g - 1) if g > 1 else variance)
+    return max(variances)
+
+
 def share_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
     """A mean of values in [0, 1] (a share, or a mean of halves) with its Wilson interval at the
-    effective sample size: n for independent 0/1 items; otherwise p(1-p) over the cluster
-    bootstrap's variance, at least the number of units (at most n for 0/1 values)."""
+    effective sample size: n for independent 0/1 items; otherwise p(1-p) over the variance over
+    units (cluster_variance), at most n for 0/1 values."""
     n = len(values)
     share = float(values.mean())
     binary = bool(np.isin(values, (0, 1)).all())
@@ -102,14 +165,14 @@ def share_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> d
         n_effective = float(n)
     elif 0.0 < share < 1.0:
         # Values between 0 and 1 (a pairwise judge's two orders averaged) vary less than 0/1
-        # outcomes: their n_effective may exceed n; clustering brings it down.
-        variance = cluster_bootstrap_means(values, units, rng).var()
+        # outcomes: their n_effective may exceed n; clustering brings it down. Units of unequal
+        # size can bring it below the number of units (a large unit weighs more): not floored.
+        variance = cluster_variance(values, units, rng)
         n_effective = share * (1 - share) / variance if variance > 0 else float(n)
     else:
         # No variation to measure the clustering from: assume the worst (all of a unit's items
         # share one outcome), so the interval is as wide as with one item per unit.
         n_effective = float(units.n_units)
-    n_effective = max(n_effective, float(units.n_units))
     if binary:
         n_effective = min(n_effective, float(n))
     low, high = wilson_interval(share, n_effective)
@@ -122,8 +185,12 @@ def share_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> d
 
 
 def mean_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
-    """A mean of non-binary values (ratings) with its percentile bootstrap interval over units."""
-    draws = cluster_bootstrap_means(values, units, rng)
+    """A mean of non-binary values (ratings) with its percentile bootstrap interval over units
+    (nested units: the level whose draws vary most, as in cluster_variance)."""
+    draws = max(
+        (cluster_bootstrap_means(values, level, rng) for level in units.levels),
+        key=lambda d: float(d.var()),
+    )
     low, high = np.quantile(draws, [0.025, 0.975])
     stats = {
         "value": float(values.mean()),

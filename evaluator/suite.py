@@ -40,9 +40,9 @@ class Item:
     public: dict[str, Any]
     gold: str
     # The independent unit the item belongs to when the task declares one (`bootstrap_unit`), e.g.
-    # PrefEval's preference pair, asked in three forms. Not part of the split hash: it groups, it
-    # changes no input or gold.
-    unit: str | None = None
+    # PrefEval's preference pair, asked in three forms; a tuple for nested units, outermost first
+    # (RealPref: (user, preference)). Not part of the split hash: it groups, it changes no input or gold.
+    unit: str | tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

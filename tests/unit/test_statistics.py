@@ -11,6 +11,8 @@ from evaluator.metrics import metric_stats
 from evaluator.statistics import (
     Units,
     cluster_bootstrap_means,
+    cluster_variance,
+    nested_units,
     paired_comparison,
     share_stats,
     sign_flip_p_value,
@@ -110,3 +112,62 @@ def test_paired_comparison_over_units_counts_units_not_items():
     ] == pytest.approx(2 / 64)
     with pytest.raises(ValueError):
         paired_comparison(a, b[:5], units, np.random.default_rng(0))
+
+
+def test_nested_units_resample_the_outermost_level():
+    # (user, preference): three preferences of user a, one of user b -> two units, named "user"
+    labels = [("a", "p1"), ("a", "p1"), ("a", "p2"), ("a", "p3"), ("b", "p4")]
+    units = nested_units(labels, ("preference", "user"))
+    assert units.name == "user" and units.n_units == 2
+    assert list(units.codes) == [0, 0, 0, 0, 1]
+    # a split that names only the preference (no user): preferences are resampled
+    flat = nested_units(["p1", "p1", "p2"], ("preference", "user"))
+    assert flat.name == "preference" and flat.n_units == 2
+    with pytest.raises(ValueError, match="different depths"):
+        nested_units([("a", "p1"), "p2"], ("preference", "user"))
+    with pytest.raises(ValueError, match="declares 1"):
+        nested_units([("a", "p1")], ("preference",))
+    assert units.subset(np.array([3, 4])).name == "user"
+
+
+def test_cluster_variance_is_the_bootstrap_variance_with_the_small_sample_correction():
+    # 4 units of 5 identical outcomes (1, 1, 0, 0): the mean over units is the mean of 4 Bernoulli
+    # cluster values; its unbiased variance is s^2/G = (1/3)/4 = 1/12; the plug-in bootstrap
+    # gives (G-1)/G of that, and the correction G/(G-1) brings it back.
+    values = np.repeat([1.0, 1, 0, 0], 5)
+    units = Units.of(np.repeat(list("abcd"), 5), 20)
+    raw = cluster_bootstrap_means(values, units, np.random.default_rng(3), samples=20000).var()
+    assert raw == pytest.approx(0.25 / 4, rel=0.05)
+    assert cluster_variance(values, units, np.random.default_rng(3)) == pytest.approx(
+        1 / 12, rel=0.08
+    )
+    # so the effective n is p(1-p)/variance = 0.25 * 12 = 3 units, not 4 (and not 20 items)
+    stats = share_stats(values, units, np.random.default_rng(3))
+    assert stats["n_effective"] == pytest.approx(3, rel=0.1) and stats["n_units"] == 4
+
+
+def test_one_large_unit_can_bring_the_effective_n_below_the_unit_count():
+    # one unit of 40 items all wrong, nine single items all right: the mean (9/49) hangs on the
+    # big unit, so the interval must be wider than for 10 independent units (no floor at 10)
+    values = np.array([0.0] * 40 + [1.0] * 9)
+    units = Units.of(["big"] * 40 + [f"u{i}" for i in range(9)], 49)
+    stats = share_stats(values, units, np.random.default_rng(0))
+    assert stats["n_units"] == 10 and stats["n_effective"] < 10
+    floor = wilson_interval(stats["value"], 10)
+    assert stats["ci95"][1] - stats["ci95"][0] > floor[1] - floor[0]
+
+
+def test_nested_units_keep_the_inner_level_and_use_the_larger_variance():
+    # two users whose accuracies coincide (0.5 each) but whose preferences differ widely: the
+    # user-level bootstrap sees no variation; the preference level does, and the interval uses it
+    labels = [("a", "p1")] * 10 + [("a", "p2")] * 10 + [("b", "p3")] * 10 + [("b", "p4")] * 10
+    values = np.array([1.0] * 10 + [0.0] * 10 + [1.0] * 10 + [0.0] * 10)
+    units = nested_units(labels, ("preference", "user"))
+    assert [level.name for level in units.levels] == ["user", "preference"]
+    assert [level.n_units for level in units.levels] == [2, 4]
+    assert cluster_bootstrap_means(values, units, np.random.default_rng(0)).var() == 0
+    stats = share_stats(values, units, np.random.default_rng(0))
+    # preference level: 4 units of 0/1 -> variance (1/4)/4 * 4/3 -> n_effective 3
+    assert stats["n_units"] == 2 and stats["n_effective"] == pytest.approx(3, rel=0.1)
+    tier = units.subset(np.arange(20))  # user a only: one user, two preferences
+    assert tier.n_units == 1 and tier.inner.n_units == 2

@@ -6,10 +6,14 @@ field gives the gold away), a perfect predictions file scores 100 % (accuracy; S
 constant file scores what the gold distribution says (label tasks: the share of items whose gold is
 that label), and a bad line is refused naming its line and field. A task whose
 answers are judged (no answer is perfect by construction) is held to the refusal check only.
+A task whose items repeat something (an id field or a substantial input shared by several items:
+the same preference, prompt, persona or history) must declare the unit its intervals resample
+(`bootstrap_unit`), and every item must name it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -20,7 +24,7 @@ from evaluator import suite as suite_module
 from evaluator.manifest import dump_manifest, parse_manifest
 from evaluator.predictions import PredictionsError, read_predictions
 from evaluator.registry import all_suites
-from evaluator.scoring import score_answers
+from evaluator.scoring import item_units, score_answers
 from evaluator.split_install import install
 from evaluator.splits import installed_info
 
@@ -155,3 +159,88 @@ def test_bad_line_refused_with_line_and_field(installed, suite_name, task_name):
     located = [(p.line, p.field) for p in caught.value.problems]
     assert (2, task.answer_field) in located, located
     assert (1, task.answer_field) not in located
+
+
+# A public value shared by several items means they are not independent draws: an identifier
+# (a field named *_id) or a substantial input (text, list or mapping of at least this many
+# characters as JSON). Short values (a tier such as "wildchat" or "simple") repeat by design.
+SUBSTANTIAL_CHARS = 20
+
+
+def repeated_input(split) -> str | None:
+    """The first public field whose value several items share, with an example; None if none."""
+    fields = {field for item in split.items for field in item.public if field != "id"}
+    for field in sorted(fields):
+        seen: dict[str, str] = {}
+        for item in split.items:
+            if field not in item.public:
+                continue
+            value = json.dumps(item.public[field], sort_keys=True, ensure_ascii=False)
+            if not field.endswith("_id") and len(value) < SUBSTANTIAL_CHARS:
+                continue
+            if value in seen:
+                return f"public field {field!r} is shared by items {seen[value]!r} and {item.id!r}"
+            seen[value] = item.id
+    return None
+
+
+def unit_problem(task, split) -> str | None:
+    """Why the task's intervals would treat dependent items as independent (None: they do not)."""
+    shared = repeated_input(split)
+    if not task.bootstrap_unit:
+        if shared:
+            return (
+                f"{task.key}: {shared}, but the task declares no bootstrap_unit: its intervals "
+                "would resample items as if they were independent"
+            )
+        return None
+    try:
+        units = item_units(task, split)
+    except ValueError as exc:
+        return str(exc)
+    if units.n_units > len(split.items) or units.n_units < 1:
+        return f"{task.key}: {units.n_units} units for {len(split.items)} items"
+    return None
+
+
+@pytest.mark.parametrize("suite_name,task_name", TASKS)
+def test_items_that_repeat_a_unit_declare_it(installed, suite_name, task_name):
+    task = all_suites()[suite_name].tasks[task_name]
+    assert unit_problem(task, task.load_split()) is None
+
+
+def test_an_undeclared_unit_fails_the_contract(installed):
+    """The check bites: RealPref's items without their declaration, and with a unit missing."""
+    task = all_suites()["realpref"].tasks["mcq"]
+    split = task.load_split()
+    undeclared = dataclasses.replace(task, bootstrap_unit={})
+    problem = unit_problem(undeclared, split)
+    assert problem and "declares no bootstrap_unit" in problem, problem
+    assert "shared by items" in problem
+    one_missing = suite_module.Split(
+        split.name, [dataclasses.replace(split.items[0], unit=None), *split.items[1:]]
+    )
+    assert "has none" in unit_problem(task, one_missing)
+    # items naming their units at different depths (a plain preference beside (user, preference))
+    mixed = suite_module.Split(
+        split.name, [dataclasses.replace(split.items[0], unit="p"), *split.items[1:]]
+    )
+    assert "different depths" in unit_problem(task, mixed)
+    # and a split whose items share nothing needs no declaration
+    distinct = suite_module.Split(split.name, split.items[:1])
+    assert unit_problem(undeclared, distinct) is None
+
+
+def test_realpref_resamples_users_with_their_preferences(installed):
+    task = all_suites()["realpref"].tasks["mcq"]
+    split = task.load_split()
+    units = item_units(task, split)
+    users = {item.public["user_id"] for item in split.items}
+    preferences = {item.public["preference_id"] for item in split.items}
+    assert units.name == "user" and units.n_units == len(users) == 2
+    assert len(preferences) == 5 and len(split.items) == 5 * 4 * 6
+    # every item of one user is in one unit, and no unit spans two users
+    by_unit: dict[int, set[str]] = {}
+    for item, code in zip(split.items, units.codes):
+        by_unit.setdefault(int(code), set()).add(item.public["user_id"])
+    assert all(len(u) == 1 for u in by_unit.values())

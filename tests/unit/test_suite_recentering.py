@@ -15,7 +15,7 @@ from evaluator.backends.base import BackendError
 from evaluator.metrics import spearman
 from evaluator.predictions import PredictionsError, read_predictions
 from evaluator.registry import get_suite
-from evaluator.scoring import score_answers
+from evaluator.scoring import item_units, score_answers
 from evaluator.splits import SplitFormatError
 from evaluator.suite import Split
 
@@ -163,6 +163,13 @@ def _broken_copy(tmp_path: Path, name: str, line: int, drop: str | None = None, 
             4,
             {"source": "reddit"},
             ["line 4", "'source'"],
+        ),
+        (
+            "attribute_verification",
+            "attribute_verification.jsonl",
+            6,
+            {"drop": "conversation_id"},
+            ["line 6", "'conversation_id'"],
         ),
         ("relevance", "relevance.jsonl", 5, {"drop": "votes"}, ["line 5", "'votes'"]),
         ("relevance", "relevance.jsonl", 1, {"votes": ["YES", "NO"]}, ["line 1", "'votes'", "odd"]),
@@ -432,3 +439,39 @@ def test_build_requests(suite):
     assert pref.hooks.decision_answer(Decision("p01", "3", scores)) == pytest.approx(3.5, abs=1e-9)
     assert pref.hooks.decision_answer(Decision("p01", "4")) == 4.0
     assert pref.hooks.decision_answer(Decision("p01", None)) is None
+
+
+# ---------------------------------------------------------------- bootstrap units
+
+
+def test_units_conversation_prompt_and_response_pair(suite, tmp_path):
+    """Stage 1 resamples conversations, stage 2 prompts, stage 3 response pairs (declared in the
+    manifest; the intervals of every metric resample them)."""
+    av, rel, pref = (
+        suite.tasks[n] for n in ("attribute_verification", "relevance", "response_preference")
+    )
+    assert [t.bootstrap_unit["name"] for t in (av, rel, pref)] == [
+        "conversation",
+        "prompt",
+        "response_pair",
+    ]
+    assert item_units(av, _split(av)).n_units == 10  # one conversation per item in the fixture
+    rel_units = item_units(rel, _split(rel))
+    assert rel_units.name == "prompt" and rel_units.n_units == 6  # r01-r08 in pairs, r09, r10
+    # stage 3: the fixture's prompts differ (variant k); give p01-p03 one prompt: the same pair,
+    # rated for three attributes (p02 with A and B swapped) -> one unit for the three
+    folder = tmp_path / "split"
+    shutil.copytree(FIXTURE, folder)
+    path = folder / "response_preference.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for row in rows[:3]:
+        row["prompt"] = "What's a good first guitar?"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    split = Split("test", pref.hooks.build_items(pref, folder))
+    units = item_units(pref, split)
+    assert units.name == "response_pair" and units.n_units == 8
+    assert len(set(units.codes[:3])) == 1 and units.codes[3] != units.codes[0]
+    ratings = {i.id: 3.0 for i in split.items}
+    result = score_answers(pref, split, ratings)
+    assert result["interval_unit"] == "response_pair"
+    assert result["total"]["human_mean_rating"]["n_units"] == 8

@@ -344,6 +344,9 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                 tokens = history_tokens(data, history)
                 for pref in by_user[user]:
                     base = f"{pref['id']}.{expr}.{cname}"
+                    # the preference, asked in every (expression, context) item, within its
+                    # user, whose preferences share each history (the manifest's bootstrap_unit)
+                    unit = (user, pref["id"])
                     tiers = {"expression": expr, "context": cname, "kind": pref["kind"]}
                     public = {
                         "id": base,
@@ -358,7 +361,7 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                     }
                     if task.name == "mcq":
                         options, gold = lettered(pref, seed)
-                        items.append(Item(base, tiers, {**public, "options": options}, gold))
+                        items.append(Item(base, tiers, {**public, "options": options}, gold, unit))
                     elif task.name == "true_false":
                         order = random.Random(f"{seed}:tf:{pref['id']}").sample(range(2), 2)
                         for k, j in enumerate(order, start=1):
@@ -369,6 +372,7 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                                     tiers,
                                     {**public, "id": f"{base}-s{k}", "statement": text},
                                     "true" if label else "false",
+                                    unit,
                                 )
                             )
                     else:
@@ -378,6 +382,7 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                                 tiers,
                                 public,
                                 {"preference": pref["preference"], "query": pref["query"]},
+                                unit,
                             )
                         )
     return items

@@ -9,6 +9,8 @@ that orientation in the split. An unparsable model rating (None) counts as 3, no
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -42,6 +44,7 @@ def build_items(task: Task, folder: Path) -> list[Item]:
         ):
             row.fail("rating", f"{rating!r} is not a number from {low:g} to {high:g}")
         generator = tier_of(row, "generator", task, "generator")
+        prompt, a, b = row.text("prompt"), row.text("response_a"), row.text("response_b")
         items.append(
             Item(
                 id=row.id,
@@ -49,15 +52,23 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                 public={
                     "id": row.id,
                     "profile": list(profile),
-                    "prompt": row.text("prompt"),
+                    "prompt": prompt,
                     "attribute": row.text("attribute"),
-                    "response_a": row.text("response_a"),
-                    "response_b": row.text("response_b"),
+                    "response_a": a,
+                    "response_b": b,
                 },
                 gold={"rating": float(rating), "personalized": slot},
+                unit=response_pair(prompt, a, b),
             )
         )
     return items
+
+
+def response_pair(prompt: str, a: str, b: str) -> str:
+    """The response pair an item rates (its bootstrap unit): the prompt and its two responses,
+    in either order; rated once per relevant attribute."""
+    key = json.dumps([prompt.strip(), sorted((a.strip(), b.strip()))], ensure_ascii=False)
+    return "pair:" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def oriented(rating: float | None, personalized: str) -> float:

@@ -42,6 +42,7 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                     "attribute": row.text("attribute"),
                 },
                 gold=gold,
+                unit=" ".join(row.text("prompt").split()),  # the prompt, whitespace aside
             )
         )
     return items

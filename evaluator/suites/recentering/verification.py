@@ -23,6 +23,9 @@ def build_items(task: Task, folder: Path) -> list[Item]:
     items = []
     for row in rows(task, folder):
         source = tier_of(row, "source", task, "source")
+        conversation = row.get("conversation")
+        if isinstance(conversation, bool) or not isinstance(conversation, (str, int)):
+            row.fail("conversation", "expected a string or an integer (the conversation's id)")
         label = row.text("label").strip().lower()
         if label not in HUMAN_LABELS:
             row.fail("label", f"{label!r} is not one of {', '.join(HUMAN_LABELS)}")
@@ -37,6 +40,7 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                     "attribute": row.text("attribute"),
                 },
                 gold=HUMAN_LABELS[label],
+                unit=f"conversation:{conversation}",
             )
         )
     return items
