@@ -16,7 +16,8 @@ from backend.health import health_report
 from backend.leaderboard_http import MAX_OFFSET, accepts_gzip, leaderboard_response, page_of
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from evaluator.splits import SplitNotInstalled
-from leaderboard.readpath import DEFAULT_PAGE_ROWS, MAX_PAGE_ROWS, Filters
+from leaderboard.overview import OVERVIEW_NOTE
+from leaderboard.readpath import DEFAULT_PAGE_ROWS, MAX_PAGE_ROWS, OVERVIEW, Filters
 from leaderboard.store import StoreError, StoreUnavailable
 from submissions import moderation
 from submissions.identity import Identity
@@ -24,6 +25,7 @@ from submissions.intake import AlreadyAccepted, ModelForm, SubmissionError, Subm
 from submissions.service import Services
 
 router = APIRouter(prefix="/api/v1")
+OVERVIEW_PATH = "/api/v1/overview"
 
 SUBMISSION_FORM_SCHEMA = {
     "requestBody": {
@@ -456,6 +458,94 @@ async def leaderboard(
         pinned,
         request.headers.get("if-none-match"),
         request.query_params.multi_items(),
+    )
+
+
+@router.get(
+    "/overview",
+    summary="The overview across suites: one row per model, one column per suite/task; "
+    "JSON, CSV or parquet",
+    description=OVERVIEW_NOTE
+    + " Per task column `S/T`: the value, then `S/T ci_low`, `ci_high`, `rank` (only among rows "
+    "of that column that ran the same items; none for a copy of another row's predictions file), "
+    "`n` (items), `setting`, `note` (why a row is not ranked), `submission_id`. Paged and cached "
+    "as the leaderboard is (same ETag and Link headers).",
+    responses={
+        200: {
+            "content": {
+                "application/json": {},
+                "text/csv": {},
+                "application/vnd.apache.parquet": {},
+            }
+        },
+        304: {"description": "not modified since the ETag given in If-None-Match"},
+    },
+)
+async def overview(
+    request: Request,
+    suite: str | None = Query(None, description="keep this suite's columns"),
+    task: str | None = Query(None, description="keep this task's columns"),
+    search: str | None = Query(
+        None, max_length=200, description="models whose name contains this (any case)"
+    ),
+    revision: str | None = Query(
+        None,
+        description="a results-dataset revision (commit sha) or release name; default the newest",
+    ),
+    format: Literal["json", "csv", "parquet"] = "json",
+    limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
+    complete: bool = Query(False, description="JSON: the whole table in one body"),
+):
+    svc = services(request)
+    if (format != "json" or complete) and (limit is not None or offset):
+        raise HTTPException(
+            422, {"message": "limit and offset page the JSON; this asks for the whole table"}
+        )
+    suites = all_suites()
+    if suite and suite not in suites:
+        raise HTTPException(
+            422,
+            {
+                "message": f"suite={suite!r} is not a suite here; one of: {', '.join(suites)}",
+                "problems": [{"line": None, "field": "suite", "message": "unknown suite"}],
+            },
+        )
+    tasks = sorted({t for name, s in suites.items() if suite in (None, name) for t in s.tasks})
+    if task and task not in tasks:
+        raise HTTPException(
+            422,
+            {
+                "message": f"task={task!r} is not a task{' of ' + suite if suite else ''}; "
+                f"one of: {', '.join(tasks)}",
+                "problems": [{"line": None, "field": "task", "message": "unknown task"}],
+            },
+        )
+    filters = Filters(suite, task, None, None, OVERVIEW, (search or "").strip() or None)
+    try:
+        body = await svc.leaderboard_body(
+            filters,
+            format,
+            revision or None,
+            gzipped=accepts_gzip(request.headers.get("accept-encoding")),
+            page=page_of(format, limit, offset, complete),
+        )
+    except StoreUnavailable as exc:
+        raise HTTPException(
+            503, {"message": "the results dataset cannot be reached right now; try again later"}
+        ) from exc
+    except StoreError as exc:
+        raise not_found(str(exc)) from None
+    pinned = revision is not None and revision.lower() == body.revision
+    name = "-".join(["overview", *(p for p in (suite, task) if p), body.revision[:12]])
+    return leaderboard_response(
+        body,
+        format,
+        pinned,
+        request.headers.get("if-none-match"),
+        request.query_params.multi_items(),
+        path=OVERVIEW_PATH,
+        filename=name,
     )
 
 

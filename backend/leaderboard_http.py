@@ -66,7 +66,7 @@ def page_of(fmt: str, limit: int | None, offset: int, complete: bool = False) ->
     return Page(offset, limit or DEFAULT_PAGE_ROWS) if fmt == "json" and not complete else None
 
 
-def page_links(query: list[tuple[str, str]], page: Page, total: int) -> str:
+def page_links(query: list[tuple[str, str]], page: Page, total: int, path: str = PATH) -> str:
     """RFC 8288 Link header: the next and previous pages, with the request's other parameters."""
     others = [(k, v) for k, v in query if k not in ("limit", "offset")]
     links = []
@@ -75,15 +75,22 @@ def page_links(query: list[tuple[str, str]], page: Page, total: int) -> str:
     if page.offset > 0:
         links.append((max(0, page.offset - page.limit), "prev"))
     return ", ".join(
-        f'<{PATH}?{urlencode([*others, ("limit", page.limit), ("offset", offset)])}>; rel="{rel}"'
+        f'<{path}?{urlencode([*others, ("limit", page.limit), ("offset", offset)])}>; rel="{rel}"'
         for offset, rel in links
     )
 
 
 def leaderboard_response(
-    body: Body, fmt: str, pinned: bool, if_none_match: str | None, query: list[tuple[str, str]] = ()
+    body: Body,
+    fmt: str,
+    pinned: bool,
+    if_none_match: str | None,
+    query: list[tuple[str, str]] = (),
+    path: str = PATH,
+    filename: str = "leaderboard",
 ) -> Response:
-    """200 with the body, or 304 when If-None-Match matches; the same headers either way."""
+    """200 with the body, or 304 when If-None-Match matches; the same headers either way.
+    `path`: the route the Link header pages (the board's, or the overview's)."""
     # A revision named by its full id never changes; the newest must be revalidated each time.
     headers = {
         "X-Results-Revision": body.revision,
@@ -93,7 +100,7 @@ def leaderboard_response(
         "X-Total-Count": str(body.total),
     }
     if body.page is not None:
-        links = page_links(list(query), body.page, body.total)
+        links = page_links(list(query), body.page, body.total, path)
         if links:
             headers["Link"] = links
     if body.matches(if_none_match):
@@ -101,7 +108,7 @@ def leaderboard_response(
     if body.encoding:
         headers["Content-Encoding"] = body.encoding
     if body.page is None:  # a download: CSV, parquet, or the complete JSON
-        headers["Content-Disposition"] = f'attachment; filename="leaderboard.{fmt}"'
+        headers["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     return PiecewiseBody(body, headers)
 
 

@@ -35,6 +35,7 @@ from typing import Callable, Hashable, NamedTuple, Protocol
 
 import pandas as pd
 
+from leaderboard.overview import build_overview
 from leaderboard.table import EXPORT_FORMATS, WideRows, export, finish_view, wide_rows
 
 log = logging.getLogger(__name__)
@@ -75,11 +76,16 @@ class Page(NamedTuple):  # NamedTuple, not a dataclass: hashed on every request 
     limit: int = DEFAULT_PAGE_ROWS
 
 
+BOARD, OVERVIEW = "board", "overview"  # the views a revision serves
+
+
 class Filters(NamedTuple):
     suite: str | None = None
     task: str | None = None
     setting: str | None = None
     tier: str | None = None
+    view: str = BOARD  # OVERVIEW: one row per model across suites (leaderboard/overview.py)
+    search: str | None = None  # OVERVIEW: models whose name contains this
 
 
 @dataclass(frozen=True)
@@ -164,6 +170,13 @@ class RevisionTable:
             tuple, threading.Lock
         ] = {}  # body key -> its build: concurrent askers build once
 
+    def all_rows(self) -> pd.DataFrame:
+        """Every result of the revision, one row each, unfiltered (the overview's input)."""
+        rows = [part.rows for part in self.parts if len(part.rows)]
+        if not rows:
+            return wide_rows(pd.DataFrame()).rows
+        return pd.concat(rows, ignore_index=True) if len(rows) > 1 else rows[0]
+
     def recent_bodies(self, count: int) -> list[tuple[Filters, str, bool, Page | None]]:
         """The `count` bodies asked for most recently, newest first, as (filters, fmt, gzipped, page)."""
         with self._lock:
@@ -185,6 +198,9 @@ class RevisionTable:
     def view(self, filters: Filters) -> pd.DataFrame:
         with self._lock:
             frame = self._views.get_fresh(filters)
+            if frame is None and filters.view == OVERVIEW:
+                frame = build_overview(self.all_rows(), filters.suite, filters.task, filters.search)
+                self._views.put(filters, frame)
             if frame is None:
                 frame = finish_view(
                     self.parts,

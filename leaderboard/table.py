@@ -19,7 +19,15 @@ from evaluator.metrics import known_metrics
 TOTAL = "total"
 # What a result's number depends on, in every row, so the table alone can be filtered by it
 # (e.g. `datasets.load_dataset(...).filter(lambda r: r["judge"] == ...)`).
-PROVENANCE_COLUMNS = ["model_revision", "protocol", "judge", "backend", "split_sha256"]
+# predictions_sha256: an uploaded file's hash, so rows of byte-identical files can be told apart.
+PROVENANCE_COLUMNS = [
+    "model_revision",
+    "protocol",
+    "judge",
+    "backend",
+    "split_sha256",
+    "predictions_sha256",
+]
 SCORE_COLUMNS = [
     "submission_id",
     "suite",
@@ -61,6 +69,7 @@ def provenance_columns(record: dict[str, Any]) -> dict[str, str]:
         "judge": (provenance.get("judge") or {}).get("model") or "",
         "backend": provenance.get("backend") or "",
         "split_sha256": (provenance.get("split") or {}).get("sha256") or "",
+        "predictions_sha256": provenance.get("predictions_sha256") or "",
     }
 
 
@@ -172,6 +181,10 @@ def wide_rows(scores: pd.DataFrame) -> WideRows:
     wide["n_items"] = totals["n"]
     wide["submitted_at"] = ids["submitted_at"]
     wide["model_link"] = ids["model_link"]
+    # What a result was run under, for views across tasks (leaderboard/overview.py); board views
+    # (finish_view) keep only their own columns. Parts written before a column existed lack it.
+    for column in PROVENANCE_COLUMNS:
+        wide[column] = ids[column] if column in ids else ""
     return WideRows(
         wide.reset_index(),
         named[[*SLICE_COLUMNS, "column"]].drop_duplicates().reset_index(drop=True),

@@ -14,6 +14,7 @@ from space.my_submissions import browser_submissions
 from space.status_text import format_error, format_status, inert  # noqa: F401  (space.ui's public helpers)
 from space.tabs.about import build_about_tab
 from space.tabs.leaderboard import build_leaderboard_tab
+from space.tabs.overview import build_overview_tab
 from space.tabs.queue import QUEUE_TAB, build_queue_tab
 from space.tabs.service_status import build_service_status
 from space.tabs.status import build_status_tab
@@ -47,6 +48,7 @@ def build_ui(services: Services) -> gr.Blocks:
         mine = browser_submissions()  # the ids submitted from this browser, for the status tab
         with gr.Tabs() as tabs:
             board = build_leaderboard_tab(ui, services)
+            build_overview_tab(ui, services)
             build_submit_predictions_tab(ui, services, first_suite, token, finished, mine)
             build_submit_model_tab(ui, services, first_suite, token, finished, mine)
             build_status_tab(ui, services, mine)

@@ -1,0 +1,84 @@
+"""GET /api/v1/overview through the live service: the same read path as the leaderboard (revision
+header, ETag, paging, complete downloads), filters, and a 422 naming a bad parameter."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+from unit.test_overview import record
+
+from leaderboard.store import LocalDatasetStore
+
+OVERVIEW = "/api/v1/overview"
+
+
+@pytest.fixture(scope="module")
+def service(module_live_service):
+    return module_live_service
+
+
+@pytest.fixture(scope="module")
+def published(service):
+    """Three models on two suites, published as a worker would (this process writes the store)."""
+    store = LocalDatasetStore(service.data_dir / "results-dataset")
+    store.publish(record("ov-a1", "Overview Alpha", 0.8))
+    store.publish(
+        record(
+            "ov-a2",
+            "Overview Alpha",
+            0.7,
+            suite="personafeedback",
+            task="binary_choice",
+            setting="persona",
+            protocol="pairwise_logprobs",
+        )
+    )
+    store.publish(record("ov-b1", "Overview Beta", 0.5))
+    return store.publish(record("ov-p", "Overview Partial", 0.99, row_kind="partial", n=30))
+
+
+def test_overview_json_csv_parquet_agree_and_follow_the_revision(service, published):
+    with service.http() as http:
+        first = http.get(OVERVIEW, params={"search": "overview"})
+        assert first.status_code == 200, first.text
+        assert first.headers["x-results-revision"] == published
+        rows = {r["model_name"]: r for r in first.json()}
+        assert set(rows) == {"Overview Alpha", "Overview Beta"}  # the partial run does not count
+        alpha = rows["Overview Alpha"]
+        assert alpha["prefeval/mcq"] == pytest.approx(0.8)
+        assert alpha["prefeval/mcq rank"] == 1 and rows["Overview Beta"]["prefeval/mcq rank"] == 2
+        assert alpha["personafeedback/binary_choice"] == pytest.approx(0.7)
+        assert alpha["tasks"] == 2
+
+        again = http.get(
+            OVERVIEW,
+            params={"search": "overview"},
+            headers={"If-None-Match": first.headers["etag"]},
+        )
+        assert again.status_code == 304
+
+        csv = http.get(OVERVIEW, params={"search": "overview", "format": "csv"})
+        assert csv.headers["content-disposition"].startswith('attachment; filename="overview-')
+        frame = pd.read_csv(io.StringIO(csv.text))
+        assert set(frame["model_name"]) == set(rows)
+        parquet = http.get(OVERVIEW, params={"search": "overview", "format": "parquet"})
+        assert set(pd.read_parquet(io.BytesIO(parquet.content))["model_name"]) == set(rows)
+
+        only = http.get(OVERVIEW, params={"search": "overview", "suite": "personafeedback"}).json()
+        assert [r["model_name"] for r in only] == ["Overview Alpha"]
+        assert "prefeval/mcq" not in only[0]
+
+
+@pytest.mark.parametrize(
+    "params, field",
+    [({"suite": "nope"}, "suite"), ({"suite": "prefeval", "task": "binary_choice"}, "task")],
+)
+def test_an_unknown_suite_or_task_is_a_422_naming_it(service, params, field):
+    with service.http() as http:
+        response = http.get(OVERVIEW, params=params)
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert detail["problems"][0]["field"] == field
+    assert "one of:" in detail["message"]
