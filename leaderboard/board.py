@@ -86,12 +86,43 @@ def model_facts(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
                 "size": size_bucket(model.get("parameters")),
                 "license": model.get("license") or UNKNOWN,
                 "model_revision": model.get("revision") or "",
+                "predictions_sha256": provenance.get("predictions_sha256") or "",
             }
         )
-    return pd.DataFrame(
-        rows,
-        columns=["submission_id", "model_type", "parameters", "size", "license", "model_revision"],
-    )
+    return pd.DataFrame(rows, columns=FACT_COLUMNS)
+
+
+FACT_COLUMNS = [
+    "submission_id",
+    "model_type",
+    "parameters",
+    "size",
+    "license",
+    "model_revision",
+    "predictions_sha256",
+]
+
+
+def duplicates_of(board: pd.DataFrame) -> pd.Series:
+    """Per row, the earliest other verified row whose predictions file has the same sha256
+    ("model (setting)"), or "": the same file uploaded twice (under another name or setting) is one
+    result, ranked once, as the first."""
+    found = pd.Series("", index=board.index, dtype=object)
+    if "predictions_sha256" not in board:
+        return found
+    first: dict[str, str] = {}
+    candidates = board[(board["row_kind"] == RANKED_KIND) & (board["predictions_sha256"] != "")]
+    for index, row in (
+        candidates.dropna(subset=["predictions_sha256"])
+        .sort_values(["submitted_at", "submission_id"])
+        .iterrows()
+    ):
+        digest = row["predictions_sha256"]
+        if digest in first:
+            found[index] = first[digest]
+        else:
+            first[digest] = f"{row['model_name']} ({row['setting']})"
+    return found
 
 
 def ranked_board(
@@ -113,6 +144,8 @@ def ranked_board(
         else cell_stats(board)
     )
     board = board.merge(facts, on="submission_id", how="left")
+    if "predictions_sha256" in board:
+        board["predictions_sha256"] = board["predictions_sha256"].fillna("")
     for column in ("model_type", "size", "license"):
         board[column] = board[column].fillna(UNKNOWN)
     ranked_by = next(
@@ -133,7 +166,10 @@ def ranked_board(
     if line is not None:
         board.loc[judged, "above_reference"] = (low[judged] > line["value"]).to_numpy()
     below = board["above_reference"].eq(False).fillna(False).astype(bool)
-    verified = (board["row_kind"] == RANKED_KIND) & value.notna() & ~below
+    board["duplicate_of"] = duplicates_of(board)
+    verified = (
+        (board["row_kind"] == RANKED_KIND) & value.notna() & ~below & (board["duplicate_of"] == "")
+    )
     board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
     if verified.any():
         board.loc[verified, "rank"] = ranks_from_intervals(low[verified], high[verified])

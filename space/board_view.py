@@ -178,6 +178,13 @@ def _cell(
     metric = row.get("metric")
     if column == "rank":
         rank = row.get("rank")
+        if row.get("duplicate_of"):
+            return (
+                f'<span class="pb-duplicate" title="the same predictions file (byte for byte) as '
+                f'{html.escape(str(row["duplicate_of"]))}: one result, ranked once">= copy</span>',
+                "",
+                "pb-rank",
+            )
         if _missing(rank) and row.get("row_kind") == "computed" and _above_reference(row) is False:
             return (
                 '<span class="pb-below-ref" title="not ranked: its 95% interval does not clear the reference line">'
