@@ -24,7 +24,52 @@ from submissions.identity import Identity
 from submissions.intake import AlreadyAccepted, ModelForm, SubmissionError, SubmissionForm
 from submissions.service import Services
 
-router = APIRouter(prefix="/api/v1")
+
+class ProblemItem(BaseModel):
+    """One problem of a refused request: where (line of an uploaded file, field) and what."""
+
+    model_config = ConfigDict(extra="allow")
+
+    line: int | None = None
+    field: str | None = None
+    message: str
+    count: int | None = Field(None, description="lines with this same problem (when repeated)")
+    lines: list[int] | None = Field(None, description="the first of those lines")
+
+
+class ErrorDetail(BaseModel):
+    """What every error answers: a message, and the problems with where they are. Some answers
+    add fields (a quota's limit, used and retry_after_s; a duplicate's existing_id)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    message: str
+    problems: list[ProblemItem] = []
+
+
+class ErrorBody(BaseModel):
+    detail: ErrorDetail
+
+
+def _error(description: str) -> dict:
+    return {"model": ErrorBody, "description": description}
+
+
+# Every error any route of this API can answer, with the one body schema they share (declared so
+# clients and schema checkers see the object `detail` the service sends, not FastAPI's list).
+ERROR_RESPONSES = {
+    401: _error("no identity, or an unknown or revoked token"),
+    403: _error("the identity may not do this (an operator route, another's model name)"),
+    404: _error("no such suite, task, submission or results revision"),
+    409: _error("conflicts with the service's state (a duplicate, a split not installed)"),
+    413: _error("the upload is larger than the limit"),
+    415: _error("the body is neither multipart/form-data nor JSON"),
+    422: _error("a field, parameter or line of the upload is not valid; `problems` says where"),
+    429: _error("a daily quota is used up; Retry-After says when it resets"),
+    503: _error("a dependency (the queue, the results dataset, the Hub) cannot be reached"),
+}
+
+router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
 OVERVIEW_PATH = "/api/v1/overview"
 
 SUBMISSION_FORM_SCHEMA = {

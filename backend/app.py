@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from contextlib import asynccontextmanager
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -29,10 +30,12 @@ from backend.metrics import metrics_router  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
 from space.pages import build_pages  # noqa: E402
 from space.ui import build_ui  # noqa: E402
-from space.uploads import enforce_upload_check  # noqa: E402
+from space.uploads import enforce_upload_check, start_upload_sweeper  # noqa: E402
 from submissions.service import Services  # noqa: E402
 
 log = logging.getLogger("personaboard")
+
+GRADIO_UPLOAD_PATH = "/gradio_api/upload"  # where the UI's file components send their files
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -40,6 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     services = Services.create(settings)
 
     heartbeat = LoopHeartbeat()
+    sweeper_stop = threading.Event()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -47,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services.start_publisher()  # requests/ records and the outbox backlog, to the results store
         services.start_board_watcher()  # the leaderboard of each new results head, built before it is asked for
         services.start_event_folder()  # remote workers' state, progress and revisions, into the records
+        start_upload_sweeper(sweeper_stop)  # UI uploads never submitted go after an hour
         heartbeat.start(asyncio.get_running_loop())
         listener = None
         if (
@@ -60,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if listener is not None:
             listener.stop()
         heartbeat.stop()
+        sweeper_stop.set()
         services.stop()
 
     app = FastAPI(
@@ -98,7 +104,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         build_pages(services)
     )  # /model, /result, /plots, /examples: before the UI's catch-all mount
     app.add_middleware(
-        BodySizeLimit, max_bytes=settings.max_upload_bytes, paths=("/api/v1/submissions",)
+        BodySizeLimit,
+        max_bytes=settings.max_upload_bytes,
+        paths=("/api/v1/submissions", GRADIO_UPLOAD_PATH),  # the UI's upload route too
     )
     app.add_middleware(LeaderboardFastPath, services=services)  # cached bodies skip the rest
     app.add_middleware(

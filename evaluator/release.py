@@ -102,7 +102,11 @@ def beats(value: float | None, best: float | None, step: float, jitter: float = 
     above the best released."""
     if best is None:
         return True
-    return value is not None and value >= best + step + jitter - 1e-12
+    if value is None or value < best + step + jitter - 1e-12:
+        return False
+    # and the released (rounded) value is a full step up: every release raises the best, so a
+    # submitter gets at most span/step + 1 releases per task
+    return round_to(value, step) >= best + step - 1e-9
 
 
 def threshold_jitter(step: float) -> float:

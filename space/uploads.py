@@ -50,3 +50,52 @@ def uploaded_file(value: object) -> Path:
 def enforce_upload_check(blocks) -> None:
     """Gradio checks FileData paths only for Blocks it launched itself; ours is mounted."""
     blocks.has_launched = True
+
+
+UPLOAD_MAX_AGE_S = 3600  # an upload never submitted is removed after this long
+SWEEP_EVERY_S = 300
+
+
+def discard_upload(path: Path) -> None:
+    """Remove an upload once its submission copied it (the service keeps its own copy)."""
+    try:
+        path.unlink(missing_ok=True)
+        if path.parent != Path(get_upload_folder()).resolve() and not any(path.parent.iterdir()):
+            path.parent.rmdir()  # Gradio puts each upload in a folder of its own
+    except OSError:
+        pass
+
+
+def sweep_uploads(max_age_s: float = UPLOAD_MAX_AGE_S, now: float | None = None) -> int:
+    """Remove uploads older than max_age_s (and the folders they leave empty); returns how many
+    files went. Without it the upload route is a disk anyone can fill from outside."""
+    import time
+
+    root = Path(get_upload_folder())
+    if not root.is_dir():
+        return 0
+    cutoff = (now if now is not None else time.time()) - max_age_s
+    removed = 0
+    for path in sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        try:
+            if path.is_symlink() or path.is_file():
+                if path.lstat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        except OSError:
+            continue  # removed meanwhile, or not ours to remove
+    return removed
+
+
+def start_upload_sweeper(stop, every_s: float = SWEEP_EVERY_S) -> None:
+    """A daemon thread sweeping the upload folder every `every_s` until `stop` (an Event) is set."""
+    import threading
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            sweep_uploads()
+
+    sweep_uploads()
+    threading.Thread(target=loop, name="upload-sweeper", daemon=True).start()

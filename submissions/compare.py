@@ -2,6 +2,14 @@
 
 The answers are read back from where the service already keeps them (an upload's file, a model
 run's checkpoint); the evaluator recomputes the per-item outcomes and returns only the comparison.
+
+Both rows must be finished, published and public: a hidden or deleted row answers 404 as if it
+did not exist (its scores are not shown anywhere else either). On a hidden split a paired
+comparison would tell more than the two released rows do: its p-value and overlap count read the
+per-item outcomes (two rows differing in one item each: p 0.5 if their labels agree, 1.0 if not;
+a one-item row: the other row's right/wrong on it). There it compares only the released values,
+from full runs, and reads no answers: nothing beyond what the board already shows, so it needs no
+identity and no quota (`hidden_split_comparison`).
 """
 
 from __future__ import annotations
@@ -17,6 +25,16 @@ from submissions.records import Submission, SubmissionStore
 
 
 def _answers(task, submission: Submission) -> dict[str, Any]:
+    try:
+        return _read_answers(task, submission)
+    except OSError:  # the upload or checkpoint was removed (a deleted row, a cleaned data folder)
+        raise SubmissionError(
+            409,
+            f"the answers of submission {submission.id} are no longer kept: no paired comparison",
+        ) from None
+
+
+def _read_answers(task, submission: Submission) -> dict[str, Any]:
     if submission.kind == "model":
         from evaluator.model_eval import Checkpoint, _by_item
 
@@ -33,11 +51,55 @@ def _answers(task, submission: Submission) -> dict[str, Any]:
         )
 
 
+def _released_primary(submission: Submission) -> dict[str, Any]:
+    result = submission.result or {}
+    return (result.get("total") or {}).get(result.get("metric"), {})
+
+
+def is_partial(submission: Submission) -> bool:
+    """A model run on a subset of the split (`limit`), or one that skipped items it cannot run."""
+    result = submission.result or {}
+    split = result.get("split") or {}
+    return bool((submission.details or {}).get("limit")) or (
+        split.get("n_items", 0) < split.get("full_n_items", 0)
+    )
+
+
+def hidden_split_comparison(a: Submission, b: Submission) -> dict[str, Any]:
+    """Two rows of a hidden split compared by their released values only (see the module's note)."""
+    for s in (a, b):
+        if is_partial(s):
+            raise SubmissionError(
+                409,
+                f"submission {s.id} is a partial run: on a hidden split only full runs are compared",
+            )
+    a_stats, b_stats = _released_primary(a), _released_primary(b)
+    a_value, b_value = a_stats.get("value"), b_stats.get("value")
+    step = max(a_stats.get("step") or 0, b_stats.get("step") or 0) or None
+    return {
+        "metric": (a.result or {}).get("metric"),
+        "a_mean": a_value,
+        "b_mean": b_value,
+        "difference": None if a_value is None or b_value is None else round(a_value - b_value, 10),
+        "ci95": [None, None],
+        "p_value": None,
+        "n": None,
+        "n_units": None,
+        "test": "none (hidden split: released values only)",
+        "paired": False,
+        "release": {
+            "step": step,
+            "note": "hidden split: the difference of the two released values; no paired test "
+            "(its p-value and item counts would read per-item outcomes of hidden labels)",
+        },
+    }
+
+
 def compare_submissions(records: SubmissionStore, a_id: str, b_id: str) -> dict[str, Any]:
     found = []
     for sid in (a_id, b_id):
         submission = records.get(sid)
-        if submission is None:
+        if submission is None or submission.visibility != "public":
             raise SubmissionError(404, f"no submission with id {sid!r}")
         if (
             submission.state != "finished"
@@ -54,12 +116,15 @@ def compare_submissions(records: SubmissionStore, a_id: str, b_id: str) -> dict[
             "a paired comparison needs the same task",
         )
     task = get_task(a.suite, a.task)
-    try:
-        result = compare_answers(task, _answers(task, a), _answers(task, b))
-    except ComparisonError as exc:
-        raise SubmissionError(422, str(exc)) from None
 
     def row(s: Submission) -> dict[str, Any]:
         return {"submission_id": s.id, "model_name": s.model_name, "setting": s.setting}
 
+    if task.suite.split_hidden:
+        result = hidden_split_comparison(a, b)
+    else:
+        try:
+            result = compare_answers(task, _answers(task, a), _answers(task, b))
+        except ComparisonError as exc:
+            raise SubmissionError(422, str(exc)) from None
     return {"suite": a.suite, "task": a.task, "a": row(a), "b": row(b), **result}

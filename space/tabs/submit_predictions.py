@@ -14,7 +14,7 @@ from space.formats import format_help
 from space.identity import ui_identity
 from space.my_submissions import remember
 from space.status_text import TERMINAL_STATES, format_error, format_status
-from space.uploads import NotAnUpload, uploaded_file
+from space.uploads import NotAnUpload, discard_upload, uploaded_file
 from submissions.intake import SubmissionError, SubmissionForm
 
 
@@ -125,6 +125,7 @@ def build_submit_predictions_tab(
                 )
         except SubmissionError as exc:
             return format_error(exc), None, gr.Timer(active=False)
+        discard_upload(file_path)  # the service stored its own copy
         status = services.submission_status(submission)
         return (
             format_status(status),

@@ -43,3 +43,24 @@ def test_only_regular_files_inside_the_upload_folder(tmp_path, monkeypatch):
             str(info.value) == NOT_AN_UPLOAD
         )  # the same words for every path: names none, no oracle
     assert os.sep not in NOT_AN_UPLOAD
+
+
+def test_uploads_go_after_use_or_after_an_hour(tmp_path, monkeypatch):
+    import time
+
+    from space.uploads import UPLOAD_MAX_AGE_S, discard_upload, sweep_uploads
+
+    root = tmp_path / "gradio-uploads"
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(root))
+    old, fresh, used = (root / h / "p.jsonl" for h in ("aa11", "bb22", "cc33"))
+    for path in (old, fresh, used):
+        path.parent.mkdir(parents=True)
+        path.write_text("{}\n")
+    hour_ago = time.time() - UPLOAD_MAX_AGE_S - 5
+    os.utime(old, (hour_ago, hour_ago))
+    discard_upload(uploaded_file(str(used)))  # submitted: the service keeps its own copy
+    assert not used.exists() and not used.parent.exists()
+    assert sweep_uploads() == 1
+    assert not old.exists() and not old.parent.exists() and fresh.exists()
+    # an hour later the fresh one goes too; the folder itself stays
+    assert sweep_uploads(now=time.time() + UPLOAD_MAX_AGE_S + 5) == 1 and root.is_dir()

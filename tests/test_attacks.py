@@ -1,0 +1,224 @@
+"""The attacks on a hidden split, replayed over HTTP against a live service: what each learns.
+
+The split is the 200-item Re-Centering relevance split of tests/test_probing.py, installed hidden
+(no PUBLIC marker). Each attack is the one that worked before the release rules of
+evaluator/release.py were tightened; the test counts the labels it recovers now, per upload, and
+asserts the bound docs/security.md states. Figures (run with -s): labels per 100 uploads by attack.
+
+- single-YES precision probe: all NO but one YES, as the first upload of an identity (released
+  unconditionally): precision was that item's label.
+- group testing: ten YES answers; precision x 10 was their YES count.
+- settings: the same probe as the first upload in every other setting (the Ladder was per setting).
+- k identities: the same probe once per identity (each its own first release).
+- Ladder boundary: an attacker who knows every other label builds an upload exactly on the bar;
+  released iff the unknown item is YES. The shaky threshold makes that a near coin flip.
+- limit=1 model run, a setting without a model prompt: refused at once (422).
+- compare: no p-value or overlap count on a hidden split; hidden and deleted rows answer 404.
+- slow line: the worst line at the 256 KiB limit is refused quickly; health answers meanwhile.
+- large Gradio upload: refused (413) before it is read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import httpx  # noqa: F401
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from live_helpers import wait_state  # noqa: E402
+from test_probing import N_ITEMS, SUITE, TASK, hidden_fixture, install  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+K_IDENTITIES = 3
+BOUNDARY_PROBES = 10
+
+
+@pytest.fixture(scope="module")
+def svc(module_live_service):
+    return module_live_service
+
+
+def upload(http: httpx.Client, answers: dict[str, str], model_name: str, setting: str) -> dict:
+    body = "".join(json.dumps({"id": i, "answer": a}) + "\n" for i, a in answers.items()).encode()
+    response = http.post(
+        "/api/v1/submissions",
+        files={"file": ("p.jsonl", body, "application/x-ndjson")},
+        data={"suite": SUITE, "task": TASK, "setting": setting, "model_name": model_name},
+    )
+    assert response.status_code == 201, response.text
+    final = wait_state(http, response.json()["id"], timeout=120)
+    assert final["state"] == "finished", final
+    return {"id": final["id"], **(final["result"] or {})}
+
+
+def label_from_precision(result: dict) -> str | None:
+    """What the single-YES probe reads: precision 1.0 = YES, 0.0 = NO; None when not released."""
+    precision = (result.get("total") or {}).get("precision")
+    if result.get("released") is False or precision is None or precision["value"] is None:
+        return None
+    return "YES" if precision["value"] >= 0.5 else "NO"
+
+
+def per_100(labels: int, uploads: int) -> float:
+    return 100 * labels / max(uploads, 1)
+
+
+def test_attacks_on_a_hidden_split(svc, tmp_path):
+    gold = hidden_fixture(tmp_path / "hidden-split", public=False)
+    install(svc, tmp_path / "hidden-split")
+    ids = sorted(gold)
+    all_no = {i: "NO" for i in ids}
+    figures: dict[str, tuple[int, int]] = {}  # attack -> (labels recovered, uploads)
+
+    with svc.http() as http:
+        suite = {s["name"]: s for s in http.get("/api/v1/suites").json()["suites"]}[SUITE]
+        assert suite["split"]["visibility"] == "hidden"
+        task = {t["name"]: t for t in suite["tasks"]}[TASK]
+        settings = [s if isinstance(s, str) else s["name"] for s in task.get("settings") or []]
+        settings = settings or [s["name"] for s in suite["settings"]]
+
+        # k identities x every setting, each first upload a single-YES probe
+        tokens = [svc.add_user(f"sybil-{k}") for k in range(K_IDENTITIES)]
+        recovered = uploads = 0
+        first_rows = []
+        for k, token in enumerate(tokens):
+            with svc.http(token=token) as sybil:
+                for j, setting in enumerate(settings):
+                    probe = ids[k * len(settings) + j]
+                    result = upload(sybil, {**all_no, probe: "YES"}, f"sybil-{k}", setting)
+                    uploads += 1
+                    learned = label_from_precision(result)
+                    recovered += learned == gold[probe]
+                    if j == 0:
+                        assert result.get("released") is not False  # an identity's first result
+                        assert set(result["total"]) <= {"accuracy", "yes_rate", "human_yes_rate"}
+                        first_rows.append(result["id"])
+                    else:  # one Ladder per task: another setting buys no fresh release
+                        assert result.get("released") is False, (setting, result)
+        figures["single-YES probe, k identities x settings"] = (recovered, uploads)
+
+        # group testing: ten YES answers as a fresh identity's first upload
+        group = ids[100:110]
+        with svc.http(token=svc.add_user("grouper")) as grouper:
+            result = upload(
+                grouper, {**all_no, **{i: "YES" for i in group}}, "grouper", "zero_shot"
+            )
+        precision = (result.get("total") or {}).get("precision")
+        figures["group testing (10 YES)"] = (
+            len(group) if precision is not None else 0,
+            1,
+        )
+        assert precision is None and "human_yes_rate" in result["total"]
+        assert result["total"]["human_yes_rate"]["value"] * 10 == pytest.approx(
+            round(result["total"]["human_yes_rate"]["value"] * 10)
+        )  # on the 0.1 grid of 200 items, not the exact share
+
+        # Ladder boundary, by an attacker who knows every other label (an upper bound)
+        with svc.http(token=svc.add_user("climber", predictions=100)) as climber:
+            right = {i: gold[i] for i in ids}
+            wrong = {i: ("NO" if gold[i] == "YES" else "YES") for i in ids}
+            known = ids[: N_ITEMS - BOUNDARY_PROBES]
+            base = {**wrong, **{i: right[i] for i in known[:60]}}  # accuracy 0.30
+            best = upload(climber, base, "climber", "zero_shot")["total"]["accuracy"]["value"]
+            step = 0.1
+            correct = wrong_guesses = probes = 0
+            for probe in ids[N_ITEMS - BOUNDARY_PROBES :]:
+                target = round((best + step) * N_ITEMS)  # items right if the probe's gold is YES
+                if target > len(known):
+                    break
+                others = known[probes:] + known[:probes]  # a different file every time
+                answers = {**{i: wrong[i] for i in ids}, probe: "YES"}
+                # built as if the probe were YES: target - 1 other items right, so the file is
+                # exactly on the bar when it is YES and one item below when it is NO
+                answers.update({i: right[i] for i in others[: target - 1]})
+                result = upload(climber, answers, "climber", "zero_shot")
+                probes += 1
+                inferred = "YES" if result.get("released") is not False else "NO"
+                correct += inferred == gold[probe]
+                wrong_guesses += inferred != gold[probe]
+                if result.get("released") is not False:
+                    best = result["total"]["accuracy"]["value"]
+        # net labels: right inferences beyond the wrong ones (a coin flip nets 0)
+        figures["Ladder boundary (knows all other labels)"] = (
+            max(correct - wrong_guesses, 0),
+            probes,
+        )
+        assert probes >= 5 and correct < probes, (correct, probes)  # deterministic bar: all right
+
+        # a limit=1 model run and a setting with no model prompt: refused at once
+        for body, field in (
+            (
+                {
+                    "model": "someone/any-model",
+                    "suite": SUITE,
+                    "task": TASK,
+                    "setting": "zero_shot",
+                    "limit": 1,
+                },
+                "limit",
+            ),
+            (
+                {"model": "someone/any-model", "suite": SUITE, "task": TASK, "setting": "default"},
+                "setting",
+            ),
+        ):
+            response = http.post("/api/v1/submissions", json=body)
+            assert response.status_code == 422, response.text
+            assert response.json()["detail"]["problems"][0]["field"] == field
+        figures["limit=1 model run"] = (0, 1)
+
+        # compare: released values only, no p-value or counts; hidden and deleted rows are 404
+        a, b = first_rows[0], first_rows[1]
+        response = http.get("/api/v1/compare", params={"a": a, "b": b})
+        assert response.status_code == 200, response.text
+        compared = response.json()
+        assert compared["p_value"] is None and compared["n"] is None and not compared["paired"]
+        rows = {r: http.get(f"/api/v1/submissions/{r}").json() for r in (a, b)}
+        assert compared["difference"] == pytest.approx(
+            rows[a]["result"]["total"]["accuracy"]["value"]
+            - rows[b]["result"]["total"]["accuracy"]["value"]
+        )
+        figures["compare p-values"] = (0, 1)
+        with svc.http(token=svc.admin_token) as admin:
+            for action, row in (("hide", first_rows[1]), ("delete", first_rows[2])):
+                done = admin.post(
+                    f"/api/v1/admin/submissions/{row}/{action}", json={"reason": "attack test"}
+                )
+                assert done.status_code == 200, done.text
+                response = http.get("/api/v1/compare", params={"a": a, "b": row})
+                assert response.status_code == 404, (action, response.text)
+                page = http.get(f"/model/sybil-0?a={a}&b={row}")
+                assert page.status_code in (200, 404) and page.status_code != 500
+
+        # the slow line: the worst line at the 256 KiB limit, refused in bounded time
+        line = '"' + '\\"' * ((256 * 1024 - 41) // 2) + "[" * 40
+        started = time.monotonic()
+        response = http.post(
+            "/api/v1/submissions",
+            files={"file": ("slow.jsonl", line.encode() + b"\n", "application/x-ndjson")},
+            data={"suite": SUITE, "task": TASK, "setting": "zero_shot", "model_name": "slow"},
+        )
+        refused_in = time.monotonic() - started
+        assert response.status_code == 422 and refused_in < 5, (response.status_code, refused_in)
+        assert http.get("/api/v1/health").status_code == 200
+
+        # a Gradio upload over the size limit: refused before it is read
+        big = svc.env.get("PERSONABOARD_MAX_UPLOAD_BYTES")
+        limit = int(big) if big else 64 * 1024 * 1024
+        response = http.post(
+            "/gradio_api/upload",
+            files={"files": ("big.jsonl", b"0" * (limit + 1024 * 1024), "application/x-ndjson")},
+        )
+        assert response.status_code == 413, response.status_code
+
+    print(f"\nattacks on a hidden {N_ITEMS}-item split (labels recovered per 100 uploads):")
+    for attack, (labels, n) in figures.items():
+        print(f"  {attack}: {labels} labels in {n} uploads = {per_100(labels, n):.0f} per 100")
+    assert figures["single-YES probe, k identities x settings"][0] == 0
+    assert figures["group testing (10 YES)"][0] == 0
