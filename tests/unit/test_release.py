@@ -163,3 +163,26 @@ def test_decide_release_keeps_the_best_per_submitter_and_scope(tmp_path):
     # a retried job gets its first decision back, not a comparison with its own released value
     assert store.decide_release("c", "alice", "x/y/z", ladder(0.61)) == (True, 0.6)
     assert store.decide_release("b", "alice", "x/y/z", ladder(0.99)) == (False, 0.5)
+
+
+def boundary_attack_advantage(trials: int, n: int = 200, shaky: bool = True) -> float:
+    """Net labels per upload of the Ladder-boundary attack (right inferences minus wrong ones, per
+    upload): the file sits exactly on best + step when the unknown item is YES, one item (1/n)
+    below when it is NO; released -> the attacker says YES. A deterministic bar gives 1.0."""
+    import random
+
+    step, best, net = release.noise_step(n, "accuracy"), 0.5, 0
+    rng = random.Random(5)
+    for _ in range(trials):
+        label_yes = rng.random() < 0.5
+        value = best + step - (0 if label_yes else 1 / n)
+        jitter = release.threshold_jitter(step) if shaky else 0.0
+        said_yes = release.beats(value, best, step, jitter)
+        net += 1 if said_yes == label_yes else -1
+    return net / trials
+
+
+def test_shaky_bar_turns_the_boundary_attack_into_a_near_coin_flip():
+    assert boundary_attack_advantage(200, shaky=False) == 1.0  # one label per upload
+    # (1/n)/step = 5% at n = 200: about 5 net labels per 100 uploads, not 100
+    assert boundary_attack_advantage(20_000) < 0.10
