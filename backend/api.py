@@ -19,7 +19,9 @@ from evaluator.splits import SplitNotInstalled
 from leaderboard.overview import OVERVIEW_NOTE
 from leaderboard.readpath import DEFAULT_PAGE_ROWS, MAX_PAGE_ROWS, OVERVIEW, Filters
 from leaderboard.store import StoreError, StoreUnavailable
+from leaderboard.table import EXPORT_FORMATS, export
 from submissions import moderation
+from submissions.details import filter_details, result_details
 from submissions.identity import Identity
 from submissions.intake import AlreadyAccepted, ModelForm, SubmissionError, SubmissionForm
 from submissions.service import Services
@@ -421,6 +423,62 @@ def compare(
         return services(request).compare(a, b)
     except SubmissionError as exc:
         raise HTTPException(exc.status, exc.detail) from None
+
+
+@router.get(
+    "/submissions/{submission_id}/details",
+    summary="Per-item details of a published result on a public split: inputs, gold, answer, "
+    "right or wrong; JSON (paged), CSV or parquet",
+    description="Only for finished, public results on a public split (the Open LLM Leaderboard's "
+    "details): on a hidden split nothing per item is shown to anyone, the submitter included, and "
+    "the answer is 404. `tier` (`group/tier` or a tier name) and `outcome` (right, wrong) filter "
+    "the items; `score` is the item's value of the primary metric (1/0 for accuracy), empty for a "
+    "judge-scored task.",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {
+                "application/json": {},
+                "text/csv": {},
+                "application/vnd.apache.parquet": {},
+            }
+        },
+        404: {"description": "no such published result, or its split is hidden"},
+    },
+)
+async def submission_details(
+    submission_id: str,
+    request: Request,
+    tier: str | None = Query(None, max_length=200),
+    outcome: Literal["right", "wrong"] | None = None,
+    format: Literal["json", "csv", "parquet"] = "json",
+    limit: int = Query(DEFAULT_PAGE_ROWS, ge=1, le=MAX_PAGE_ROWS, description="JSON rows"),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET, description="JSON: rows to skip"),
+):
+    svc = services(request)
+    try:
+        submission, frame = await run_in_threadpool(result_details, svc.records, submission_id)
+    except SubmissionError as exc:
+        raise HTTPException(exc.status, exc.detail) from None
+    try:
+        frame = filter_details(frame, get_task(submission.suite, submission.task), tier, outcome)
+    except ValueError as exc:
+        raise HTTPException(
+            422,
+            {
+                "message": str(exc),
+                "problems": [
+                    {"line": None, "field": str(exc).split("=", 1)[0], "message": str(exc)}
+                ],
+            },
+        ) from None
+    headers = {"X-Total-Count": str(len(frame)), "X-Results-Revision": submission.revision}
+    if format == "json":
+        frame = frame.iloc[offset : offset + limit]
+    else:
+        name = f"details-{submission.suite}-{submission.task}-{submission.id}"
+        headers["Content-Disposition"] = f'attachment; filename="{name}.{format}"'
+    return Response(export(frame, format), media_type=EXPORT_FORMATS[format], headers=headers)
 
 
 @router.get("/submissions", summary="Recent submissions")

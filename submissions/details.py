@@ -1,0 +1,154 @@
+"""Per-item details of a published result on a public split (the Open LLM Leaderboard's "details",
+HELM's instances): each item's inputs, gold, the submission's answer and whether it was right.
+
+Built on request from the answers the service already keeps (an upload's file, a model run's
+checkpoint: as the paired comparison reads them) and the split, never written to the results
+store: a hidden split's per-item outcomes would give its gold away, so `details_allowed` is the one
+rule, checked before anything is read, and a refusal is a 404 for everyone, the submitter included.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import pandas as pd
+
+from evaluator.metrics import get_metric
+from evaluator.registry import UnknownSuiteError, get_task
+from evaluator.scoring import item_arrays
+from evaluator.suite import Split, Task
+from submissions.compare import _answers
+from submissions.intake import SubmissionError
+from submissions.records import Submission, SubmissionStore
+
+RIGHT, WRONG = "right", "wrong"
+OUTCOMES = (RIGHT, WRONG)
+KEPT = 8  # details tables kept in memory (a PrefEval mcq table is ~7 MB of inputs)
+_kept: OrderedDict[tuple[str, str], pd.DataFrame] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def details_allowed(task: Task) -> bool:
+    """Whether anyone may see this task's per-item answers, inputs and gold: only on a public split
+    (gold published elsewhere). On a hidden split nothing per item leaves the scorer."""
+    return not task.suite.split_hidden
+
+
+def refused(submission_id: str) -> SubmissionError:
+    # One answer for "no such result" and "hidden split": which results exist is public, but the
+    # reason must not differ in a way that invites probing, and nobody gets the items.
+    return SubmissionError(
+        404,
+        f"no per-item details for {submission_id!r}: details are published for finished, public "
+        "results on public splits only (a hidden split's items and gold never leave the scorer)",
+        field="submission_id",
+    )
+
+
+def published_submission(records: SubmissionStore, submission_id: str) -> tuple[Submission, Task]:
+    """The finished, public, published submission and its task, if its details may be shown;
+    else the 404 of `refused`."""
+    submission = records.get(submission_id)
+    if (
+        submission is None
+        or submission.visibility != "public"
+        or submission.state != "finished"
+        or not submission.revision
+        or (submission.result or {}).get("released") is False
+    ):
+        raise refused(submission_id)
+    try:
+        task = get_task(submission.suite, submission.task)
+    except UnknownSuiteError:
+        raise refused(submission_id) from None
+    if not details_allowed(task):
+        raise refused(submission_id)
+    return submission, task
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def build_details(task: Task, answers: dict[str, Any]) -> pd.DataFrame:
+    """One row per answered item: `item_id`, one column per tier group, `input` (the public fields
+    as JSON), `gold`, `answer`, `score` (the item's value of the primary metric's per-item array:
+    1/0 for a share such as accuracy; empty for a judge-scored task, whose judgments are not
+    re-run here) and `outcome` (right / wrong, where the score is 1 / 0)."""
+    split = task.load_split()
+    items = [item for item in split.items if item.id in answers]
+    scores: list[Any] = [None] * len(items)
+    if items and not task.judge and get_metric(task.metric).kind != "statistic":
+        field = get_metric(task.metric).reads[0]
+        arrays = item_arrays(task, Split(split.name, items), {i.id: answers[i.id] for i in items})
+        scores = [float(v) for v in arrays[field]]
+    groups = [group.name for group in task.tier_groups]
+    rows = []
+    for item, score in zip(items, scores):
+        public = {k: v for k, v in item.public.items() if k != "id" and k not in item.tiers}
+        outcome = (
+            RIGHT if score == 1.0 else WRONG if score == 0.0 else ""
+        )  # NaN or a graded score: no verdict
+        rows.append(
+            {
+                "item_id": item.id,
+                **{group: item.tiers.get(group, "") for group in groups},
+                "input": json.dumps(public, ensure_ascii=False),
+                "gold": _text(item.gold),
+                "answer": _text(answers[item.id]),
+                "score": score,
+                "outcome": outcome,
+            }
+        )
+    columns = ["item_id", *groups, "input", "gold", "answer", "score", "outcome"]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["score"] = frame["score"].astype("float64")
+    return frame
+
+
+def result_details(records: SubmissionStore, submission_id: str) -> tuple[Submission, pd.DataFrame]:
+    """The details of a published result (see the module doc); 404 where they may not be shown,
+    409 where the answers are no longer kept. Built once per result and revision, then kept."""
+    submission, task = published_submission(records, submission_id)
+    key = (submission.id, submission.revision or "")
+    with _kept_lock:
+        if key in _kept:
+            _kept.move_to_end(key)
+            return submission, _kept[key]
+    try:
+        frame = build_details(task, _answers(task, submission))
+    except FileNotFoundError:
+        raise SubmissionError(
+            409, f"the answers of {submission_id} are no longer kept: no per-item details"
+        ) from None
+    with _kept_lock:
+        _kept[key] = frame
+        while len(_kept) > KEPT:
+            _kept.popitem(last=False)
+    return submission, frame
+
+
+def filter_details(
+    frame: pd.DataFrame, task: Task, tier: str | None = None, outcome: str | None = None
+) -> pd.DataFrame:
+    """Rows of one tier (`group/tier` or a bare tier name) and/or one outcome (right, wrong);
+    ValueError naming what is unknown."""
+    if tier:
+        group, _, name = tier.rpartition("/")
+        matches = [
+            g.name for g in task.tier_groups if name in g.tiers and (not group or g.name == group)
+        ]
+        if not matches:
+            known = [f"{g.name}/{t}" for g in task.tier_groups for t in g.tiers]
+            raise ValueError(
+                f"tier={tier!r} is not a tier of {task.key}; one of: {', '.join(known)}"
+            )
+        frame = frame[frame[matches[0]] == name]
+    if outcome:
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome={outcome!r}: one of {', '.join(OUTCOMES)}")
+        frame = frame[frame["outcome"] == outcome]
+    return frame.reset_index(drop=True)
