@@ -120,6 +120,28 @@ def model_info(repo_id: str, revision: str | None) -> Any:
         raise _classified(exc, repo_id) from None
 
 
+@dataclass(frozen=True)
+class HubUser:
+    """What the sign-in policy reads of a Hub account (submissions/identity.py)."""
+
+    name: str
+    created_at: str | None  # ISO timestamp from the Hub's user overview
+    orgs: tuple[str, ...]
+
+
+def user_overview(username: str, endpoint: str | None = None) -> HubUser:
+    """A Hub account's creation time and organisations (GET /api/users/{name}/overview)."""
+    try:
+        user = _api(endpoint, None).get_user_overview(username, token=False)
+    except Exception as exc:  # noqa: BLE001 - classified: refused (no such user) or unreachable
+        raise _classified(exc, username) from None
+    return HubUser(
+        name=getattr(user, "username", "") or username,
+        created_at=getattr(user, "createdAt", None),
+        orgs=tuple(o.name for o in getattr(user, "orgs", []) or [] if getattr(o, "name", None)),
+    )
+
+
 def download_model(repo_id: str, revision: str) -> str:
     """The local copy of a model at a pinned commit (cached by huggingface_hub); the folder's path."""
     from huggingface_hub import snapshot_download

@@ -9,7 +9,14 @@ import os
 
 import gradio as gr
 
-from submissions.identity import Identity, IdentityError, IdentityStore
+from submissions.identity import (
+    HfSigninPolicy,
+    Identity,
+    IdentityError,
+    IdentityStore,
+    SigninRefused,
+    admit_hf_account,
+)
 from submissions.intake import SubmissionError
 
 
@@ -34,14 +41,22 @@ def build_identity_row():
 
 
 def ui_identity(
-    identities: IdentityStore, token: str | None, profile: gr.OAuthProfile | None
+    identities: IdentityStore,
+    token: str | None,
+    profile: gr.OAuthProfile | None,
+    policy: HfSigninPolicy | None = None,
 ) -> Identity:
     """The Hugging Face account signed in on the Space (Gradio injects `profile` from its signed
-    session cookie, never from the request's data), else the API token typed into the page.
-    Raises SubmissionError 401 when neither identifies anyone."""
+    session cookie, never from the request's data), if the sign-in policy admits it
+    (PERSONABOARD_HF_*: submissions/identity.py HfSigninPolicy), else the API token typed into the
+    page. Raises SubmissionError 401 when neither identifies anyone, 403 when the policy refuses."""
     if profile is not None and getattr(profile, "username", None):
         try:
-            return identities.hf_user(profile.username)
+            provider = admit_hf_account(policy or HfSigninPolicy.from_env(), profile.username)
+        except SigninRefused as refused:
+            raise SubmissionError(refused.status, str(refused), field="login") from None
+        try:
+            return identities.hf_user(profile.username, provider)
         except IdentityError as exc:
             raise SubmissionError(
                 401, f"this Hugging Face account cannot submit here: {exc}", field="login"

@@ -23,6 +23,8 @@ ROLES = ("user", "admin")
 TOKEN_PREFIX = "pb_"
 HF_PREFIX = "hf:"
 QUOTA_KINDS = ("predictions", "model", "failed_validations")
+HF_PROVIDER = "hf"
+HF_NEW_PROVIDER = "hf-new"  # admitted on the daily budget shared by all new accounts
 
 
 class IdentityError(ValueError):
@@ -91,18 +93,34 @@ class IdentityStore:
             db.execute("UPDATE users SET role = ? WHERE name = ?", (role, name))
         return self.require(name)
 
-    def hf_user(self, username: str) -> Identity:
-        """The identity of a Hugging Face account signed in through OAuth (created on first use)."""
+    def hf_user(self, username: str, provider: str = HF_PROVIDER) -> Identity:
+        """The identity of a Hugging Face account signed in through OAuth (created on first use).
+        `provider` is what the sign-in policy decided: HF_PROVIDER, or HF_NEW_PROVIDER for an
+        account admitted on the budget shared by new accounts (updated at every sign-in, so an
+        account that grew old enough leaves that budget)."""
         try:
             name = HF_PREFIX + check_user_name(username, "username")
         except InvalidName as exc:
             raise IdentityError(str(exc)) from None
         with closing(self._connect()) as db, db:
             db.execute(
-                "INSERT OR IGNORE INTO users (name, role, provider, created_at) VALUES (?, 'user', 'hf', ?)",
-                (name, utc_now()),
+                "INSERT OR IGNORE INTO users (name, role, provider, created_at) VALUES (?, 'user', ?, ?)",
+                (name, provider, utc_now()),
+            )
+            db.execute(
+                "UPDATE users SET provider = ? WHERE name = ? AND provider != ?",
+                (provider, name, provider),
             )
         return self.require(name)
+
+    def new_accounts_submissions_since(self, since: str) -> int:
+        """Submissions (every suite and kind) since `since` by accounts on the shared new-account budget."""
+        with closing(self._connect()) as db:
+            return db.execute(
+                "SELECT COUNT(*) FROM submissions s JOIN users u ON s.owner = u.name "
+                "WHERE u.provider = ? AND s.created_at >= ?",
+                (HF_NEW_PROVIDER, since),
+            ).fetchone()[0]
 
     def users(self) -> list[dict[str, Any]]:
         with closing(self._connect()) as db:
@@ -251,3 +269,112 @@ class IdentityStore:
             else:
                 db.execute("UPDATE model_names SET owner = ? WHERE name_key = ?", (new_owner, key))
         return {"name": name, "previous_owner": row["owner"] if row else None, "owner": new_owner}
+
+
+# -- who of the Hugging Face accounts may submit ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HfSigninPolicy:
+    """Which Hugging Face accounts signed in on a Space may submit (tokens the operator issues are
+    not concerned: the operator chose those identities).
+
+    Every identity has its own quotas and its own Ladder, so free identities multiply both: with
+    sign-in open to any account, 3 fresh accounts learned 15 labels in 15 uploads. An account must
+    therefore cost something: an age on the Hub (making many old accounts takes time), membership
+    of an organisation the operator names, or the operator's allow-list. Accounts younger than the
+    minimum age may share one small daily budget (all of them together), so a newcomer can try the
+    service without each new account adding a budget of its own.
+    """
+
+    min_account_age_days: int = 30  # 0: no age required
+    allowed_users: frozenset[str] = frozenset()  # always admitted (Hub usernames)
+    allowed_orgs: frozenset[str] = frozenset()  # members of these organisations are admitted
+    allowlist_only: bool = False  # admit only allowed_users and members of allowed_orgs
+    new_accounts_daily_budget: int = 0  # submissions per UTC day shared by all too-young accounts
+    hub_endpoint: str | None = None  # the Hub the account is read from (None: HF_ENDPOINT's)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "HfSigninPolicy":
+        import os
+
+        env = os.environ if env is None else env
+
+        def names(key: str) -> frozenset[str]:
+            return frozenset(n.strip() for n in env.get(key, "").split(",") if n.strip())
+
+        return cls(
+            min_account_age_days=int(env.get("PERSONABOARD_HF_MIN_ACCOUNT_AGE_DAYS", "30")),
+            allowed_users=names("PERSONABOARD_HF_ALLOWED_USERS"),
+            allowed_orgs=names("PERSONABOARD_HF_ALLOWED_ORGS"),
+            allowlist_only=env.get("PERSONABOARD_HF_ALLOWLIST_ONLY", "").lower()
+            in ("1", "true", "yes"),
+            new_accounts_daily_budget=int(
+                env.get("PERSONABOARD_HF_NEW_ACCOUNTS_DAILY_BUDGET", "0")
+            ),
+            hub_endpoint=env.get("PERSONABOARD_HF_USER_API_ENDPOINT") or None,
+        )
+
+    def needs_hub(self) -> bool:
+        return bool(self.allowed_orgs) or (
+            not self.allowlist_only and self.min_account_age_days > 0
+        )
+
+
+class SigninRefused(ValueError):
+    """The account may not submit here; the message says why and what would change it."""
+
+    def __init__(self, message: str, status: int = 403):
+        super().__init__(message)
+        self.status = status
+
+
+def admit_hf_account(policy: HfSigninPolicy, username: str, lookup=None, now=None) -> str:
+    """HF_PROVIDER (admitted), HF_NEW_PROVIDER (admitted on the shared new-account budget), or
+    SigninRefused. `lookup(username, endpoint)` reads the account from the Hub (evaluator.hub)."""
+    from datetime import datetime, timezone
+
+    from evaluator import hub
+
+    if username in policy.allowed_users:
+        return HF_PROVIDER
+    if not policy.needs_hub():
+        if policy.allowlist_only:
+            raise SigninRefused(
+                f"this service takes submissions from accounts the operator listed; "
+                f"{username!r} is not one of them"
+            )
+        return HF_PROVIDER
+    lookup = lookup or hub.user_overview
+    try:
+        account = lookup(username, policy.hub_endpoint)
+    except hub.HubUnreachable:
+        raise SigninRefused(
+            "the Hugging Face Hub cannot be reached to check this account; try again later", 503
+        ) from None
+    except hub.HubRefused:
+        raise SigninRefused(
+            f"the Hugging Face Hub does not know the account {username!r}"
+        ) from None
+    if policy.allowed_orgs & set(account.orgs):
+        return HF_PROVIDER
+    if policy.allowlist_only:
+        raise SigninRefused(
+            "this service takes submissions from members of "
+            f"{', '.join(sorted(policy.allowed_orgs))} and accounts the operator listed"
+        )
+    now = now or datetime.now(timezone.utc)
+    try:
+        created = datetime.fromisoformat(str(account.created_at).replace("Z", "+00:00"))
+    except ValueError:
+        created = now  # no creation time: treated as new
+    age_days = (now - created).total_seconds() / 86400
+    if age_days >= policy.min_account_age_days:
+        return HF_PROVIDER
+    if policy.new_accounts_daily_budget > 0:
+        return HF_NEW_PROVIDER
+    raise SigninRefused(
+        f"Hugging Face accounts younger than {policy.min_account_age_days} days cannot submit here "
+        f"(this one is {max(int(age_days), 0)} days old): each account has its own quotas, so new "
+        "accounts would multiply them; ask the operator for a token or to be listed"
+    )

@@ -25,7 +25,7 @@ from evaluator.protocols import default_protocol, protocol_problem, setting_prob
 from evaluator.registry import UnknownSuiteError, check_setting, get_suite, get_task
 from evaluator.splits import SplitNotInstalled
 from submissions import queue
-from submissions.identity import Identity, IdentityStore
+from submissions.identity import HF_NEW_PROVIDER, HfSigninPolicy, Identity, IdentityStore
 from submissions.names import InvalidName, name_key, normalise_text
 from submissions.quotas import QUOTA_LABELS, QuotaLimits, today
 from submissions.records import (
@@ -130,8 +130,20 @@ def normalise_form(form: SubmissionForm) -> SubmissionForm:
 
 
 def check_quota(records: SubmissionStore, submitter: Submitter, suite: str, kind: str) -> None:
-    """429 before any work when this identity's daily quota for `kind` on `suite` is used up."""
+    """429 before any work when this identity's daily quota for `kind` on `suite` is used up, or,
+    for an account admitted on the budget shared by new accounts, when that budget is."""
     identities, window = IdentityStore(records), today()
+    if submitter.identity.provider == HF_NEW_PROVIDER and kind != "failed_validations":
+        budget = HfSigninPolicy.from_env().new_accounts_daily_budget
+        used = identities.new_accounts_submissions_since(window.start)
+        if used >= budget:
+            error = quota_error(kind, suite, used, budget)
+            error.detail["message"] = (
+                f"the daily budget shared by all new Hugging Face accounts ({budget} submissions) "
+                f"is used up; it resets at {window.resets_at} (UTC midnight)"
+            )
+            error.detail["quota"] = "new_accounts"
+            raise error
     if kind == "failed_validations":
         used = identities.failed_validations_since(submitter.identity.name, suite, window.start)
     else:

@@ -23,6 +23,8 @@ Covered (route -> the huggingface_hub call that uses it):
     HEAD/GET /[{type}s/]{repo}/resolve/{rev}/{path}      hf_hub_download, snapshot_download, datasets
     POST /api/validate-yaml                              create_commit of a README.md
     GET  /api/whoami-v2                                  whoami
+    GET  /api/users/{name}/overview                      get_user_overview (createdAt, orgs; 404 if
+                                                         unknown); accounts added with POST /_test/users
     GET  /_test/stats                                    (not the Hub's) refused commits since start
 
 Not covered (write it down, do not assume it): LFS and Xet uploads (every file is committed
@@ -81,11 +83,14 @@ class HubState:
         )
         path = self.root / "state.json"
         self.repos: dict[str, dict] = json.loads(path.read_text()) if path.exists() else {}
+        users = self.root / "users.json"
+        self.users: dict[str, dict] = json.loads(users.read_text()) if users.exists() else {}
 
     def save(self) -> None:
-        tmp = self.root / "state.json.tmp"
-        tmp.write_text(json.dumps(self.repos))
-        os.replace(tmp, self.root / "state.json")
+        for name, data in (("state.json", self.repos), ("users.json", self.users)):
+            tmp = self.root / f"{name}.tmp"
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, self.root / name)
 
     # -- blobs --------------------------------------------------------------------------------
     def put_blob(self, content: bytes) -> str:
@@ -322,6 +327,29 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, seg: list[str], query: dict) -> None:
         if seg == ["_test", "stats"]:  # not a Hub route: what the tests check about the traffic
             return self._json({"refused_commits": self.state.refused_commits})
+        if seg == ["_test", "users"] and method == "POST":  # not a Hub route: make an account
+            account = json.loads(self._body() or b"{}")
+            with self.state.lock:
+                self.state.users[account["user"]] = account
+                self.state.save()
+            return self._json(account)
+        if len(seg) == 4 and seg[:2] == ["api", "users"] and seg[3] == "overview":
+            account = self.state.users.get(seg[2])
+            if account is None:
+                raise HubError(404, "User not found")
+            return self._json(
+                {
+                    "user": account["user"],
+                    "fullname": account.get("fullname", account["user"]),
+                    "avatarUrl": "",
+                    "type": "user",
+                    "createdAt": account["createdAt"],
+                    "orgs": [
+                        {"name": org, "fullname": org, "avatarUrl": ""}
+                        for org in account.get("orgs", [])
+                    ],
+                }
+            )
         if seg[:2] == ["api", "whoami-v2"]:
             if not self._authorized():
                 raise HubError(401, "Invalid credentials in Authorization header")

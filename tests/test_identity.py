@@ -309,9 +309,12 @@ def test_ui_identity_from_hugging_face_profile(tmp_path):
     profile = gr.OAuthProfile(
         {"preferred_username": "some-researcher", "name": "R", "profile": "", "picture": ""}
     )
-    first = ui_identity(identities, "", profile)
+    from submissions.identity import HfSigninPolicy
+
+    open_policy = HfSigninPolicy(min_account_age_days=0)  # tests/test_hf_signin.py: the others
+    first = ui_identity(identities, "", profile, open_policy)
     assert (first.name, first.provider, first.role) == ("hf:some-researcher", "hf", "user")
-    assert ui_identity(identities, "", profile) == first  # the same account, the same identity
+    assert ui_identity(identities, "", profile, open_policy) == first  # same account, same identity
     with pytest.raises(SubmissionError) as refused:
         ui_identity(identities, "", None)
     assert refused.value.status == 401
@@ -319,7 +322,7 @@ def test_ui_identity_from_hugging_face_profile(tmp_path):
         {"preferred_username": "evil\u202e", "name": "", "profile": "", "picture": ""}
     )
     with pytest.raises(SubmissionError):
-        ui_identity(identities, "", bad)
+        ui_identity(identities, "", bad, open_policy)
 
 
 # -- operator actions ----------------------------------------------------------------------------
