@@ -72,6 +72,9 @@ class ModelRunSpec(Strict):
     protocols: tuple[str, ...] = ()
     default_protocol: str | None = None
     max_new_tokens: int = Field(16, ge=1)
+    # settings that would ask for reasoning elsewhere but whose prompt here asks for the bare answer
+    # (PrefEval's cot): run with max_new_tokens, not refused (protocols.setting_problem)
+    direct_answer_settings: tuple[str, ...] = ()
 
 
 class BootstrapUnitSpec(Strict):

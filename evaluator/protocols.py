@@ -32,6 +32,9 @@ class ChoiceRequest:
     messages: Messages
     labels: tuple[str, ...]
     responses: dict[str, str] = field(default_factory=dict)
+    # generate_parse: this request's own generation budget, where its step differs from the task's
+    # (PrefEval's self-critic revision: 500 tokens after 300-token answers); None: the task's
+    max_new_tokens: int | None = None
 
 
 @dataclass
@@ -147,9 +150,16 @@ def choose_by_generation(
     parse: Callable[[str], str | None],
     progress: Progress | None = None,
 ) -> list[Decision]:
-    """Greedy generation, then the suite's parser; an unparsable answer is None (wrong)."""
+    """Greedy generation, then the suite's parser; an unparsable answer is None (wrong). Requests
+    with a budget of their own are generated in one call per budget."""
     prompts = [backend.render(r.messages) for r in requests]
-    texts = backend.generate(prompts, max_new_tokens, progress)
+    budgets = [r.max_new_tokens or max_new_tokens for r in requests]
+    texts: list[str | None] = [None] * len(requests)
+    for budget in sorted(set(budgets)):
+        chosen = [i for i, b in enumerate(budgets) if b == budget]
+        out = backend.generate([prompts[i] for i in chosen], budget, progress)
+        for i, text in zip(chosen, out):
+            texts[i] = text
     return [
         Decision(r.id, None, prompt_tokens=len(p), not_applicable=True)
         if text is None  # n/a (over the window)
@@ -301,8 +311,12 @@ REASONING_MIN_NEW_TOKENS = 64
 
 
 def setting_problem(task: "Task", setting: str | None, protocol: str | None) -> str | None:
-    """Why `setting` cannot be honoured by `protocol` on `task` (None: it can)."""
+    """Why `setting` cannot be honoured by `protocol` on `task` (None: it can). A task lists in
+    `model.direct_answer_settings` the settings whose prompt asks for the bare answer anyway (its
+    authors ran them with the short answer budget)."""
     if setting not in REASONING_SETTINGS or protocol is None:
+        return None
+    if setting in task.model.get("direct_answer_settings", ()):
         return None
     spec = _PROTOCOLS.get(protocol)
     budget = int(task.model.get("max_new_tokens", 16))

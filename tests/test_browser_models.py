@@ -353,7 +353,7 @@ def test_real_smollm2_from_the_ui(browser, shared_live_service, tmp_path):
         row,
     )  # a partial row's cell carries its count
     assert record["n_items"] == limit and record["row_kind"] == "partial", record
-    assert provenance["protocol"] == "choice_logprobs", provenance
+    assert provenance["protocol"] == "generate_parse", provenance  # PrefEval's official protocol
     # The resolved model (source, content-hash revision, parameters...) is kept under provenance.model.
     assert isinstance(provenance.get("model"), dict), (
         f"provenance.model should be the resolved model's facts, not {provenance.get('model')!r} "

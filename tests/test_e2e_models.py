@@ -247,5 +247,6 @@ def test_cli_evaluate_model_folder(tiny, tmp_path):
     result = json.loads(proc.stdout)
     assert result["n_items"] == 6 and result["partial"] is True
     assert result["revision"].startswith("sha256:")
-    assert result["run"]["protocol"] == "choice_logprobs" and result["run"]["items"] == 6
+    # PrefEval mcq's default is the official protocol: generate 5 tokens, parse the <choice> tag
+    assert result["run"]["protocol"] == "generate_parse" and result["run"]["items"] == 6
     assert 0.0 <= result["total"]["accuracy"]["value"] <= 1.0

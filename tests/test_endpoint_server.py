@@ -160,9 +160,9 @@ def test_prefeval_mcq_model_run_through_the_endpoint(llama_server):
 
     task = get_task("prefeval", "mcq")
     backend = EndpointBackend(config(llama_server))
-    run = run_model(
-        task, "zero_shot", backend, limit=3
-    )  # one item per form: the explicit one generates first
+    # choice_logprobs named (the default is generate_parse): one item per form, the explicit one
+    # generates its first reply before
+    run = run_model(task, "zero_shot", backend, protocol="choice_logprobs", limit=3)
     assert len(run.answers) == 3 and set(run.answers.values()) <= {"A", "B", "C", "D", None}
     assert run.stats["protocol"] == "choice_logprobs" and run.stats["backend"] == "openai-endpoint"
     assert (

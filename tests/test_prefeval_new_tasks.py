@@ -36,16 +36,39 @@ def test_mcq_turns_runs_what_fits_and_marks_the_rest_not_applicable(tiny):
     ran = {item.tiers["turns"] for item in run.split.items}
     assert ran and not ran & set(skipped) and run.partial
     assert set(run.answers) == {item.id for item in run.split.items}
-    assert set(run.answers.values()) <= {"A", "B", "C", "D"}
+    # generate_parse (the official protocol): a letter, or None where no <choice> tag was written
+    assert set(run.answers.values()) <= {"A", "B", "C", "D", None}
     result = score_answers(task, run.split, run.answers)
     assert set(result["tiers"]["turns"]) == ran
 
 
-def test_mcq_turns_rag_fits_any_window(tiny):
-    task = get_task("prefeval", "mcq_turns")
-    run = run_model(task, "rag", tiny, limit=4)
-    assert "not_applicable" not in run.stats  # retrieval keeps prompts short: 300 turns run too
-    assert {item.tiers["turns"] for item in run.split.items} == {"0", "10", "70", "300"}
+def test_mcq_rag_keeps_the_conversation_and_is_na_where_upstream_cannot_run(tmp_path):
+    # the whole conversation stays: a persona conversation plus the retrieved block takes up to
+    # ~18k of this byte-level tokenizer's tokens, so this model gets a longer window
+    folder = build_tiny_model(tmp_path / "long", "generative", seed=22, window=32768)
+    tiny_long = load_backend(ModelSpec("tiny-long", str(folder), "generative", "r0"), device="cpu")
+    task = get_task("prefeval", "mcq")
+    run = run_model(task, "rag", tiny_long, limit=3)
+    skipped = run.stats["not_applicable"]
+    # at 0 distractor turns the explicit (2 messages) and choice-based (4) forms offer fewer than
+    # the 5 passages the official code retrieves: n/a, not a number
+    assert set(skipped) == {
+        "rag: explicit, 0 distractor turns",
+        "rag: implicit_choice, 0 distractor turns",
+    }
+    assert {i.tiers["form"] for i in run.split.items} == {"implicit_persona"} and run.partial
+    assert run.stats["protocol"] == "generate_parse"  # the official protocol is the default
+    assert set(run.answers) == {item.id for item in run.split.items} and len(run.answers) == 3
+
+
+def test_mcq_default_is_generate_and_parse_and_self_critic_runs(tiny):
+    task = get_task("prefeval", "mcq")
+    run = run_model(task, "self_critic", tiny, limit=3)
+    assert run.stats["protocol"] == "generate_parse" and len(run.answers) == 3
+    # a tiny random model writes no <choice> tag: unparsed answers are counted, and score wrong
+    assert run.stats["unparsed"] == sum(a is None for a in run.answers.values())
+    result = score_answers(task, run.split, run.answers)
+    assert result["total"]["accuracy"]["n"] == 3
 
 
 @pytest.mark.parametrize("setting", ["self_critic"])  # its first step is the zero-shot answer

@@ -69,7 +69,10 @@ def build_tokenizer(vocab_size: int = 400):
     return fast
 
 
-def build_tiny_model(folder: Path, kind: str = "generative", seed: int = 0) -> Path:
+def build_tiny_model(
+    folder: Path, kind: str = "generative", seed: int = 0, window: int = 16384
+) -> Path:
+    """A ~1M-parameter random Llama; `window`: its context length (max_position_embeddings)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, LlamaForSequenceClassification
 
@@ -83,7 +86,7 @@ def build_tiny_model(folder: Path, kind: str = "generative", seed: int = 0) -> P
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=16384,
+        max_position_embeddings=window,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=tokenizer.bos_token_id,

@@ -46,16 +46,23 @@ def test_a_limit_too_small_names_the_tiers_it_missed(prefeval_split):
 
 @pytest.mark.parametrize("protocol", ["choice_logprobs", "reward"])
 def test_cot_is_refused_without_generation(protocol):
-    task = get_task("prefeval", "mcq")
+    task = get_task("realpref", "mcq")  # its cot asks for reasoning before the answer
     assert "reason" in setting_problem(task, "cot", protocol)
     assert setting_problem(task, "zero_shot", protocol) is None
 
 
 def test_cot_needs_room_to_reason():
-    task = get_task(
-        "prefeval", "mcq"
-    )  # generate_parse writes at most 5 tokens (upstream's answer cap)
+    task = get_task("realpref", "mcq")  # generate_parse writes at most 8 tokens
     assert "too few to reason" in setting_problem(task, "cot", "generate_parse")
     roomy = get_task("recentering", "relevance")
     budget = int(roomy.model.get("max_new_tokens", 16))
     assert (setting_problem(roomy, "cot", "generate_parse") is None) == (budget >= 64)
+
+
+@pytest.mark.parametrize("protocol", ["generate_parse", "choice_logprobs"])
+def test_prefeval_cot_asks_for_the_bare_answer_and_runs_as_upstream(protocol):
+    """PrefEval's cot prefixes worked examples but still asks for the bare <choice> tag, which the
+    official run reads from 5 generated tokens: it is a direct-answer setting there, not refused."""
+    task = get_task("prefeval", "mcq")
+    assert "cot" in task.model["direct_answer_settings"] and task.model["max_new_tokens"] == 5
+    assert setting_problem(task, "cot", protocol) is None

@@ -1,6 +1,9 @@
-"""PrefEval open_ended: error types and accuracy by hand, from scripted judge verdicts."""
+"""PrefEval open_ended: error types and accuracy by hand, from scripted judge replies read as the
+official scoring reads them; the official judge prompts and generation instruction."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -28,17 +31,52 @@ def test_error_types_truth_table(ack, violate, halluc, helpful, expected):
     assert [name for name, on in errors.items() if on] == ([expected] if expected else [])
 
 
-def test_verdict_and_quote_parsing():
-    assert open_ended.parse_verdict("<explanation>x</explanation>\n<answer>Yes</answer>") is True
-    assert open_ended.parse_verdict("<answer> no </answer>") is False
-    assert open_ended.parse_verdict("I think yes") is None
-    assert (
-        open_ended.quoted_preference(
-            "<preference>You avoid gluten.</preference><answer>Yes</answer>"
-        )
-        == "You avoid gluten."
+@pytest.mark.parametrize(
+    "reply, acknowledged, violated, helpful",
+    [
+        ("<explanation>x</explanation>\n<answer>Yes</answer>", True, True, True),
+        ("<answer> no </answer>", False, False, False),
+        ("<answer>[Yes]</answer>", True, True, True),  # accepted officially ("yes" in the text)
+        ("<ANSWER>YES</ANSWER>", True, True, True),  # html.parser lower-cases tag names
+        ("I think yes", False, False, True),  # no <answer>: "" -> not yes, and helpful
+        ("", False, False, True),
+        ("<answer>Not sure</answer>", False, False, False),  # "no" in "Not": unhelpful
+        ("<answer>Yes</answer><answer>No</answer>", True, True, True),  # the first element
+        ("<answer>Yes, but no</answer>", True, True, False),
+    ],
+)
+def test_judge_replies_read_as_upstream(reply, acknowledged, violated, helpful):
+    v = open_ended.verdicts(reply, reply, "", reply)
+    assert (v["acknowledge"], v["violate"], v["helpful"]) == (acknowledged, violated, helpful)
+    assert v["hallucinate"] is False  # no hallucination reply: not yes
+
+
+def test_restatement_is_the_preference_tag_text():
+    from evaluator.suites.prefeval.official_parsing import tag_text
+
+    reply = "<preference> You avoid gluten. </preference><answer>Yes</answer>"
+    assert tag_text(reply, "preference") == "You avoid gluten."
+    assert tag_text("<answer>No</answer>", "preference") == ""
+
+
+def test_judge_prompts_are_the_official_files_filled_in_upstream_order():
+    folder = Path(open_ended.__file__).parent / "judge"
+    ack = (folder / "check_acknowledge.txt").read_text()
+    assert ack.startswith("You will analyze a conversation between a user and an assistant")
+    assert ack.endswith("<answer>[Yes/No]</answer>")  # no final newline upstream
+    # acknowledge puts the response in first, then the question: "{question}" inside a response
+    # becomes the question, as upstream's str.replace order does
+    filled = open_ended.judge_prompt("acknowledge", question="Q?", response="see {question}")
+    assert "Assistant response: see Q?" in filled and "The user's question is: Q?" in filled
+    violate = open_ended.judge_prompt(
+        "violate", preference="P {question}", question="Q?", response="R {preference}"
     )
-    assert open_ended.quoted_preference("<answer>No</answer>") == ""
+    assert "User's preference: P Q?" in violate and "Assistant response: R {preference}" in violate
+    messages = open_ended.judge_messages("helpful", preference="P", question="Q", response="R")
+    assert messages[0]["content"] == (
+        "You are a helpful assistant in evaluating an AI assistant's reponse. You should be fair "
+        "and strict and follow the user's instruction"
+    )
 
 
 class ScriptedJudge:
@@ -68,11 +106,11 @@ class ScriptedJudge:
 
     @staticmethod
     def _is(check, text):
-        markers = {
-            "acknowledge": "mention, or clearly build on",
-            "violate": "go against the user's stated",
-            "hallucinate": "restated the user's preference",
-            "helpful": "substantive answer",
+        markers = {  # phrases of the official prompt files
+            "acknowledge": "acknowledges any user preference",
+            "violate": "violates the user's stated preference",
+            "hallucinate": "restatement of the user's stated preference",
+            "helpful": "provides any substantive response",
         }
         return markers[check] in text
 
@@ -100,7 +138,7 @@ def test_scores_from_scripted_verdicts_by_hand():
             "violate": None,
             "hallucinate": None,
             "helpful": None,
-        },  # -> all No
+        },  # no <answer> anywhere: read as upstream reads "" (not yes; helpful)
     }
     answers = {item.id: response for item, response in zip(items, script)}
     judge_backend = ScriptedJudge(script)
@@ -108,14 +146,15 @@ def test_scores_from_scripted_verdicts_by_hand():
         task, Split("five", items), answers, Judge("scripted", "r1", judge_backend)
     )
     total = {m: s["value"] for m, s in result["total"].items()}
-    assert total["accuracy"] == pytest.approx(1 / 5)
+    # the garbled replies count as not acknowledged, not violated and helpful: no error, officially
+    assert total["accuracy"] == pytest.approx(2 / 5)
     assert (
         total["inconsistent"]
         == total["hallucinated_violation"]
         == total["unaware_violation"]
         == pytest.approx(1 / 5)
     )
-    assert total["unhelpful"] == pytest.approx(1 / 5)  # the garbled judge reply: not helpful
+    assert total["unhelpful"] == 0
     assert total["acknowledged"] == pytest.approx(3 / 5)
     # hallucinate is asked only of the three acknowledged answers: 5 x 3 + 3 calls
     assert len(judge_backend.asked) == 18 and judge_backend.asked.count("hallucinate") == 3
@@ -138,9 +177,22 @@ def test_judged_row_records_judge_and_prompt_hash():
     )
 
 
-def test_mcq_refuses_self_critic_and_open_ended_takes_it():
-    from evaluator.registry import UnknownSuiteError, check_setting
+def test_mcq_and_open_ended_take_self_critic():
+    from evaluator.registry import check_setting
 
-    with pytest.raises(UnknownSuiteError, match="self_critic"):
-        check_setting(get_task("prefeval", "mcq"), "self_critic")
+    check_setting(get_task("prefeval", "mcq"), "self_critic")
     check_setting(get_task("prefeval", "open_ended"), "self_critic")
+
+
+def test_generation_prompt_ends_with_the_official_word_limit():
+    pub = get_task("prefeval", "open_ended").load_split().items[0].public
+    for setting in ("zero_shot", "reminder", "cot"):
+        messages = open_ended.item_messages(pub, setting, reply="Noted.")
+        assert messages[-1]["content"].endswith(" (Please respond within 300 words.)")
+    reminder = open_ended.item_messages(pub, "reminder", reply="Noted.")[-1]["content"]
+    assert reminder == (
+        pub["question"]
+        + "\nIn your response, please ensure that you take into account our earlier discussion, "
+        "and provide an answer that is consistent with my preference."
+        + " (Please respond within 300 words.)"
+    )

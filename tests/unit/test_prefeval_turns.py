@@ -76,7 +76,7 @@ def test_requests_put_the_distractors_between_preference_and_question(split):
     assert request.messages[-1]["content"].startswith(pub["question"])
 
 
-def test_rag_retrieves_over_the_whole_conversation_including_distractors(split):
+def test_rag_keeps_the_conversation_and_retrieves_over_all_of_it(split):
     task = get_task("prefeval", "mcq_turns")
     pub = next(
         i.public
@@ -87,8 +87,14 @@ def test_rag_retrieves_over_the_whole_conversation_including_distractors(split):
     (request,) = mcq.build_requests(task, [pub], "rag", tools)
     (passages,) = tools.retrieved_from
     assert len(passages) == len(pub["context"]) + 140
-    assert passages[0].startswith("User: ") and passages[-1].startswith("Assistant: ")
-    assert len(request.messages) == 2 and "#Start of Context#" in request.messages[1]["content"]
+    # upstream's wording of an implicit passage: the lower-case role, a colon, the text
+    assert passages[0] == "user: " + pub["context"][0]["content"]
+    assert passages[-1].startswith("assistant: ")
+    # the whole conversation stays (official RAG), the retrieved block leads the question
+    assert request.messages[1 : 1 + len(pub["context"])] == pub["context"]
+    assert request.messages[1 + len(pub["context"]) : -1] == mcq.distractor_turns(70)
+    assert request.messages[-1]["content"].startswith("Before answering my question")
+    assert "#Start of Context#" in request.messages[-1]["content"]
 
 
 class WindowBackend:
@@ -114,5 +120,20 @@ def test_turn_counts_over_the_window_are_not_applicable_never_truncated(split):
     kept, skipped = mcq_turns.fit_model(task, split, "zero_shot", WindowBackend(8192))
     assert set(skipped) == {"70", "300"} and "8192" in skipped["70"]
     assert {i.tiers["turns"] for i in kept.items} == {"0", "10"} and len(kept.items) == 6000
-    assert mcq_turns.fit_model(task, split, "rag", WindowBackend(8192)) == (split, {})
+    # rag keeps the whole conversation: the same turn counts are over the window, and the explicit
+    # and choice-based items at 0 turns (2 and 4 earlier messages, fewer than 5) are n/a
+    kept, skipped = mcq_turns.fit_model(task, split, "rag", WindowBackend(8192))
+    assert {"70", "300"} <= set(skipped)
+    assert {k for k in skipped if k.startswith("rag:")} == {
+        "rag: explicit, 0 distractor turns",
+        "rag: implicit_choice, 0 distractor turns",
+    }
+    # sized with the longest passages as the retrieved ones (never truncated): at this window the
+    # 10-turn prompts may reach it too; what is kept is what fits
+    kept_cells = {(i.tiers["turns"], i.tiers["form"]) for i in kept.items}
+    assert ("0", "implicit_persona") in kept_cells
+    assert not {turns for turns, _ in kept_cells} & set(skipped)
+    assert ("0", "explicit") not in kept_cells and ("0", "implicit_choice") not in kept_cells
+    kept, skipped = mcq_turns.fit_model(task, split, "rag", WindowBackend(10**6))
+    assert len(kept.items) == 12000 - 2000 and len(skipped) == 2
     assert mcq_turns.fit_model(task, split, "zero_shot", WindowBackend(10**6))[1] == {}

@@ -215,7 +215,8 @@ class Killed(Exception):
 
 
 def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
-    full = run_model(task, "zero_shot", gen, limit=8, batch_items=4)
+    # choice_logprobs named: it reads one forward pass per item, which the counts below rely on
+    full = run_model(task, "zero_shot", gen, protocol="choice_logprobs", limit=8, batch_items=4)
     assert full.partial and len(full.answers) == 8
     assert full.stats["items_resumed"] == 0 and full.stats["protocol"] == "choice_logprobs"
 
@@ -235,6 +236,7 @@ def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
             task,
             "zero_shot",
             first,
+            protocol="choice_logprobs",
             limit=8,
             checkpoint=checkpoint,
             on_progress=die_after_first_batch,
@@ -258,6 +260,7 @@ def test_run_model_resumes_from_its_checkpoint(gen, task, tmp_path):
         task,
         "zero_shot",
         second,
+        protocol="choice_logprobs",
         limit=8,
         checkpoint=checkpoint,
         on_progress=reports.append,

@@ -12,7 +12,8 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
-from evaluator.suite import Item, Task, load_prompts
+from evaluator.suite import Item, Split, Task, load_prompts
+from evaluator.suites.prefeval.official_parsing import extract_choice
 
 FORM_SOURCES = {
     "explicit": None,
@@ -106,15 +107,6 @@ def prompts() -> dict:
     return load_prompts(Path(__file__).parent)
 
 
-def _exchanges(context: list[dict[str, str]]) -> list[str]:
-    """The context as user/assistant exchanges, the unit RAG retrieves."""
-    out = []
-    for i in range(0, len(context), 2):
-        pair = context[i : i + 2]
-        out.append(" ".join(f"{m['role']}: {m['content']}" for m in pair))
-    return out
-
-
 INTER_TURNS_FILE = "filtered_inter_turns.json"
 
 
@@ -137,6 +129,17 @@ def distractor_turns(n: int) -> list[dict[str, str]]:
     return [{"role": role, "content": content} for role, content in messages]
 
 
+def inter_turns(pub: dict) -> int:
+    """The distractor turns between the preference and the question (mcq: none)."""
+    return int(pub.get("inter_turns") or 0)
+
+
+def mcq_format(pub: dict) -> str:
+    """The official MCQ instruction with the item's lettered options (get_mcq_question_format)."""
+    options = "\n".join(f"{letter}. {text}" for letter, text in pub["options"].items())
+    return prompts()["mcq_format"].format(options=options)
+
+
 def final_question(pub: dict, setting: str, judging: bool = False) -> str:
     p = prompts()
     question = pub["question"]
@@ -144,8 +147,7 @@ def final_question(pub: dict, setting: str, judging: bool = False) -> str:
         question += p["reminder"]
     if setting == "cot":
         question = p["cot_prompt"] + question
-    options = "\n".join(f"{letter}. {text}" for letter, text in pub["options"].items())
-    return question if judging else question + p["mcq_format"].format(options=options)
+    return question if judging else question + mcq_format(pub)
 
 
 def _history(pub: dict, reply: str | None) -> list[dict[str, str]]:
@@ -154,39 +156,97 @@ def _history(pub: dict, reply: str | None) -> list[dict[str, str]]:
     context = list(pub["context"])
     if pub["form"] == "explicit" and reply is not None:
         context.append({"role": "assistant", "content": reply})
-    return context + distractor_turns(int(pub.get("inter_turns") or 0))
+    return context + distractor_turns(inter_turns(pub))
 
 
-def _rag_message(
-    question: str, final: str, history: list[dict[str, str]], model, whole_conversation: bool
-) -> dict:
-    """PrefEval's RAG prompt with the top-k retrieved passages. `whole_conversation` (mcq_turns): the
-    passages are the messages of the whole conversation, distractors included, as in the paper;
-    otherwise (mcq) the item's own exchanges."""
-    p = prompts()
-    if whole_conversation:
-        passages = [f"{m['role'].capitalize()}: {m['content']}" for m in history]
+# -- RAG, as the official code runs it ------------------------------------------------------------
+# The whole conversation stays; the 5 earlier messages most similar to the question are listed in
+# front of it. Officially the similarities are SimCSE scores computed offline; here the operator's
+# retriever (PERSONABOARD_EMBEDDING_MODEL, all-MiniLM-L6-v2 by default) ranks the same passages.
+
+
+def rag_passages(pub: dict, reply: str | None) -> list[str]:
+    """The passages the official RAG ranks, in its order and wording: explicit form
+    "User: <preference>", "Assistant: <reply>" (handle_rag_task_mcq), implicit forms every message
+    of the revealing conversation as "<role>: <text>" (handle_rag_task_implicit_mcq), then every
+    distractor message as "<role>: <text>" (lower-case roles, as upstream's msg_index files)."""
+    if pub["form"] == "explicit":
+        own = [f"User: {pub['context'][0]['content']}"]
+        if reply is not None:
+            own.append(f"Assistant: {reply}")
     else:
-        passages = _exchanges(history)
-    top = model.retrieve(question, passages, int(p["rag_top_k"]))
+        own = [f"{m['role']}: {m['content']}" for m in pub["context"]]
+    return own + [f"{m['role']}: {m['content']}" for m in distractor_turns(inter_turns(pub))]
+
+
+def rag_passage_count(pub: dict) -> int:
+    """How many passages the item offers to retrieve from (the explicit reply counted)."""
+    own = 2 if pub["form"] == "explicit" else len(pub["context"])
+    return own + 2 * inter_turns(pub)
+
+
+def rag_unavailable(pub: dict) -> bool:
+    """The official code asserts it found top-k passages: with fewer (explicit and choice-based
+    forms at 0 distractor turns: 2 and 4 messages) it cannot run RAG, so the item is n/a."""
+    return rag_passage_count(pub) < int(prompts()["rag_top_k"])
+
+
+def rag_block(top: list[str]) -> str:
+    """convert_top_k_sentences_to_msg: the official words around the retrieved exchanges."""
+    p = prompts()
     listed = "".join(f"exchange {i}. {text}\n" for i, text in enumerate(top, 1))
-    return {"role": "user", "content": p["rag_prefix"] + listed + p["rag_suffix"] + final}
+    return p["rag_prefix"] + listed + p["rag_suffix"]
+
+
+def retrieved(pub: dict, reply: str | None, model) -> list[str]:
+    """The top-k passages for the item's question, best first (ties keep conversation order, as
+    the official stable sort)."""
+    return model.retrieve(pub["question"], rag_passages(pub, reply), int(prompts()["rag_top_k"]))
 
 
 def item_messages(
-    pub: dict, setting: str, reply: str | None, model=None, judging: bool = False
+    pub: dict, setting: str, reply: str | None, model=None, judging: bool = False, top=None
 ) -> list[dict[str, str]]:
-    """The chat of one item (the same function sizes prompts for fit_model)."""
+    """The chat of one item (the same function sizes prompts for fit_model). `top`: the retrieved
+    passages of a `rag` prompt (retrieved with `model` when not given)."""
     p = prompts()
     system = {"role": "system", "content": p["system_prompt"]}
-    final = final_question(pub, setting, judging)
-    whole = "inter_turns" in pub
     if setting == "rag":
-        history = _history(pub, reply) if whole else list(pub["context"])
-        return [system, _rag_message(pub["question"], final, history, model, whole)]
+        if top is None:
+            top = retrieved(pub, reply, model)
+        final = rag_block(top) + final_question(pub, "zero_shot", judging)
+        return [system, *_history(pub, reply), {"role": "user", "content": final}]
+    final = final_question(pub, setting, judging)
     if pub["form"] == "explicit" and judging:
         return [system, {"role": "user", "content": pub["context"][0]["content"] + "\n\n" + final}]
     return [system, *_history(pub, reply), {"role": "user", "content": final}]
+
+
+def self_critic_messages(
+    pub: dict, reply: str | None, first: str, critique: str | None = None
+) -> list[dict[str, str]]:
+    """The official MCQ self-critic: the zero-shot conversation, the model's first answer and the
+    critique request; with the critique, the revision request (with the options again), whose
+    answer is scored (get_self_critic_prompt_critic_mcq / ..._response_mcq and their implicit twins)."""
+    p = prompts()
+    request = p[
+        "mcq_critic_request_explicit"
+        if pub["form"] == "explicit"
+        else "mcq_critic_request_implicit"
+    ]
+    asked = [
+        *item_messages(pub, "zero_shot", reply),
+        {"role": "assistant", "content": first},
+        {"role": "user", "content": request},
+    ]
+    if critique is None:
+        return asked
+    revision = p["mcq_revision_request"] + mcq_format(pub)
+    return [
+        *asked,
+        {"role": "assistant", "content": critique},
+        {"role": "user", "content": revision},
+    ]
 
 
 def build_requests(task: Task, publics: list[dict], setting: str, model) -> list:
@@ -196,9 +256,11 @@ def build_requests(task: Task, publics: list[dict], setting: str, model) -> list
     at the official 5 tokens), user: question + MCQ format]. Implicit forms: the revealing
     conversation in place of the first two turns. A `mcq_turns` item inserts its distractor turns
     before the question. `reminder` appends PrefEval's reminder, `cot` prefixes its worked examples,
-    `rag` replaces the conversation by the 5 passages most similar to the question (mcq: the item's
-    own exchanges; mcq_turns: the messages of the whole conversation, distractors included).
+    `rag` keeps the whole conversation and lists the 5 passages most similar to the question before
+    it, `self_critic` asks the model's first answer, a critique of it (300 tokens) and the revised
+    answer, which is scored.
     """
+    from evaluator.backends.base import BackendError
     from evaluator.protocols import ChoiceRequest
 
     p = prompts()
@@ -207,38 +269,65 @@ def build_requests(task: Task, publics: list[dict], setting: str, model) -> list
     # A reward model judges each option as the response to the question itself; it cannot write
     # the explicit form's first reply, so the preference and the question share one user turn.
     judging = model.protocol == "reward"
+    if judging and setting == "self_critic":
+        raise BackendError("self_critic needs a generative model: the model revises its own answer")
+    answer_tokens = int(p["max_mcq_tokens"])
     replies: dict[str, str] = {}
-    explicit = [
-        pub
-        for pub in publics
-        if pub["form"] == "explicit" and not judging and (setting != "rag" or "inter_turns" in pub)
-    ]
+    explicit = [pub for pub in publics if pub["form"] == "explicit" and not judging]
     if explicit:
-        generated = model.generate(
-            [[system, *pub["context"]] for pub in explicit], int(p["max_mcq_tokens"])
-        )
+        generated = model.generate([[system, *pub["context"]] for pub in explicit], answer_tokens)
         replies = {pub["id"]: text for pub, text in zip(explicit, generated)}
-    return [
-        ChoiceRequest(
-            pub["id"],
-            item_messages(pub, setting, replies.get(pub["id"]), model, judging),
-            labels,
-            dict(pub["options"]),
+    if setting == "self_critic":
+        reply_of = [replies.get(pub["id"]) for pub in publics]
+        firsts = model.generate(
+            [item_messages(pub, "zero_shot", r) for pub, r in zip(publics, reply_of)],
+            answer_tokens,
         )
-        for pub in publics
+        critiques = model.generate(
+            [self_critic_messages(pub, r, f) for pub, r, f in zip(publics, reply_of, firsts)],
+            int(p["mcq_critic_max_tokens"]),
+        )
+        conversations = [
+            self_critic_messages(pub, r, f, c)
+            for pub, r, f, c in zip(publics, reply_of, firsts, critiques)
+        ]
+    else:
+        conversations = [
+            item_messages(pub, setting, replies.get(pub["id"]), model, judging) for pub in publics
+        ]
+    return [
+        ChoiceRequest(pub["id"], messages, labels, dict(pub["options"]))
+        for pub, messages in zip(publics, conversations)
     ]
 
 
-def check_setting(task: Task, setting: str) -> str | None:
-    """self_critic revises a generated answer: it is a setting of open_ended only."""
-    if setting == "self_critic":
-        return (
-            f"{task.key} has no setting 'self_critic' (a generation setting of prefeval/open_ended)"
+def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, dict[str, str]]:
+    """`rag` items the official code cannot run (fewer passages than it retrieves) are n/a."""
+    return drop_rag_unavailable(split, setting)
+
+
+def drop_rag_unavailable(split: Split, setting: str) -> tuple[Split, dict[str, str]]:
+    if setting != "rag":
+        return split, {}
+    top_k = int(prompts()["rag_top_k"])
+    skipped: dict[str, str] = {}
+    kept = []
+    for item in split.items:
+        if not rag_unavailable(item.public):
+            kept.append(item)
+            continue
+        turns = inter_turns(item.public)
+        key = f"rag: {item.public['form']}, {turns} distractor turns"
+        skipped[key] = (
+            f"n/a: {item.public['form']} items at {turns} distractor turns offer "
+            f"{rag_passage_count(item.public)} earlier messages, fewer than the {top_k} the "
+            "official RAG retrieves (its code cannot run them)"
         )
-    return None
+    if not skipped:
+        return split, {}
+    return Split(name=f"{split.name}[rag-runnable]", items=kept), skipped
 
 
 def parse_answer(text: str) -> str | None:
-    from evaluator.protocols import parse_choice_tag
-
-    return parse_choice_tag(text)
+    """The official parser (first <choice> tag, first of A-D in it, case-sensitive)."""
+    return extract_choice(text)

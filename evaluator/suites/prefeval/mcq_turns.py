@@ -5,8 +5,9 @@ Every mcq item (same options, same letters, same gold) is asked again with the f
 tiers (0, 10, 70, 300: about 0, 3k, 26k and 118k tokens). The distractor block is the same for
 every item of one N (as upstream), so public inputs name N (`inter_turns`) and the block ships once
 with the suite's data. A turn count whose prompts do not fit the model's context window is n/a for
-that model (fit_model): never truncated. `rag` retrieves over the whole conversation, distractors
-included, so it fits any window.
+that model (fit_model): never truncated. `rag` keeps the whole conversation and lists the 5
+passages most similar to the question before it (the official RAG), so it needs the same window;
+at 0 turns the explicit and choice-based forms offer fewer than 5 passages and are n/a for rag.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from evaluator.backends.base import BackendError
 from evaluator.suite import Item, Split, Task
 from evaluator.suites.prefeval import mcq
-from evaluator.suites.prefeval.mcq import build_requests, check_setting, parse_answer  # noqa: F401  (hooks of this task too)
+from evaluator.suites.prefeval.mcq import build_requests, parse_answer  # noqa: F401  (hooks of this task too)
 
 ANSWER_MARGIN_TOKENS = (
     16  # the explicit form's generated reply (5 tokens) and the answer token, with room
@@ -60,11 +61,12 @@ def _longest(items: list[Item], count: int = 6) -> list[dict]:
     for item in items:
         by_form.setdefault(item.tiers["form"], []).append(item)
 
-    def size(i: Item) -> int:
+    def size(item: Item) -> int:
+        pub = item.public
         return (
-            sum(len(m["content"]) for m in i.public["context"])
-            + len(i.public["question"])
-            + sum(len(o) for o in i.public["options"].values())
+            sum(len(m["content"]) for m in pub["context"])
+            + len(pub["question"])
+            + sum(len(o) for o in pub.get("options", {}).values())
         )
 
     return [
@@ -74,27 +76,38 @@ def _longest(items: list[Item], count: int = 6) -> list[dict]:
     ]
 
 
+def _sizing_messages(pub: dict, setting: str) -> list[dict[str, str]]:
+    """A prompt at least as long as the item's real one: a 5-token reply stand-in and, for rag, the
+    longest passages as the retrieved ones."""
+    reply = "x " * 5
+    if setting == "rag":
+        top_k = int(mcq.prompts()["rag_top_k"])
+        top = sorted(mcq.rag_passages(pub, reply), key=len, reverse=True)[:top_k]
+        return mcq.item_messages(pub, setting, reply, top=top)
+    if setting == "self_critic":
+        return mcq.self_critic_messages(pub, reply, reply, "x " * 300)
+    return mcq.item_messages(pub, setting, reply)
+
+
 def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, dict[str, str]]:
-    """Drop the turn counts whose longest prompts exceed the model's window (n/a, never truncated)."""
+    """Drop the turn counts whose longest prompts exceed the model's window (n/a, never truncated),
+    and the rag items the official code cannot run (mcq.drop_rag_unavailable)."""
+    split, skipped = mcq.drop_rag_unavailable(split, setting)
     window = backend.context_window()
-    if not window or setting == "rag":
-        return split, {}
-    skipped: dict[str, str] = {}
+    if not window:
+        return split, skipped
     for turns in task.tier_group("turns").tiers:
         members = [item for item in split.items if item.tiers["turns"] == turns]
         if not members:
             continue
         try:
-            rendered = [
-                backend.render(mcq.item_messages(pub, setting, reply="x " * 5))
-                for pub in _longest(members)
-            ]
+            rendered = [backend.render(_sizing_messages(pub, setting)) for pub in _longest(members)]
         except BackendError:  # render itself refuses a prompt over the window
             rendered = None
         if rendered and rendered[0] and isinstance(rendered[0][0], dict):
             # an endpoint renders messages, not tokens: it cannot be measured here; the server's own
             # context-length refusals make those items n/a during the run (model_eval)
-            return split, {}
+            return split, skipped
         longest = max(len(r) for r in rendered) if rendered else None
         if longest is None or longest + ANSWER_MARGIN_TOKENS > window:
             size = f"up to {longest} tokens" if longest else "more tokens than that"
