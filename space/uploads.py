@@ -1,4 +1,5 @@
-"""Files reach a UI event only as bytes this app's upload route received (issue 7 §4).
+"""Files reach a UI event only as bytes this app's upload route received (no path from
+the UI to the server's files).
 
 A Gradio event's FileData carries a server path chosen by the client, so a client can name any
 file (/etc/passwd, another submission's stored upload) or probe which paths exist. Two checks

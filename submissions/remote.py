@@ -230,7 +230,7 @@ class EventFolder:
         ):
             return  # a late event from an attempt that was superseded; the outcome stands
         if current.state == "cancelled" and "state" in changes:
-            return  # an operator stopped it (issue 7): a worker's late report does not bring it back
+            return  # an operator stopped it: a worker's late report does not bring it back
         allowed = {f.name for f in fields(Submission)} - {
             "id",
             "created_at",

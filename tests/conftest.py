@@ -35,6 +35,31 @@ from backend.redis_server import RedisServer, log_tail  # noqa: E402
 
 WEB_START_TIMEOUT = float(os.environ.get("PERSONABOARD_TEST_WEB_TIMEOUT", "180"))
 
+# What a test needs beyond the Python packages, read from the fixtures it uses (directly or through
+# other fixtures), so a new test that starts a service or builds a model is marked without anyone
+# remembering to: `pytest -m "not service and not model"` then runs exactly the in-process tests.
+# Tests that start processes or build models inline carry the mark themselves (see pyproject.toml).
+NEEDS_BY_FIXTURE = {
+    "service": {
+        "redis_server",
+        "service_env",
+        "live_service",
+        "shared_live_service",
+        "module_live_service",
+        "hub_server",
+    },
+    "browser": {"browser", "page"},
+    "model": {"tiny", "folders", "tiny_folder", "llama_server"},
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in NEEDS_BY_FIXTURE.items():
+            if used & fixtures:
+                item.add_marker(marker)
+
 
 @dataclass
 class LiveService:
@@ -195,7 +220,7 @@ def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
 
 @pytest.fixture(scope="session", autouse=True)
 def gold_canary_watch(tmp_path_factory):
-    """Issue 7 §3: the gold canary (tests/canary.py) never reaches a response or a log in this run."""
+    """Hidden gold stays hidden: the gold canary (tests/canary.py) never reaches a response or a log in this run."""
     import httpx
     from canary import GOLD_CANARY, leaks_in_tree
 

@@ -374,6 +374,7 @@ def test_submit_tab_explains_each_suites_format(page, tmp_path):
     shot(page, tmp_path, "submit-format")
 
 
+@pytest.mark.model
 def test_live_progress_queue_and_auto_refresh(browser, service, tmp_path):
     """A tiny random model on 30 items: the status's progress moves at least twice while it runs
     (items, tokens/s, time left), the Queue tab lists it, and on finish the board shows its row."""

@@ -171,6 +171,7 @@ def verified_row(svc) -> str:
 
 
 # -- 1. the tiny model ------------------------------------------------------------------------------
+@pytest.mark.model
 def test_submit_registered_model_two_settings_then_dedup_and_unknown(
     browser, shared_live_service, tmp_path
 ):
@@ -301,6 +302,7 @@ def smollm2_folder() -> Path | None:
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_real_smollm2_from_the_ui(browser, shared_live_service, tmp_path):
     folder = smollm2_folder()
     if folder is None:

@@ -1,4 +1,4 @@
-"""Text users supply is inert where it is shown (issue 7 §6), in Debian's chromium: model names made
+"""Text users supply is inert where it is shown, in Debian's chromium: model names made
 of HTML, Markdown and spreadsheet-formula payloads create no element and run no script in the
 status view or the leaderboard, show as typed, and come out of the CSV download neutralised.
 """

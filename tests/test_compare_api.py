@@ -18,6 +18,8 @@ from live_helpers import (
     wait_finished,
 )  # noqa: E402
 
+pytestmark = pytest.mark.service
+
 TRAVEL = ("travel_hotel", "travel_restaurant", "travel_transportation", "travel_activities")
 
 

@@ -27,6 +27,8 @@ from live_helpers import (  # noqa: E402
     wait_finished,
 )
 
+pytestmark = pytest.mark.service
+
 SETTINGS = {
     "zero_shot",
     "reminder",

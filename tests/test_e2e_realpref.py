@@ -47,6 +47,7 @@ def rows(http, task: str) -> dict[str, dict]:
     return {row["model_name"]: row for row in got}
 
 
+@pytest.mark.model
 def test_realpref_end_to_end(live_service, tmp_path):
     svc = live_service
     started = time.monotonic()
@@ -265,6 +266,7 @@ def expected_judge_scores(
     return scores
 
 
+@pytest.mark.model
 def test_realpref_true_false_tiny_model(live_service, tmp_path):
     """true_false from a tiny model (choice_logprobs over the single tokens True/False): a finished
     partial row (only `simple` fits the 16K window) whose accuracy is exactly that of the stored answers."""
@@ -317,6 +319,7 @@ def test_realpref_true_false_tiny_model(live_service, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.model
 def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
     """open_ended with a tiny judge registered on the service and named in PERSONABOARD_JUDGE_MODEL
     (web app and workers): (a) an uploaded predictions file -> finished row with the three rubric

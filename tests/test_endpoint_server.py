@@ -31,6 +31,8 @@ pytest.importorskip(
     "llama_cpp.server", reason="llama-cpp-python[server] is installed by `make install`"
 )
 
+pytestmark = pytest.mark.model
+
 SERVER_START_TIMEOUT = 180.0
 
 

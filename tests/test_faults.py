@@ -31,7 +31,7 @@ from leaderboard.store import result_glob  # noqa: E402
 from submissions.queue import job_id_for  # noqa: E402
 from submissions.settings import FAULT_GATE_ENV  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.service]
 
 RECOVERY_LIMIT_S = 120
 

@@ -1,4 +1,4 @@
-"""No path from the UI to the server's files (issue 7 §4), over Gradio's own HTTP API.
+"""No path from the UI to the server's files , over Gradio's own HTTP API.
 
 Every Gradio event of the app is called through /gradio_api/call/<name> with a FileData naming a
 server file (/etc/passwd, another submission's stored upload, a missing path, a path inside the
@@ -19,6 +19,8 @@ import pytest  # noqa: F401
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import explicit_only, submit_ok  # noqa: E402
+
+pytestmark = pytest.mark.service
 
 PLACEHOLDER = "<PATH>"
 

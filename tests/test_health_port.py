@@ -25,6 +25,8 @@ from backend.processes import (
 )
 from leaderboard.store import LocalDatasetStore
 
+pytestmark = pytest.mark.service
+
 
 @pytest.fixture
 def web_with_health_port(tmp_path):

@@ -20,6 +20,8 @@ from leaderboard.outbox import Outbox
 from leaderboard.store import LocalDatasetStore, StoreError, request_path, result_path
 from leaderboard.table import records_to_scores
 
+pytestmark = pytest.mark.service
+
 REPO = "personaboard/results"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -329,7 +331,7 @@ SIGNALLED_PUBLISHER = textwrap.dedent(
 def test_a_publish_by_another_process_is_in_the_next_read(
     hub_server, redis_server, tmp_path, online, monkeypatch
 ):
-    """Issue 12's "never served stale" with the Hub store: the web node's read path keeps the Hub's
+    """The leaderboard is never served stale, with the Hub store: the web node's read path keeps the Hub's
     head (no Hub call per request), yet a publish another process made is in the very next read
     after that publish returned, because the publisher renewed the head signal in Redis first."""
     from leaderboard import hub_store as hub_store_module

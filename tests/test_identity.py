@@ -19,6 +19,8 @@ from live_helpers import make_predictions, run_cli, submit, wait_finished, wait_
 
 from leaderboard.store import result_glob  # noqa: E402
 
+pytestmark = pytest.mark.service
+
 
 @pytest.fixture(scope="module")
 def svc(module_live_service):

@@ -23,6 +23,8 @@ from live_helpers import client, wait_until
 
 from backend import processes
 
+pytestmark = [pytest.mark.container, pytest.mark.service]
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 

@@ -19,6 +19,8 @@ from evaluator.registry import get_task  # noqa: E402
 from evaluator.scoring import score_answers  # noqa: E402
 from evaluator.suites.prefeval import open_ended  # noqa: E402
 
+pytestmark = pytest.mark.model
+
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):

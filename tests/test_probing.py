@@ -1,4 +1,4 @@
-"""The flip-one-answer probing attack (issue 7 §3) against a hidden fixture split, over HTTP.
+"""The flip-one-answer probing attack against a hidden fixture split, over HTTP.
 
 The split is Re-Centering relevance with 200 generated items (YES/NO by majority of three votes),
 installed twice into one live service: first declared public (a PUBLIC marker: exact scores, the
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from canary import GOLD_CANARY  # noqa: E402
 from live_helpers import run_cli, wait_state  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.service]
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "recentering"

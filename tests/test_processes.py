@@ -20,6 +20,8 @@ from backend import processes
 from backend.redis_server import RedisServerError, find_redis_server
 from backend.settings import QUEUE_NAME
 
+pytestmark = pytest.mark.service
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HAVE_APP = (PROJECT_ROOT / "backend" / "app.py").exists()
 

@@ -11,6 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from leaderboard.store import LocalDatasetStore
 
+pytestmark = pytest.mark.service
+
 LEADERBOARD = "/api/v1/leaderboard"
 
 

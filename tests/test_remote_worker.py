@@ -30,7 +30,7 @@ from evaluator.hub import DatasetRepo  # noqa: E402
 from leaderboard.store import result_path  # noqa: E402
 from submissions.settings import FAULT_GATE_ENV  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.model]
 
 ROOT = Path(__file__).resolve().parents[1]
 SPLIT_FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "recentering"

@@ -20,6 +20,8 @@ from leaderboard.store import LocalDatasetStore, request_path
 from submissions.records import Submission, SubmissionStore, utc_now
 from submissions.service import Services
 
+pytestmark = pytest.mark.service
+
 
 @pytest.fixture(params=["local", "hub"])
 def store(request, tmp_path, monkeypatch):

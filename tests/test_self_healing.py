@@ -1,4 +1,4 @@
-"""`make serve` heals itself (issue 7 §7): Redis, the web app and a worker are SIGKILLed in turn
+"""`make serve` heals itself: Redis, the web app and a worker are SIGKILLed in turn
 under a bounded stream of uploads; the supervisor (backend/serve.py) restarts each, and afterwards
 every upload answered with an id is finished (0 lost) and every recorded submission was answered
 with an id (0 ghosts). The killed worker's RQ scheduler child dies with it. Recovery time of each
@@ -32,7 +32,7 @@ from live_helpers import cmdline, descendants, explicit_only, reordered, wait_un
 
 from backend import processes  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.service]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 UPLOAD_EVERY_S = 0.3
@@ -112,7 +112,7 @@ def health(base: str) -> dict | None:
 
 
 def idempotent_retries(base: str, uploader: Uploader) -> bool:
-    """Does the server answer a retried Idempotency-Key with the first id (issue 7 §2)?"""
+    """Does the server answer a retried Idempotency-Key with the first id?"""
     key, first = next(iter(uploader.answered.items()))
     response = httpx.post(
         base + "/api/v1/submissions",

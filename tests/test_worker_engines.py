@@ -53,6 +53,7 @@ def engine_in_job(folder: str) -> dict:
 
 
 @pytest.mark.parametrize("warm_engines", ["1", "0"])
+@pytest.mark.model
 def test_a_second_job_gets_the_warm_engine(redis_server, service_env, tmp_path, warm_engines):
     from tests.tiny_models import build_tiny_model
 

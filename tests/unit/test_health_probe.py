@@ -6,10 +6,13 @@ from __future__ import annotations
 import socket
 import time
 
+import pytest
 from redis import Redis
 
 from backend.health import PING_BACKOFF_S, PING_TIMEOUT_S, QueueProbe
 from backend.processes import free_port, start_redis
+
+pytestmark = pytest.mark.service  # starts redis-server itself
 
 
 def test_probe_answers_for_a_live_redis_and_follows_it_down(tmp_path):

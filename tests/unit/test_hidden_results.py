@@ -1,4 +1,4 @@
-"""A result whose submission an operator hid while its job ran is never published (issue 8's follow-up).
+"""A result whose submission an operator hid while its job ran is never published.
 
 Real parts: a redis-server, the local git results store, the SQLite records, the outbox folders; the
 web node's and a remote worker's outboxes are two folders publishing into one store, as on two

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.model
+
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX_TOKENS, N_PROMPTS = 1000, 64
 

@@ -177,7 +177,7 @@ def test_publish_finishes_a_publish_that_died_before_its_commit(tmp_path):
 
 
 def test_a_dead_publishers_record_is_never_committed_under_another_submission(store):
-    """Issue 7: a killed attempt's record, written but not committed, must not be folded into the
+    """Publishing survives a killed worker: a killed attempt's record, written but not committed, must not be folded into the
     next submission's commit; its own retried job publishes it, in a commit of its own."""
     store.publish(make_record("first", 0.5))
     orphan = make_record("orphan", 0.9, model="killed-attempt")
