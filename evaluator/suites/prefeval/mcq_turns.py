@@ -93,6 +93,19 @@ def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, d
     """Drop the turn counts whose longest prompts exceed the model's window (n/a, never truncated),
     and the rag items the official code cannot run (mcq.drop_rag_unavailable)."""
     split, skipped = mcq.drop_rag_unavailable(split, setting)
+    return fit_turns(task, split, skipped, backend, lambda pub: _sizing_messages(pub, setting))
+
+
+def fit_turns(
+    task: Task,
+    split: Split,
+    skipped: dict[str, str],
+    backend,
+    sizing,
+    margin: int = ANSWER_MARGIN_TOKENS,
+) -> tuple[Split, dict[str, str]]:
+    """Drop the turn counts whose longest prompts (`sizing(pub)`, plus `margin` tokens for the
+    answer) exceed the model's window; `skipped` holds n/a notes found before."""
     window = backend.context_window()
     if not window:
         return split, skipped
@@ -101,7 +114,7 @@ def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, d
         if not members:
             continue
         try:
-            rendered = [backend.render(_sizing_messages(pub, setting)) for pub in _longest(members)]
+            rendered = [backend.render(sizing(pub)) for pub in _longest(members)]
         except BackendError:  # render itself refuses a prompt over the window
             rendered = None
         if rendered and rendered[0] and isinstance(rendered[0][0], dict):
@@ -109,7 +122,7 @@ def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, d
             # context-length refusals make those items n/a during the run (model_eval)
             return split, skipped
         longest = max(len(r) for r in rendered) if rendered else None
-        if longest is None or longest + ANSWER_MARGIN_TOKENS > window:
+        if longest is None or longest + margin > window:
             size = f"up to {longest} tokens" if longest else "more tokens than that"
             skipped[turns] = (
                 f"n/a: {turns} distractor turns make prompts of {size}, longer than "
