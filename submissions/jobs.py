@@ -15,7 +15,7 @@ from redis.exceptions import RedisError
 from rq import get_current_job
 
 from evaluator.backends.base import BackendError
-from evaluator.judge import judge_for
+from evaluator.judge import judge_for, judged_setting
 from evaluator.predictions import PredictionsError
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import score_predictions_file
@@ -165,10 +165,9 @@ def result_record(
         provenance["release"] = metrics["release"]
     scoring = metrics.get("scoring_provenance") or {}
     provenance.update(scoring)
-    # A judge-scored result is comparable only with results of the same judge: the judge is part of the setting.
-    setting = submission.setting + (
-        f"+judge:{scoring['judge']['model']}" if "judge" in scoring else ""
-    )
+    # A judge-scored result is comparable only with results of the same judge (and judge protocol):
+    # they are part of the setting.
+    setting = judged_setting(submission.setting, scoring)
     if submission.kind == "model":
         details = submission.details or {}
         model = {k: v for k, v in details["model"].items() if k != "path"}
@@ -213,6 +212,15 @@ def result_record(
                 "tiers": metrics["tiers"],
             },
         }
+    )
+
+
+def _judge(task, settings, submission_id: str):
+    """The judge of a judge-scored task, keeping what it writes (scores, rationales) beside the
+    submission's answers in the private checkpoints folder; None for other tasks."""
+    judge = judge_for(task, settings)
+    return (
+        judge.keeping(settings.checkpoints_dir / f"{submission_id}.judge.jsonl") if judge else None
     )
 
 
@@ -263,7 +271,7 @@ def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, di
         checkpoint,
         on_progress,
     )
-    metrics = score_answers(task, run.split, run.answers, judge_for(task, settings))
+    metrics = score_answers(task, run.split, run.answers, _judge(task, settings, submission.id))
     full = task.load_split()
     metrics.update(split_provenance(task, run.split, full))
     stats = dict(run.stats)
@@ -315,7 +323,7 @@ def evaluate_submission(
                 task,
                 submission.file_path,
                 submission.filename or "predictions file",
-                judge_for(task),
+                _judge(task, load_evaluator_settings(), submission.id),
             )
     except (PredictionsError, UnknownSuiteError, BackendError, FileNotFoundError) as exc:
         # Deterministic failures: retrying cannot help, so fail now with the reason.

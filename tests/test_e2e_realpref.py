@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import register_model, run_cli, wait_state  # noqa: E402
-from tiny_models import build_tiny_model  # noqa: E402
+from tiny_models import build_scripted_judge, build_tiny_model  # noqa: E402
 
 from leaderboard.store import result_path  # noqa: E402
 
@@ -230,40 +230,15 @@ def configure_judge(svc, name: str) -> None:
     svc.wait_workers_registered()
 
 
-def expected_judge_scores(
-    judge_dir: Path, publics: list[dict], responses: dict[str, str]
-) -> dict[str, dict[str, float]]:
-    """The judge's expected 1-5 rating of each (item, rubric), computed here from the judge's folder
-    (not through the service's registry or settings): what the worker must have published."""
-    from evaluator.backends import ModelSpec, load_backend
-    from evaluator.protocols import ChoiceRequest, choose_by_logprobs, expected_rating
-    from evaluator.suites.realpref.open_ended import RUBRICS, judge_messages
+# The judge's reply to every prompt (tests/tiny_models.py build_scripted_judge): the paper's
+# protocol parses score 4 and the rationale "fits" from it.
+JUDGE_REPLY, JUDGE_SCORE, JUDGE_RATIONALE = "Score: 4 - fits", 4.0, "fits"
 
-    backend = load_backend(ModelSpec("judge", str(judge_dir), "generative"), "transformers")
-    prefs = fixture_preferences()
-    requests = [
-        ChoiceRequest(
-            f"{pub['id']}::{rubric}",
-            judge_messages(
-                rubric,
-                prefs[pub["preference_id"]]["preference"],
-                pub["query"],
-                responses[pub["id"]],
-            ),
-            ("1", "2", "3", "4", "5"),
-        )
-        for pub in publics
-        if responses.get(pub["id"])
-        for rubric in RUBRICS
-    ]
-    scores: dict[str, dict[str, float]] = {rubric: {} for rubric in RUBRICS}
-    for request, decision in zip(requests, choose_by_logprobs(backend, requests)):
-        item, rubric = request.id.split("::")
-        scores[rubric][item] = expected_rating(decision)
-    for rubric in RUBRICS:  # an item without text scores 1 on every rubric
-        for pub in publics:
-            scores[rubric].setdefault(pub["id"], 1.0)
-    return scores
+
+def judge_transcript(svc, sid: str) -> list[dict]:
+    """What the judge wrote for a submission, kept beside its answers (never published)."""
+    path = svc.data_dir / "checkpoints" / f"{sid}.judge.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 @pytest.mark.model
@@ -322,21 +297,23 @@ def test_realpref_true_false_tiny_model(live_service, tmp_path):
 @pytest.mark.model
 def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
     """open_ended with a tiny judge registered on the service and named in PERSONABOARD_JUDGE_MODEL
-    (web app and workers): (a) an uploaded predictions file -> finished row with the three rubric
-    means equal to the judge's ratings computed here, setting and provenance naming the judge;
-    (b) a tiny model's own answers (generate_parse, limit 2) -> finished partial row, judged the same way."""
+    (web app and workers), under the paper's judge protocol (the judge writes a score and its
+    rationale; the worker parses them): (a) an uploaded predictions file -> finished row, every
+    rubric mean the judge's written score, no judge failures, the rationales kept beside the
+    answers and nowhere public; (b) a tiny model's own answers (generate_parse, limit 2) ->
+    finished partial row, judged the same way."""
     svc = live_service
     started = time.monotonic()
     install(svc)
     judge, runner = "tiny-judge", "tiny-oe"
-    judge_dir = build_tiny_model(tmp_path / "judge", "generative", seed=11)
+    judge_dir = build_scripted_judge(tmp_path / "judge", JUDGE_REPLY, seed=11)
     judge_entry = register_model(svc, judge, judge_dir)
     register_model(svc, runner, build_tiny_model(tmp_path / "runner", "generative", seed=12))
     configure_judge(svc, judge)
     with svc.http() as http:
         publics = inputs(http, "open_ended")
         assert len(publics) == 120
-        # (a) an uploaded file: two different answers, so the judge's ratings vary with the response
+        # (a) an uploaded file
         responses = {
             p["id"]: (
                 "I would suggest a quiet place with good food."
@@ -368,22 +345,28 @@ def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
             final = wait_state(http, sid, timeout=240, logs=svc.logs)
             assert final["state"] == "finished", final
         table = rows(http, "open_ended")
+        public_text = http.get(f"/api/v1/submissions/{upload_sid}").text
     setting = f"zero_shot+judge:{judge}"  # judged results compare only under the same judge
 
-    expected = expected_judge_scores(judge_dir, publics, responses)
     row = table["file-oe"]
     assert row["row_kind"] == "computed" and row["n_items"] == 120 and row["setting"] == setting
-    assert row["total"] == pytest.approx(
-        sum(expected["alignment"].values()) / 120, rel=1e-4
-    )  # primary: alignment
-    assert row["awareness"] == pytest.approx(sum(expected["awareness"].values()) / 120, rel=1e-4)
-    assert row["quality"] == pytest.approx(sum(expected["quality"].values()) / 120, rel=1e-4)
-    assert row["context/extreme"] is not None and 1 <= row["context/extreme"] <= 5
+    for column in ("total", "awareness", "quality", "context/extreme"):  # total: alignment
+        assert row[column] == pytest.approx(JUDGE_SCORE), column
+    assert row["judge_failures"] == 0
     record = stored(svc, "open_ended", upload_sid)
     assert record["setting"] == setting
-    assert record["provenance"]["judge"]["model"] == judge
-    assert record["provenance"]["judge"]["revision"] == judge_entry["revision"]
+    judged = record["provenance"]["judge"]
+    assert judged["model"] == judge and judged["revision"] == judge_entry["revision"]
+    assert judged["protocol"] == "judge_score" and "rationale" in judged["protocol_description"]
     assert record["provenance"]["protocol"] == "uploaded predictions"
+    kept = judge_transcript(svc, upload_sid)
+    assert len(kept) == 3 * 120 and {(k["score"], k["rationale"]) for k in kept} == {
+        (4, JUDGE_RATIONALE)
+    }
+    assert {k["id"] for k in kept} == set(responses)
+    # the rationales stay with the answers: not in the published record or the submission status
+    assert JUDGE_RATIONALE not in json.dumps(record["provenance"]) + json.dumps(record["metrics"])
+    assert '"fits"' not in public_text and 'rationale"' not in public_text
 
     row = table[runner]
     assert row["row_kind"] == "partial" and row["n_items"] == 2 and row["setting"] == setting
@@ -395,11 +378,9 @@ def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
     assert record["provenance"]["split"]["full_n_items"] == 120
     texts = checkpoint_answers(svc, run_sid)
     assert len(texts) == 2
-    judged = expected_judge_scores(judge_dir, [p for p in publics if p["id"] in texts], texts)
-    for column, rubric in (
-        ("total", "alignment"),
-        ("awareness", "awareness"),
-        ("quality", "quality"),
-    ):
-        assert row[column] == pytest.approx(sum(judged[rubric].values()) / 2, rel=1e-4), column
+    # a response is judged (score 4); a run that wrote nothing scores 1 on every rubric, unjudged
+    expected = sum(JUDGE_SCORE if text else 1.0 for text in texts.values()) / 2
+    for column in ("total", "awareness", "quality"):
+        assert row[column] == pytest.approx(expected), column
+    assert len(judge_transcript(svc, run_sid)) == 3 * sum(1 for t in texts.values() if t)
     print(f"\nrealpref open_ended with a judge: {time.monotonic() - started:.1f} s")

@@ -100,3 +100,41 @@ def build_tiny_model(
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def build_scripted_judge(folder: Path, reply: str, seed: int = 0) -> Path:
+    """A tiny generative model whose greedy reply to ANY chat prompt is `reply`, then end of turn:
+    the real path of a judge-scored task (render, generation, parsing) on a known reply.
+
+    Built, not trained: every layer's output projections are zero, so the last hidden state is
+    the current token's embedding; the reply's tokens get orthogonal embeddings and the output
+    head maps each to the next one (the prompt's last token, the newline after "assistant", to
+    the first). A bigram machine, so no token may occur twice in the reply (checked)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = build_tiny_model(folder, "generative", seed=seed)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    start = tokenizer("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"][-1]
+    chain = [start, *tokenizer(reply, add_special_tokens=False)["input_ids"]]
+    chain.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    if len(set(chain)) != len(chain):
+        raise ValueError(f"reply {reply!r} repeats a token: {chain}")
+    hidden = model.config.hidden_size
+    if len(chain) > hidden:
+        raise ValueError(f"reply {reply!r} is {len(chain)} tokens; at most {hidden}")
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        embeddings = model.model.embed_tokens.weight
+        head = model.lm_head.weight
+        head.zero_()
+        for k, token in enumerate(chain):
+            embeddings[token].zero_()
+            embeddings[token, k] = 1.0
+        for k, following in enumerate(chain[1:]):  # token k's hidden state -> token k + 1
+            head[following, k] = 100.0
+    model.save_pretrained(folder)
+    return folder

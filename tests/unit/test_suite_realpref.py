@@ -322,7 +322,7 @@ def test_open_ended_refused_without_judge(monkeypatch):
 
 
 class FakeJudge:
-    """Puts all probability on '5' for alignment prompts, on '2' otherwise."""
+    """Puts all probability on '5' for alignment prompts, on '2' otherwise (rating_logprobs)."""
 
     def render(self, messages, add_generation_prompt=True):
         return [
@@ -341,27 +341,172 @@ class FakeJudge:
         return np.array(rows)
 
 
-def test_open_ended_judge_arrays():
+RUBRIC_NAMES = {
+    "Preference Awareness": "awareness",
+    "Preference Alignment": "alignment",
+    "Answer Quality": "quality",
+}
+
+
+class WritingJudge:
+    """A judge that writes replies (judge_score): `script(rubric, response, attempt)` -> text.
+    It records every conversation it is asked, so a test sees the retry's messages."""
+
+    def __init__(self, script):
+        self.script, self.asked = script, []
+
+    def render(self, messages, add_generation_prompt=True):
+        return messages  # generate() reads the conversation itself
+
+    def generate(self, prompts, max_new_tokens, progress=None):
+        replies = []
+        for messages in prompts:
+            self.asked.append(messages)
+            first = messages[1]["content"]
+            rubric = next(r for name, r in RUBRIC_NAMES.items() if f"dimension: {name}" in first)
+            response = first.split("<response>\n", 1)[1].split("\n</response>", 1)[0]
+            attempt = 2 if messages[-1]["role"] == "user" and len(messages) > 2 else 1
+            replies.append(self.script(rubric, response, attempt))
+        return replies
+
+
+@pytest.mark.parametrize(
+    "reply, score, rationale",
+    [
+        ("Score: 4\nRationale: Mentions the tea preference.", 4, "Mentions the tea preference."),
+        ("**Score:** 5\n**Rationale:** fully centred.", 5, "fully centred."),
+        ("Score: 3/5\nRationale: ok", 3, "ok"),
+        ("score = 2\nrationale: weak", 2, "weak"),
+        ("Score (1-5): 4\nRationale: fine", 4, "fine"),
+        ('{"score": 1, "rationale": "ignores it"}', 1, None),
+        ("Rationale: the answer is generic.\nScore: 3", 3, "the answer is generic."),
+        ("Score: 4.0\nRationale: x", 4, "x"),
+        ("Score: 4 - fits", 4, "fits"),  # words on the score line belong to the rationale
+        ("Score: 3. Good match", 3, "Good match"),
+        ("4", 4, ""),
+        ("[5]", 5, ""),
+        ("Score: 4\nScore: 2\nRationale: changed its mind", 4, None),  # the first score line
+        # no score: out of range, not whole, another scale, unlabelled prose, empty, label alone
+        ("Score: 0\nRationale: bad", None, "bad"),
+        ("Score: 6", None, ""),
+        ("Score: 10/10", None, ""),
+        ("Score: 3/10\nRationale: poor", None, "poor"),
+        ("Score: 4.5\nRationale: between", None, "between"),
+        ("Score: -1", None, ""),
+        ("I would give this response a 4 because it is good.", None, None),
+        ("The rubric's level 5 applies here.", None, None),
+        ("Score:\nRationale: forgot the number", None, None),
+        ("Score: four", None, None),
+        ("", None, ""),
+        (None, None, ""),
+        ("Scores range from 1 to 5: 3 is average", None, None),
+    ],
+)
+def test_parse_judgment(reply, score, rationale):
+    got_score, got_rationale = open_ended.parse_judgment(reply)
+    assert got_score == score, reply
+    assert isinstance(got_score, (int, type(None)))
+    if rationale is not None:
+        assert got_rationale == rationale, reply
+
+
+def test_a_rationale_is_capped():
+    score, rationale = open_ended.parse_judgment("Score: 3\nRationale: " + "x" * 10_000)
+    assert score == 3 and len(rationale) == open_ended.MAX_RATIONALE_CHARS
+
+
+def test_open_ended_judge_writes_score_and_rationale(tmp_path):
+    """judge_score (the default): scores parsed from the judge's replies; a reply without a score
+    is asked again once (the second attempt counts), still none -> NaN and judge_failures, never a
+    number; the rationales are kept in the judge's transcript."""
+    t = task("open_ended")
+    oe = split_of("open_ended")
+    n = len(oe.items)
+    answers = {i.id: f"Stay at a small guesthouse ({k})." for k, i in enumerate(oe.items)}
+    answers[oe.items[0].id] = None  # a model run with no text: scores 1 on every rubric, unjudged
+    retried_item, failed_item = oe.items[1].id, oe.items[2].id
+
+    def script(rubric, response, attempt):
+        if response == answers[retried_item] and rubric == "quality" and attempt == 1:
+            return "I think it is quite good overall."  # no score: asked again
+        if response == answers[failed_item] and rubric == "awareness":
+            return "Score: 7\nRationale: off the scale" if attempt == 1 else "It is fine."
+        score = {"awareness": 2, "alignment": 5, "quality": 4}[rubric]
+        return f"Score: {score}\nRationale: {rubric} of {response}"
+
+    writer = WritingJudge(script)
+    transcript = tmp_path / "sub.judge.jsonl"
+    judge = Judge("judge-x", "rev1", writer).keeping(transcript)
+    result = score_answers(t, oe, answers, judge)
+    total = result["total"]
+    assert result["metric"] == "alignment"
+    assert total["alignment"]["value"] == pytest.approx((5 * (n - 1) + 1) / n)
+    assert total["quality"]["value"] == pytest.approx((4 * (n - 1) + 1) / n)
+    # the failed awareness judgment is left out of awareness (n - 1 items), not scored
+    assert total["awareness"]["n"] == n - 1
+    assert total["awareness"]["value"] == pytest.approx((2 * (n - 2) + 1) / (n - 1))
+    assert total["judge_failures"]["value"] == pytest.approx(1 / n)
+    assert total["judge_failures"]["n"] == n
+    # asked: 3 per answered item, plus one retry each for the two replies without a score
+    assert len(writer.asked) == 3 * (n - 1) + 2
+    retry = [m for m in writer.asked if len(m) == 4]
+    assert len(retry) == 2 and retry[0][2]["role"] == "assistant"
+    assert "does not give a score" in retry[0][3]["content"]
+    kept = [json.loads(line) for line in transcript.read_text().splitlines()]
+    assert len(kept) == 3 * (n - 1)
+    by_key = {(k["id"], k["rubric"]): k for k in kept}
+    assert by_key[(retried_item, "quality")]["score"] == 4
+    assert by_key[(retried_item, "quality")]["attempts"] == 2
+    assert by_key[(failed_item, "awareness")] | {"reply": None} == {
+        "id": failed_item,
+        "rubric": "awareness",
+        "score": None,
+        "rationale": "It is fine.",
+        "attempts": 2,
+        "reply": None,
+    }
+    assert by_key[(oe.items[3].id, "alignment")]["rationale"] == (
+        f"alignment of {answers[oe.items[3].id]}"
+    )
+    provenance = result["scoring_provenance"]["judge"]
+    assert provenance["model"] == "judge-x" and provenance["revision"] == "rev1"
+    assert provenance["protocol"] == "judge_score" and "default_protocol" not in provenance
+    assert "rationale" in provenance["protocol_description"]
+    assert provenance["prompt_sha256"] == open_ended.judge_prompt_sha256()
+    assert "rating_logprobs" not in provenance and "protocols" not in provenance
+
+
+def test_open_ended_expected_rating_is_the_labelled_alternative():
     t = task("open_ended")
     oe = split_of("open_ended")
     answers = {i.id: "Stay at a small guesthouse." for i in oe.items}
     answers[oe.items[0].id] = None  # a model run with no text: scores 1 on every rubric
-    result = score_answers(t, oe, answers, Judge("judge-x", "rev1", FakeJudge()))
-    assert result["metric"] == "alignment"
+    judge = Judge("judge-x", "rev1", FakeJudge(), protocol="rating_logprobs")
+    result = score_answers(t, oe, answers, judge)
     n = len(oe.items)
     assert result["total"]["alignment"]["value"] == pytest.approx((5 * (n - 1) + 1) / n)
     assert result["total"]["awareness"]["value"] == pytest.approx((2 * (n - 1) + 1) / n)
-    assert result["scoring_provenance"]["judge"] == {
-        "model": "judge-x",
-        "revision": "rev1",
-        "rubrics": "RealPref Appendix B.2",
-        "protocol": "rating_logprobs (expected 1-5 rating)",
-    }
-    prompt = open_ended.judge_messages("quality", "likes tea", "what to drink?", "tea")[-1][
-        "content"
-    ]
+    assert result["total"]["judge_failures"]["value"] == 0
+    provenance = result["scoring_provenance"]["judge"]
+    assert provenance["protocol"] == "rating_logprobs"
+    assert provenance["default_protocol"] == "judge_score"
+    assert provenance["protocol_description"].startswith("ours")
+    from evaluator.judge import judged_setting
+
+    assert (
+        judged_setting("zero_shot", result["scoring_provenance"])
+        == "zero_shot+judge:judge-x+judge_protocol:rating_logprobs"
+    )
+    # a protocol the task does not offer is ignored (the task's default runs)
+    assert Judge("j", "r", FakeJudge(), protocol="nope").protocol_for(t) == "judge_score"
+    prompt = open_ended.judge_messages(
+        "quality", "likes tea", "what to drink?", "tea", "rating_logprobs"
+    )[-1]["content"]
     assert (
         "Answer Quality" in prompt
         and "5: Highly constructive, detailed" in prompt
         and "likes tea" in prompt
+        and prompt.endswith("as a single digit.")
     )
+    default = open_ended.judge_messages("quality", "likes tea", "what to drink?", "tea")[-1]
+    assert "Rationale:" in default["content"] and "Score:" in default["content"]
