@@ -74,6 +74,8 @@ ERROR_RESPONSES = {
 router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
 OVERVIEW_PATH = "/api/v1/overview"
 
+NON_BLANK = {"type": "string", "minLength": 1, "pattern": r"\S"}  # refused when only whitespace
+
 SUBMISSION_FORM_SCHEMA = {
     "requestBody": {
         "required": True,
@@ -88,10 +90,10 @@ SUBMISSION_FORM_SCHEMA = {
                             "format": "binary",
                             "description": "predictions, JSONL",
                         },
-                        "suite": {"type": "string", "example": "prefeval"},
-                        "task": {"type": "string", "example": "mcq"},
-                        "setting": {"type": "string", "example": "zero_shot"},
-                        "model_name": {"type": "string"},
+                        "suite": {**NON_BLANK, "example": "prefeval"},
+                        "task": {**NON_BLANK, "example": "mcq"},
+                        "setting": {**NON_BLANK, "example": "zero_shot"},
+                        "model_name": {**NON_BLANK, "maxLength": 200},
                         "link": {"type": "string", "description": "optional http(s) URL"},
                         "description": {"type": "string"},
                     },

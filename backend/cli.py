@@ -258,12 +258,18 @@ def _release(args: argparse.Namespace) -> int:
     """Name the results dataset's newest version (a tag, on the Hub or in the local folder)."""
     from backend.settings import load_settings
     from leaderboard.results import open_store
+    from leaderboard.store import check_release_name
     from submissions.jobs import head_signal
+    from submissions.private_part import release_private_part
+    from submissions.records import SubmissionStore
 
-    release = open_store(head_signal=head_signal(load_settings().redis_url)).release(
-        args.name, args.notes or ""
-    )
-    print(json.dumps(release.__dict__, indent=2))
+    settings = load_settings()
+    store = open_store(head_signal=head_signal(settings.redis_url))
+    # hidden splits' private parts: every kept result re-ranked on its private part, once
+    check_release_name(args.name)
+    reranked = release_private_part(SubmissionStore(settings.submissions_db), store, args.name)
+    release = store.release(args.name, args.notes or "")
+    print(json.dumps({**release.__dict__, "reranked_on_private_part": reranked}, indent=2))
     return 0
 
 

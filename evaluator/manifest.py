@@ -163,6 +163,9 @@ class SplitSpec(Strict):
     )
     hub_id: str | None = None
     fields: dict[str, str] = {}  # our field name -> the split's field name
+    # A hidden split's private part (evaluator/splits.py private_item_ids): this share of the
+    # items, per tier, is scored apart and released only when the operator names a release.
+    private_fraction: float = Field(0.0, ge=0.0, lt=1.0)
 
 
 class SuiteManifest(Strict):

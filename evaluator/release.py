@@ -175,7 +175,10 @@ def released_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
         if kept:
             tiers[group] = kept
     released = {
-        k: v for k, v in metrics.items() if k not in ("total", "tiers", "tiers_not_covered")
+        # `private`: the private part's score, kept by the service until a named release
+        k: v
+        for k, v in metrics.items()
+        if k not in ("total", "tiers", "tiers_not_covered", "private")
     }
     released.update(
         {

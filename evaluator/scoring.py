@@ -15,6 +15,7 @@ from evaluator.backends.base import BackendError
 from evaluator.judge import Judge, judge_unavailable_reason
 from evaluator.metrics import available, metric_stats
 from evaluator.predictions import iter_lines, read_predictions
+from evaluator.splits import PRIVATE_PART, PUBLIC_PART, SplitNotInstalled, private_item_ids
 from evaluator.statistics import Units, nested_units
 from evaluator.suite import Split, Task
 
@@ -57,33 +58,23 @@ def item_units(task: Task, split: Split) -> Units:
         raise ValueError(f"{task.key}: {exc}") from None
 
 
-def score_answers(
-    task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None
-) -> dict[str, Any]:
-    """Aggregate metrics for a complete, validated set of answers: every metric on the total,
-    the primary metric on every tier. `judge`: the judge model of a judge-scored task."""
-    arrays = item_arrays(task, split, answers, judge)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    units = item_units(task, split)
-    everything = np.arange(len(split.items))
+def _aggregate(
+    task: Task, split: Split, arrays, idx: np.ndarray, rng: np.random.Generator, units
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Every metric on the items at `idx`, and the primary metric on every tier of them."""
     total = {
-        m: metric_stats(m, arrays, everything, rng, units)
-        for m in task.metrics
-        if available(m, arrays)
+        m: metric_stats(m, arrays, idx, rng, units) for m in task.metrics if available(m, arrays)
     }
     tiers: dict[str, dict[str, Any]] = {}
     for group in task.tier_groups:
-        position = {
-            tier: i for i, tier in enumerate(group.tiers)
-        }  # a dict lookup, not tuple.index per item
+        position = {tier: i for i, tier in enumerate(group.tiers)}  # a dict lookup per item
         name = group.name
         codes = np.fromiter(
-            (position[item.tiers[name]] for item in split.items),
-            dtype=np.int32,
-            count=len(split.items),
+            (position[split.items[i].tiers[name]] for i in idx), dtype=np.int32, count=len(idx)
         )
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(group.tiers) + 1))
+        sorting = np.argsort(codes, kind="stable")
+        order = idx[sorting]
+        bounds = np.searchsorted(codes[sorting], np.arange(len(group.tiers) + 1))
         tiers[name] = {
             tier: {
                 task.metric: metric_stats(
@@ -91,19 +82,62 @@ def score_answers(
                 )
             }
             for i, tier in enumerate(group.tiers)
-            if bounds[i + 1]
-            > bounds[
-                i
-            ]  # a partial run may not reach every tier: no column rather than an empty one
+            # a partial run may not reach every tier: no column rather than an empty one
+            if bounds[i + 1] > bounds[i]
         }
-    return {
+    return total, tiers
+
+
+def _private_ids(task: Task, split: Split) -> frozenset[str]:
+    """The private part's ids (divided over the whole installed split, also for a partial run's
+    subset). A split not installed here (given directly: the CLI on a folder) has none: the
+    division is an installation's, salted with its secret."""
+    if not task.suite.split_hidden:
+        return frozenset()
+    try:
+        return private_item_ids(task, task.load_split().items)
+    except SplitNotInstalled:
+        return frozenset()
+
+
+def score_answers(
+    task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None
+) -> dict[str, Any]:
+    """Aggregate metrics for a complete, validated set of answers: every metric on the total,
+    the primary metric on every tier. `judge`: the judge model of a judge-scored task.
+
+    On a hidden split with a private part (evaluator/splits.py private_item_ids) the total and
+    tiers are of the public part only, and `private` holds the primary metric on the private part:
+    kept by the service, released only when the operator names a release."""
+    arrays = item_arrays(task, split, answers, judge)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    units = item_units(task, split)
+    private = _private_ids(task, split)
+    in_private = np.fromiter(
+        (item.id in private for item in split.items), dtype=bool, count=len(split.items)
+    )
+    live = np.flatnonzero(~in_private)
+    total, tiers = _aggregate(task, split, arrays, live, rng, units)
+    result = {
         **({"scoring_provenance": {"judge": judge.provenance(task)}} if task.judge else {}),
         "metric": task.metric,
         "interval_unit": units.name,
         "total": total,
         "tiers": tiers,
-        "n_items": len(split.items),
+        "n_items": len(live),
     }
+    if in_private.any():
+        held = np.flatnonzero(in_private)
+        held_total, _ = _aggregate(
+            task, split, arrays, held, np.random.default_rng(BOOTSTRAP_SEED), units
+        )
+        result["parts"] = {PUBLIC_PART: len(live), PRIVATE_PART: len(held)}
+        result["private"] = {
+            "metric": task.metric,
+            "total": {task.metric: held_total[task.metric]} if task.metric in held_total else {},
+            "n_items": len(held),
+        }
+    return result
 
 
 def split_provenance(task: Task, scored: Split, full: Split | None = None) -> dict[str, Any]:

@@ -30,7 +30,9 @@ FIXTURE_MARKER = "FIXTURE"  # a file of this name in a split folder marks it as 
 PUBLIC_MARKER = "PUBLIC"
 VISIBILITY_NOTES = {
     "hidden": "hidden: gold labels stay on this server; scores are released through the Ladder "
-    "(only improvements on your best, rounded to the noise level, large tiers only)",
+    "(only improvements on your best, rounded to the noise level, large tiers only); where the "
+    "manifest declares a private part, live scores are of the public part and the private part "
+    "is released once, when the operator names a release (the part/private column)",
     "public": "public by convention: the gold labels of this split are published elsewhere, so scores "
     "are exact and nothing here protects them from being fitted; compare results with that in mind",
 }
@@ -137,3 +139,50 @@ def require(record: dict, field: str, where: str):
             f"{where}: missing field '{field}' (declared in the suite's manifest)"
         )
     return record[field]
+
+
+# -- the private part of a hidden split -----------------------------------------------------------
+
+PRIVATE_TIER_GROUP = "part"  # the tier group a released private score is shown under
+PUBLIC_PART, PRIVATE_PART = "public", "private"
+
+
+def private_fraction(suite: SuiteLike) -> float:
+    """The manifest's `split.private_fraction`, for a hidden split only (0: no private part)."""
+    if split_visibility(suite) != "hidden":
+        return 0.0
+    return float(suite.split_spec.get("private_fraction") or 0.0)
+
+
+def private_item_ids(task: Any, items: list | None = None) -> frozenset[str]:
+    """The ids of a hidden split's private part, as Kaggle divides a test set: scored apart and
+    released only when the operator names a release, so the Ladder's bit per upload (which reads
+    the public part) teaches nothing about the part that decides the final ranking.
+
+    Stratified: within every tier of the task's first tier group, round(fraction x tier size)
+    items, chosen by a hash of the installation secret, the task and the item id: reproducible on
+    this server, unpredictable outside it (a public rule would tell an attacker which items count).
+    `items`: the whole split's items (default: task.load_split().items)."""
+    fraction = private_fraction(task.suite)
+    if fraction <= 0:
+        return frozenset()
+    import hashlib
+
+    if items is None:
+        items = task.load_split().items
+    try:
+        secret = installation_secret(split_files(task.suite))
+    except SplitNotInstalled:
+        secret = ""
+    group = task.tier_groups[0].name if task.tier_groups else None
+    strata: dict[str, list] = {}
+    for item in items:
+        strata.setdefault(item.tiers.get(group, "") if group else "", []).append(item.id)
+
+    def rank(item_id: str) -> str:
+        return hashlib.sha256(f"{secret}\0{task.key}\0{item_id}".encode()).hexdigest()
+
+    chosen: set[str] = set()
+    for ids in strata.values():
+        chosen.update(sorted(ids, key=rank)[: round(fraction * len(ids))])
+    return frozenset(chosen)

@@ -417,6 +417,13 @@ def _through_the_ladder(
             note_released(
                 redis, submitter_of(submission), scope, best
             )  # remote workers' Ladder sees this node's best too
+        if "private" in metrics:
+            if isinstance(submissions, SubmissionStore):
+                from submissions.private_part import keep
+
+                keep(submissions, submission.id, metrics["private"])
+            else:
+                log.warning("%s: private-part score not kept (remote worker)", submission.id)
         return release.released_metrics(metrics)
     withheld = release.Withheld(best=best, step=step, metric=metrics["metric"])
     n = metrics["n_items"]

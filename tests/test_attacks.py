@@ -30,7 +30,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from live_helpers import wait_state  # noqa: E402
+from live_helpers import run_cli, wait_state  # noqa: E402
 from test_probing import N_ITEMS, SUITE, TASK, hidden_fixture, install  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -63,6 +63,29 @@ def label_from_precision(result: dict) -> str | None:
     if result.get("released") is False or precision is None or precision["value"] is None:
         return None
     return "YES" if precision["value"] >= 0.5 else "NO"
+
+
+def private_ids(svc) -> set[str]:
+    """The private part as the service divided it (read with the service's data folder)."""
+    import os
+
+    from evaluator.registry import get_task
+    from evaluator.splits import private_item_ids
+
+    saved = {k: os.environ.get(k) for k in ("PERSONABOARD_DATA_DIR", "PERSONABOARD_SPLITS_DIR")}
+    try:
+        for key in saved:
+            if svc.env.get(key):
+                os.environ[key] = svc.env[key]
+            else:
+                os.environ.pop(key, None)
+        return set(private_item_ids(get_task(SUITE, TASK)))
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def per_100(labels: int, uploads: int) -> float:
@@ -119,23 +142,28 @@ def test_attacks_on_a_hidden_split(svc, tmp_path):
             round(result["total"]["human_yes_rate"]["value"] * 10)
         )  # on the 0.1 grid of 200 items, not the exact share
 
-        # Ladder boundary, by an attacker who knows every other label (an upper bound)
+        # Ladder boundary, by an attacker who knows every other label and even which items are
+        # public (an upper bound: the division is salted with the server's secret)
+        public = sorted(set(ids) - private_ids(svc))
+        private = sorted(set(ids) - set(public))
+        assert len(private) == N_ITEMS // 2  # the manifest's private_fraction, per tier
+        probes_public = public[-BOUNDARY_PROBES:]
+        known = public[:-BOUNDARY_PROBES]
+        right = {i: gold[i] for i in ids}
+        wrong = {i: ("NO" if gold[i] == "YES" else "YES") for i in ids}
         with svc.http(token=svc.add_user("climber", predictions=100)) as climber:
-            right = {i: gold[i] for i in ids}
-            wrong = {i: ("NO" if gold[i] == "YES" else "YES") for i in ids}
-            known = ids[: N_ITEMS - BOUNDARY_PROBES]
-            base = {**wrong, **{i: right[i] for i in known[:60]}}  # accuracy 0.30
-            best = upload(climber, base, "climber", "zero_shot")["total"]["accuracy"]["value"]
-            step = 0.1
+            base = {**wrong, **{i: right[i] for i in known[: len(public) * 3 // 10]}}
+            first = upload(climber, base, "climber", "zero_shot")
+            best, step = first["total"]["accuracy"]["value"], 0.1  # 100 public items: step 0.1
             correct = wrong_guesses = probes = 0
-            for probe in ids[N_ITEMS - BOUNDARY_PROBES :]:
-                target = round((best + step) * N_ITEMS)  # items right if the probe's gold is YES
+            for probe in probes_public:
+                target = round((best + step) * len(public))  # public items right if probe is YES
                 if target > len(known):
                     break
                 others = known[probes:] + known[:probes]  # a different file every time
-                answers = {**{i: wrong[i] for i in ids}, probe: "YES"}
-                # built as if the probe were YES: target - 1 other items right, so the file is
-                # exactly on the bar when it is YES and one item below when it is NO
+                answers = {**wrong, probe: "YES"}
+                # built as if the probe were YES: target - 1 other public items right, so the file
+                # is exactly on the bar when it is YES and one item below when it is NO
                 answers.update({i: right[i] for i in others[: target - 1]})
                 result = upload(climber, answers, "climber", "zero_shot")
                 probes += 1
@@ -144,12 +172,19 @@ def test_attacks_on_a_hidden_split(svc, tmp_path):
                 wrong_guesses += inferred != gold[probe]
                 if result.get("released") is not False:
                     best = result["total"]["accuracy"]["value"]
+            # the private part does not move the live score at all: flipping its items is invisible
+            flips = 0
+            for probe in private[:3]:
+                result = upload(climber, {**base, probe: right[probe]}, "climber", "zero_shot")
+                flips += result.get("released") is not False
         # net labels: right inferences beyond the wrong ones (a coin flip nets 0)
-        figures["Ladder boundary (knows all other labels)"] = (
+        figures["Ladder boundary, public part (knows all other labels)"] = (
             max(correct - wrong_guesses, 0),
             probes,
         )
+        figures["Ladder boundary, private part"] = (flips, 3)
         assert probes >= 5 and correct < probes, (correct, probes)  # deterministic bar: all right
+        assert flips == 0
 
         # a limit=1 model run and a setting with no model prompt: refused at once
         for body, field in (
@@ -216,6 +251,22 @@ def test_attacks_on_a_hidden_split(svc, tmp_path):
             files={"files": ("big.jsonl", b"0" * (limit + 1024 * 1024), "application/x-ndjson")},
         )
         assert response.status_code == 413, response.status_code
+
+        # the operator names a release: every published result re-ranked on the private part, once
+        proc = run_cli("release", "final-1", env=svc.env)
+        assert proc.returncode == 0, proc.stderr
+        reranked = set(json.loads(proc.stdout)["reranked_on_private_part"])
+        rows = http.get(
+            "/api/v1/leaderboard", params={"suite": SUITE, "task": TASK, "complete": "true"}
+        ).json()
+        shown = {r["submission_id"]: r for r in rows}
+        assert reranked and reranked <= set(shown)
+        for sid in reranked:
+            row = shown[sid]
+            assert row["part/public"] == row["total"] and row["part/private"] is not None
+            assert round(row["part/private"] / 0.1, 9) == round(row["part/private"] / 0.1)
+        again = run_cli("release", "final-2", env=svc.env)
+        assert again.returncode == 0 and json.loads(again.stdout)["reranked_on_private_part"] == []
 
     print(f"\nattacks on a hidden {N_ITEMS}-item split (labels recovered per 100 uploads):")
     for attack, (labels, n) in figures.items():

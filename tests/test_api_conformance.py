@@ -1,0 +1,77 @@
+"""Schemathesis's conformance checks against the live service's /openapi.json: the status codes,
+content types, headers and error bodies the service answers are the ones its schema declares.
+
+tests/test_api_fuzz.py asserts "no server error"; this one runs the response checks on every
+answer and asserts none fails. Run with -s for the figures: cases run and failures per check.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis.specs.openapi import checks as openapi_checks
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES_PER_MODE = 25
+TIME_BUDGET_S = 240
+CHECKS = {
+    "status_code_conformance": openapi_checks.status_code_conformance,
+    "content_type_conformance": openapi_checks.content_type_conformance,
+    "response_headers_conformance": openapi_checks.response_headers_conformance,
+    "response_schema_conformance": openapi_checks.response_schema_conformance,
+    "negative_data_rejection": openapi_checks.negative_data_rejection,
+    "positive_data_acceptance": openapi_checks.positive_data_acceptance,
+}
+
+
+def test_answers_conform_to_the_schema(module_live_service):
+    svc = module_live_service
+    schema = schemathesis.openapi.from_url(svc.url("/openapi.json"))
+    failures: dict[str, list[str]] = collections.defaultdict(list)
+    cases = 0
+    started = time.monotonic()
+    operations = [result.ok() for result in schema.get_all_operations()]
+    for operation in operations:
+        for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
+            if time.monotonic() - started > TIME_BUDGET_S:
+                break
+
+            @given(case=operation.as_strategy(generation_mode=mode))
+            @settings(
+                max_examples=EXAMPLES_PER_MODE,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+            )
+            def run(case):
+                nonlocal cases
+                cases += 1
+                headers = {"Authorization": f"Bearer {svc.token}"}
+                response = case.call(base_url=svc.base_url, timeout=30, headers=headers)
+                for name, check in CHECKS.items():
+                    try:
+                        case.validate_response(response, checks=[check], headers=headers)
+                    except (Exception, BaseExceptionGroup) as exc:  # a check's failure (group)
+                        text = str(exc).strip().splitlines()
+                        failures[name].append(
+                            f"{case.method} {case.formatted_path} {response.status_code}: "
+                            + (text[0] if text else type(exc).__name__)
+                        )
+
+            try:
+                run()
+            except Unsatisfiable:
+                pass
+    print(f"\nschemathesis conformance: {cases} cases over {len(operations)} operations")
+    for name in CHECKS:
+        print(f"  {name}: {len(failures[name])} failures")
+        for line in sorted(set(failures[name]))[:5]:
+            print(f"    {line}")
+    assert not any(failures.values()), {k: sorted(set(v))[:5] for k, v in failures.items() if v}
