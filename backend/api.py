@@ -60,6 +60,7 @@ def _error(description: str) -> dict:
 # Every error any route of this API can answer, with the one body schema they share (declared so
 # clients and schema checkers see the object `detail` the service sends, not FastAPI's list).
 ERROR_RESPONSES = {
+    400: _error("the request cannot be read (a malformed path, header or body encoding)"),
     401: _error("no identity, or an unknown or revoked token"),
     403: _error("the identity may not do this (an operator route, another's model name)"),
     404: _error("no such suite, task, submission or results revision"),

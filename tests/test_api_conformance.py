@@ -20,6 +20,14 @@ pytestmark = pytest.mark.slow
 
 EXAMPLES_PER_MODE = 25
 TIME_BUDGET_S = 240
+# Asserted: what the service answers is what its schema declares.
+CONFORMANCE = (
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_headers_conformance",
+    "response_schema_conformance",
+    "negative_data_rejection",
+)
 CHECKS = {
     "status_code_conformance": openapi_checks.status_code_conformance,
     "content_type_conformance": openapi_checks.content_type_conformance,
@@ -58,11 +66,10 @@ def test_answers_conform_to_the_schema(module_live_service):
                 for name, check in CHECKS.items():
                     try:
                         case.validate_response(response, checks=[check], headers=headers)
-                    except (Exception, BaseExceptionGroup) as exc:  # a check's failure (group)
-                        text = str(exc).strip().splitlines()
+                    except (Exception, BaseExceptionGroup):  # a check's failure (group)
                         failures[name].append(
                             f"{case.method} {case.formatted_path} {response.status_code}: "
-                            + (text[0] if text else type(exc).__name__)
+                            + response.text[:160]
                         )
 
             try:
@@ -74,4 +81,7 @@ def test_answers_conform_to_the_schema(module_live_service):
         print(f"  {name}: {len(failures[name])} failures")
         for line in sorted(set(failures[name]))[:5]:
             print(f"    {line}")
-    assert not any(failures.values()), {k: sorted(set(v))[:5] for k, v in failures.items() if v}
+    # positive_data_acceptance is reported, not asserted: a schema-valid request may still name a
+    # suite that does not exist or a task of another suite (422 naming it), which OpenAPI cannot say
+    failed = {k: sorted(set(failures[k]))[:5] for k in CONFORMANCE if failures[k]}
+    assert not failed, failed
