@@ -13,6 +13,7 @@ from space.identity import build_identity_row
 from space.my_submissions import browser_submissions
 from space.status_text import format_error, format_status, inert  # noqa: F401  (space.ui's public helpers)
 from space.tabs.about import build_about_tab
+from space.tabs.explorer import build_explorer_tab
 from space.tabs.leaderboard import build_leaderboard_tab
 from space.tabs.overview import build_overview_tab
 from space.tabs.queue import QUEUE_TAB, build_queue_tab
@@ -49,6 +50,7 @@ def build_ui(services: Services) -> gr.Blocks:
         with gr.Tabs() as tabs:
             board = build_leaderboard_tab(ui, services)
             build_overview_tab(ui, services)
+            build_explorer_tab(ui, services)
             build_submit_predictions_tab(ui, services, first_suite, token, finished, mine)
             build_submit_model_tab(ui, services, first_suite, token, finished, mine)
             build_status_tab(ui, services, mine)

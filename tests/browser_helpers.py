@@ -95,7 +95,7 @@ def choose(page, elem_id: str, option: str) -> None:
     for _ in range(3):
         box.click()
         choice = page.locator(
-            f"#{elem_id} [role='listbox'] [role='option'][aria-label={json.dumps(option)}]"
+            f"#{elem_id} [role='listbox'] [role='option'][aria-label={json.dumps(option, ensure_ascii=False)}]"
         )
         try:
             choice.first.wait_for(state="visible", timeout=5_000)

@@ -135,7 +135,7 @@ def build_overview_tab(ui: gr.Blocks, services) -> None:
     with gr.Tab("Overview", id="overview"):
         gr.Markdown("**Across suites.** " + OVERVIEW_NOTE, elem_id="overview-note")
         with gr.Row():
-            suite = gr.Dropdown(suites, value=ALL, label="Suite", scale=1)
+            suite = gr.Dropdown(suites, value=ALL, label="Suite", scale=1, elem_id="overview-suite")
             search = gr.Textbox(label="Model", placeholder="part of a model name", scale=2)
         table = gr.HTML(elem_id="overview-table")
         links = gr.HTML(elem_id="overview-downloads")

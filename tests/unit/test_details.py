@@ -1,0 +1,61 @@
+"""Per-item details (submissions/details.py): outcomes recomputed from the answers, filters by tier
+and outcome, the one visibility rule, and the explorer's table escaping what it shows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluator.registry import get_task
+from space.tabs.explorer import render_items
+from submissions.details import build_details, details_allowed, filter_details
+
+
+@pytest.fixture(scope="module")
+def mcq():
+    return get_task("prefeval", "mcq")
+
+
+def answers_right_on_explicit(task) -> dict[str, str]:
+    return {
+        item.id: item.gold if item.tiers["form"] == "explicit" else "<b>x</b>"
+        for item in task.load_split().items[::50]  # 60 items over the three forms
+    }
+
+
+def test_details_recompute_each_items_outcome(mcq):
+    frame = build_details(mcq, answers_right_on_explicit(mcq))
+    assert len(frame) == 60  # only the items answered
+    assert list(frame.columns[:3]) == ["item_id", "form", "topic"]
+    for row in frame.to_dict(orient="records"):
+        assert row["outcome"] == ("right" if row["form"] == "explicit" else "wrong")
+        assert row["score"] == (1.0 if row["outcome"] == "right" else 0.0)
+        assert "question" in json.loads(row["input"]) and "form" not in json.loads(row["input"])
+
+
+def test_filters_by_tier_and_outcome_and_name_what_is_unknown(mcq):
+    frame = build_details(mcq, answers_right_on_explicit(mcq))
+    assert set(filter_details(frame, mcq, "form/explicit")["outcome"]) == {"right"}
+    assert set(filter_details(frame, mcq, None, "wrong")["form"]) <= {
+        "implicit_choice",
+        "implicit_persona",
+    }
+    assert filter_details(frame, mcq, "explicit", "wrong").empty
+    with pytest.raises(ValueError, match="tier='form/nope'"):
+        filter_details(frame, mcq, "form/nope")
+    with pytest.raises(ValueError, match="outcome="):
+        filter_details(frame, mcq, None, "maybe")
+
+
+def test_public_split_details_allowed_hidden_not(mcq, monkeypatch):
+    assert details_allowed(mcq)
+    monkeypatch.setitem(mcq.suite.split_spec, "visibility", "hidden")
+    assert not details_allowed(mcq)
+
+
+def test_the_explorer_escapes_answers_and_inputs(mcq):
+    frame = build_details(mcq, answers_right_on_explicit(mcq))
+    page = render_items(frame, ["form", "topic"], 0, len(frame))
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
+    assert "Items 1–60 of 60" in page
