@@ -12,7 +12,7 @@ generated first reply, are built once before any timing):
   (a) this service: protocols.choose_by_logprobs through TransformersBackend (what run_model runs
       for `choice_logprobs`), rendering included;
   (b) the official PrefEval loop: item by item, model.generate(max_new_tokens=5, greedy), then
-      `<choice>X</choice>` parsed with protocols.parse_choice_tag;
+      `<choice>X</choice>` parsed as upstream parses it (official_parsing.extract_choice);
   (c) the true floor: each prompt ALONE (no padding at all, same threads), decoder forward + LM
       head on the last position only, no prefix reuse: the least work that yields the answer. (An
       earlier floor used (a)'s own length batches and so carried (a)'s padding: it flattered (a).)
@@ -43,8 +43,9 @@ import torch  # noqa: E402
 from evaluator.backends.base import ModelSpec  # noqa: E402
 from evaluator.backends.hf_transformers import TransformersBackend, length_batches  # noqa: E402
 from evaluator.model_eval import ModelTools, run_model, select_items  # noqa: E402
-from evaluator.protocols import choose_by_logprobs, parse_choice_tag  # noqa: E402
+from evaluator.protocols import choose_by_logprobs  # noqa: E402
 from evaluator.registry import get_task  # noqa: E402
+from evaluator.suites.prefeval.official_parsing import extract_choice  # noqa: E402
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE = Path.home() / ".cache" / "personaboard" / "smollm2-135m"
@@ -240,7 +241,7 @@ def main() -> int:
     a_logprobs = np.array([[d.scores[label] for label in requests[0].labels] for d in decisions])
     c_norm = floor - np.logaddexp.reduce(floor, axis=1, keepdims=True)
     a_answers = [d.answer for d in decisions]
-    b_answers = [parse_choice_tag(t) for t in texts]
+    b_answers = [extract_choice(t) for t in texts]
     acc_a = sum(a == gold[r.id] for a, r in zip(a_answers, requests)) / len(requests)
     acc_b = sum(b == gold[r.id] for b, r in zip(b_answers, requests)) / len(requests)
     unparsed = sum(b is None for b in b_answers)
