@@ -284,9 +284,9 @@ def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, di
         "decoding": "greedy (no sampling)",
     }
     if submission.setting == "rag":
-        from evaluator.backends.embedding import default_embedding_model
+        from evaluator.backends.embedding import retriever_name
 
-        stats["retrieval_model"] = default_embedding_model(settings)
+        stats["retrieval_model"] = retriever_name(settings)
     return metrics, stats
 
 

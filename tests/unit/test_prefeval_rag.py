@@ -103,3 +103,50 @@ def test_rag_is_not_applicable_where_upstream_asserts():
     assert "fewer than the 5" in skipped["rag: explicit, 0 distractor turns"]
     # other settings keep every item
     assert mcq.fit_model(None, items, "zero_shot", backend=None) == (items, {})
+
+
+def test_the_row_names_its_retriever(monkeypatch):
+    from evaluator.backends.embedding import retriever_name
+
+    monkeypatch.delenv("PERSONABOARD_EMBEDDING_MODEL", raising=False)
+    # the offline default by name, not its installed path
+    assert retriever_name().startswith("sentence-transformers/all-MiniLM-L6-v2 (offline default")
+    monkeypatch.setenv("PERSONABOARD_EMBEDDING_MODEL", "princeton-nlp/sup-simcse-roberta-large")
+    assert retriever_name() == "princeton-nlp/sup-simcse-roberta-large"  # the papers' retriever
+
+
+def test_a_simcse_retriever_embeds_with_its_cls_pooler(tmp_path):
+    """The papers' retriever (sup-simcse-roberta-large) pools as SimCSE's tool does: [CLS] through
+    the pooler. A tiny random BERT saved under a SimCSE-like name stands in for it offline."""
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    import torch
+    from transformers import BertConfig, BertModel
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tiny_models import build_tokenizer
+
+    from evaluator.backends.embedding import Embedder
+
+    folder = tmp_path / "tiny-sup-simcse-bert"
+    tokenizer = build_tokenizer()
+    torch.manual_seed(3)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    embedder = Embedder(str(folder))
+    assert embedder.pooling == "cls_pooler"
+    texts = ["I avoid gluten", "a longer sentence about cars and roads"]
+    batch = embedder.tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        expected = torch.nn.functional.normalize(embedder.model(**batch).pooler_output, dim=-1)
+    assert np.allclose(embedder.embed(texts), expected.numpy(), atol=1e-6)
