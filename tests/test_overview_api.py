@@ -7,11 +7,20 @@ import io
 
 import pandas as pd
 import pytest
-from unit.test_overview import record
+from unit.test_overview import record as any_record
 
 from leaderboard.store import LocalDatasetStore
 
 OVERVIEW = "/api/v1/overview"
+
+
+def record(sid, model, value, **kwargs):
+    """A result record under its task's default protocol (what the overview counts)."""
+    from evaluator.registry import get_task
+
+    task = get_task(kwargs.get("suite", "prefeval"), kwargs.get("task", "mcq"))
+    kwargs.setdefault("protocol", task.model["default_protocol"])
+    return any_record(sid, model, value, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +41,6 @@ def published(service):
             suite="personafeedback",
             task="binary_choice",
             setting="persona",
-            protocol="pairwise_logprobs",
         )
     )
     store.publish(record("ov-b1", "Overview Beta", 0.5))

@@ -60,8 +60,13 @@ def by_model(frame: pd.DataFrame) -> dict[str, dict]:
 
 
 def test_every_task_has_a_condition_from_its_manifest():
+    from evaluator.registry import get_task
+
     found = {(c.suite, c.task): c for c in conditions()}
-    assert found[("prefeval", "mcq")] == MCQ  # first declared setting, the task's default protocol
+    mcq = get_task("prefeval", "mcq")
+    assert found[("prefeval", "mcq")] == Condition(  # the first declared setting
+        "prefeval", "mcq", "zero_shot", mcq.model["default_protocol"], "accuracy"
+    )
     assert found[("personafeedback", "binary_choice")].setting == "persona"
 
 
