@@ -39,10 +39,11 @@ def _mean_line(scores: list[dict[str, Any]], metric: str) -> dict[str, Any]:
 
     def average(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
         values = [_value(b, metric) for b in blocks]
-        if any(v is None for v in values):
+        known = [v for v in values if v is not None]
+        if len(known) < len(values):
             return None
         return {
-            "value": sum(values) / len(values),
+            "value": sum(known) / len(known),
             "ci95": [None, None],
             "n": blocks[0][metric]["n"],
         }

@@ -99,6 +99,12 @@ def endpoint_backend(name: str, data_dir: Path):
         raise BackendError(str(exc)) from None
 
 
+def _config(entry: dict[str, Any]) -> EndpointConfig:
+    """A stored entry as a config (the fields it knows; `added_at` and the like are the file's own)."""
+    known = {f.name for f in fields(EndpointConfig)}
+    return EndpointConfig(**{k: v for k, v in entry.items() if k in known})
+
+
 class EndpointRegistry:
     """The operator's endpoints, `endpoints.json` in the data folder (beside models.json)."""
 
@@ -110,13 +116,10 @@ class EndpointRegistry:
 
     def get(self, name: str) -> EndpointConfig | None:
         entry = self._read().get(name)
-        if entry is None:
-            return None
-        known = {f.name for f in fields(EndpointConfig)}
-        return EndpointConfig(**{k: v for k, v in entry.items() if k in known})
+        return None if entry is None else _config(entry)
 
     def all(self) -> dict[str, EndpointConfig]:
-        return {name: self.get(name) for name in self._read()}
+        return {name: _config(entry) for name, entry in self._read().items()}
 
     def add(self, config: EndpointConfig) -> EndpointConfig:
         config = check_config(config)
@@ -130,4 +133,4 @@ class EndpointRegistry:
             tmp = self.path.with_suffix(".tmp")
             tmp.write_text(json.dumps(endpoints, indent=1), encoding="utf-8")
             os.replace(tmp, self.path)
-        return self.get(config.name)
+        return _config(entry)

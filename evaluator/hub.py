@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -329,12 +329,12 @@ class DatasetRepo:
             raise _translated(exc) from None
 
     def commit(
-        self, files: dict[str, bytes], message: str, parent: str, deletions: list[str] = ()
+        self, files: dict[str, bytes], message: str, parent: str, deletions: Sequence[str] = ()
     ) -> str:
         """One commit on main, refused (HubCommitConflict) unless main is still at `parent`."""
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-        operations = [
+        operations: list[CommitOperationAdd | CommitOperationDelete] = [
             CommitOperationAdd(path_in_repo=path, path_or_fileobj=data)
             for path, data in files.items()
         ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -153,7 +154,7 @@ class TaskSpec(Strict):
 
     @property
     def all_metrics(self) -> tuple[str, ...]:
-        return self.metrics or (self.metric,)
+        return self.metrics or ((self.metric,) if self.metric else ())
 
 
 class SplitSpec(Strict):
@@ -209,7 +210,7 @@ def _model_at(loc: tuple) -> type[BaseModel] | None:
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
-def _describe(error: dict) -> str:
+def _describe(error: Mapping[str, Any]) -> str:
     loc = tuple(error["loc"])
     key = ".".join(str(p) for p in loc) or "(top level)"
     if error["type"] == "extra_forbidden":

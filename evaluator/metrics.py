@@ -218,6 +218,7 @@ def metric_stats(
     if spec.kind != "statistic":
         return _mean_stats(metric, arrays[spec.reads[0]][idx], here, rng)
     function = spec.function
+    assert function is not None  # a statistic is registered with its function (check_names)
     if n == 0:
         return {"value": None, "ci95": [None, None], "n": 0}
     value = function(arrays, idx)

@@ -16,7 +16,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
 from evaluator.protocols import (
@@ -48,16 +48,17 @@ class ModelTools:
         self.backend = backend
         self.protocol = protocol
         self._embedder_factory = embedder_factory
-        self._embedder = None
+        self._embedder: Any = None  # built on the first retrieval
         self.generated_tokens = 0
 
         self.generation_requests = 0
         # run_model routes generation through its engine thread while it feeds the backend.
-        self.route_generation: Callable[[list[list[int]], int], list[str]] | None = None
+        self.route_generation: Callable[[list[Any], int], Sequence[str | None]] | None = None
 
     def generate(self, conversations: list[Messages], max_new_tokens: int) -> list[str]:
         self.generation_requests += 1
         prompts = [self.backend.render(m) for m in conversations]
+        texts: Sequence[str | None]
         if self.route_generation is not None:
             texts = self.route_generation(prompts, max_new_tokens)
         else:
@@ -378,7 +379,7 @@ def select_items(split: Split, limit: int | None, seed: int = 0) -> Split:
     import random
 
     rng = random.Random(seed)
-    first_group = next(iter(split.items[0].tiers), None) if split.items else None
+    first_group = next(iter(split.items[0].tiers), "") if split.items else ""
     pools: dict[str, list[Item]] = {}
     for item in split.items:
         pools.setdefault(item.tiers.get(first_group, ""), []).append(item)
@@ -464,7 +465,10 @@ def run_model(
     ) or setting_problem(task, setting, protocol)
     if problem:
         raise BackendError(problem)
+    assert protocol is not None  # protocol_problem refuses a missing one
     run_protocol = get_protocol(protocol).run
+    build_requests = task.hooks.build_requests
+    assert build_requests is not None  # bound whenever the manifest lists model protocols
     full = task.load_split()
     # a suite may skip items the model cannot run (n/a, never truncated)
     full, not_applicable = task.hooks.fit_model(task, full, setting, backend)
@@ -504,7 +508,7 @@ def run_model(
 
     def build(chunk: list[Item]) -> list:
         publics = [i.public for i in chunk]
-        return task.hooks.build_requests(
+        return build_requests(
             task, circular_publics(publics) if circular else publics, setting, tools
         )
 
@@ -526,7 +530,7 @@ def run_model(
         in_chunk["prompts"] = 0
         return meter.report()
 
-    size = batch_items or getattr(backend, "batch_items", BATCH_ITEMS)
+    size: int = batch_items or backend.batch_items or BATCH_ITEMS
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
     writer = CheckpointWriter(checkpoint, on_progress)  # count() reports through it too
     feed_engine(backend, tools, chunks, build, decide, finished, writer)

@@ -178,8 +178,8 @@ def convert_gguf(folder: Path, gguf_file: str, target: Path) -> Path:
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file)
     # transformers refuses to save a model it still marks as GGUF-quantised; the weights are
     # already dequantised in memory, so clearing the marks saves plain weights.
-    model.hf_quantizer = None
-    model.is_quantized = False
+    model.hf_quantizer = None  # type: ignore[assignment]  # nn.Module types attributes as submodules
+    model.is_quantized = False  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(target)

@@ -377,12 +377,10 @@ LOGPROB_PROTOCOLS = tuple(
 def _generate_parse(
     backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None
 ) -> list[Decision]:
+    parse = task.hooks.parse_answer
+    assert parse is not None  # bind_hooks requires it of a task that runs generate_parse
     return choose_by_generation(
-        backend,
-        requests,
-        int(task.model.get("max_new_tokens", 16)),
-        task.hooks.parse_answer,
-        progress,
+        backend, requests, int(task.model.get("max_new_tokens", 16)), parse, progress
     )
 
 

@@ -83,6 +83,7 @@ def discover_suite(manifest: Path, package: str | None = None) -> Suite:
     package = package or f"evaluator.suites.{manifest.parent.name}"
     _load_extensions(manifest.parent, package)
     suite = load_suite(manifest, package)
+    assert suite.manifest is not None  # load_suite keeps the manifest it read
     check_names(suite.manifest, manifest, known_metrics(), known_protocols())
     _check_reported(suite)
     for task in suite.tasks.values():

@@ -106,7 +106,8 @@ def beats(value: float | None, best: float | None, step: float, jitter: float = 
         return False
     # and the released (rounded) value is a full step up: every release raises the best, so a
     # submitter gets at most span/step + 1 releases per task
-    return round_to(value, step) >= best + step - 1e-9
+    rounded = round_to(value, step)
+    return rounded is not None and rounded >= best + step - 1e-9
 
 
 def threshold_jitter(step: float) -> float:

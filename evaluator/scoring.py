@@ -53,7 +53,7 @@ def item_units(task: Task, split: Split) -> Units:
         level for level in (task.bootstrap_unit["name"], task.bootstrap_unit.get("within")) if level
     )
     try:
-        return nested_units([item.unit for item in split.items], levels)
+        return nested_units([item.unit for item in split.items if item.unit is not None], levels)
     except ValueError as exc:
         raise ValueError(f"{task.key}: {exc}") from None
 
@@ -119,7 +119,11 @@ def score_answers(
     live = np.flatnonzero(~in_private)
     total, tiers = _aggregate(task, split, arrays, live, rng, units)
     result = {
-        **({"scoring_provenance": {"judge": judge.provenance(task)}} if task.judge else {}),
+        **(
+            {"scoring_provenance": {"judge": judge.provenance(task)}}
+            if judge and task.judge
+            else {}
+        ),
         "metric": task.metric,
         "interval_unit": units.name,
         "total": total,

@@ -90,7 +90,7 @@ def nested_units(labels: list[str | tuple[str, ...]], levels: tuple[str, ...]) -
     depth = depths.pop() if depths else 1
     if depth > len(levels):
         raise ValueError(f"items name {depth} unit levels; the task declares {len(levels)}")
-    inner = None
+    inner: Units | None = None
     for level in range(depth):  # innermost first: each level's units are its label path
         paths = [
             "\x1f".join(label[: depth - level]) if isinstance(label, tuple) else label
@@ -98,6 +98,7 @@ def nested_units(labels: list[str | tuple[str, ...]], levels: tuple[str, ...]) -
         ]
         units = Units.of(paths, len(labels), levels[level])
         inner = Units(units.codes, units.n_units, units.name, inner)
+    assert inner is not None  # depth >= 1: the loop ran
     return inner
 
 

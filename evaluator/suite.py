@@ -38,7 +38,7 @@ class Item:
     id: str
     tiers: dict[str, str]  # tier group -> tier, e.g. {"form": "explicit", "topic": "travel_hotel"}
     public: dict[str, Any]
-    gold: str
+    gold: Any  # a label for choice tasks; a dict for judge-scored and rating tasks (hooks read it)
     # The independent unit the item belongs to when the task declares one (`bootstrap_unit`), e.g.
     # PrefEval's preference pair, asked in three forms; a tuple for nested units, outermost first
     # (RealPref: (user, preference)). Not part of the split hash: it groups, it changes no input or gold.

@@ -71,7 +71,9 @@ def model_facts(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for record in records:
         provenance = record.get("provenance") or {}
-        model = provenance.get("model") if isinstance(provenance.get("model"), dict) else {}
+        model = provenance.get("model")
+        if not isinstance(model, dict):
+            model = {}
         if record.get("row_kind") in ("reported", "reference"):
             kind = "paper" if record["row_kind"] == "reported" else "reference line"
         elif model:
@@ -213,9 +215,11 @@ def reference_line(
 
 def manifest_tier_order() -> list[str]:
     """Tier columns in the order the suites' manifests declare them."""
-    order = []
+    order: list[str] = []
     for suite in all_suites().values():
         for task in suite.tasks.values():
             for group in task.tier_groups:
-                order.extend(column_name(group.name, tier) for tier in group.tiers)
+                order.extend(
+                    name for tier in group.tiers if (name := column_name(group.name, tier))
+                )
     return order

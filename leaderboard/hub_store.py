@@ -23,7 +23,7 @@ import json
 import random
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -134,7 +134,7 @@ class HubDatasetStore:
         )
 
     def _commit(
-        self, files: dict[str, bytes], message: str, parent: str, deletions: list[str] = ()
+        self, files: dict[str, bytes], message: str, parent: str, deletions: Sequence[str] = ()
     ) -> str:
         revision = self._hub(self.repo.commit, files, message, parent, list(deletions))
         with self._lock:

@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Hashable, NamedTuple, Protocol
+from typing import Any, Callable, Hashable, NamedTuple, Protocol
 
 import pandas as pd
 
@@ -131,7 +131,7 @@ class _Bounded(OrderedDict):
         self,
         max_items: int,
         max_bytes: int | None = None,
-        size: Callable[[object], int] = lambda v: 0,
+        size: Callable[[Any], int] = lambda v: 0,
     ):
         super().__init__()
         self.max_items, self.max_bytes, self.size, self.bytes = max_items, max_bytes, size, 0

@@ -67,7 +67,7 @@ def _row(task, line: dict[str, Any], split_sha: str) -> dict[str, Any]:
 
 
 def reference_records() -> list[dict[str, Any]]:
-    records = []
+    records: list[dict[str, Any]] = []
     for suite in all_suites().values():
         for task in suite.tasks.values():
             try:

@@ -187,8 +187,8 @@ def supersedes(request: dict[str, Any], current: dict[str, Any] | None) -> bool:
     """Whether `request` should replace the stored record: it changed, and its status is not older."""
     if current == request:
         return False
-    return current is None or STATUS_RANK.get(request.get("status"), 0) >= STATUS_RANK.get(
-        current.get("status"), 0
+    return current is None or STATUS_RANK.get(str(request.get("status")), 0) >= STATUS_RANK.get(
+        str(current.get("status")), 0
     )
 
 

@@ -207,10 +207,10 @@ def finish_view(
         pd.concat(slices, ignore_index=True) if len(slices) > 1 else slices[0] if slices else None
     )
     for column, wanted in zip(SLICE_COLUMNS, (suite, task, setting)):
-        if wanted and wide is not None:
+        if wanted and wide is not None and present is not None:
             wide = wide[wide[column] == wanted]
             present = present[present[column] == wanted]
-    if wide is None or wide.empty:
+    if wide is None or wide.empty or present is None:  # a part's rows come with its columns
         return pd.DataFrame(columns=EMPTY_VIEW_COLUMNS)
     wide = wide.drop_duplicates("submission_id")  # a result published twice counts once (the first)
     value_columns = set(present["column"])

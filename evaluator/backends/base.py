@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -46,10 +46,11 @@ class Backend(ABC):
     batch_items: int = 64
 
     # -- prompts: both backends hold a Hugging Face tokenizer as `self.tokenizer` ----------------
-    tokenizer: object
+    tokenizer: Any  # a transformers tokenizer; an endpoint backend holds none
 
-    def render(self, messages: Messages, add_generation_prompt: bool = True) -> list[int]:
-        """Apply the model's chat template and tokenize, once per prompt (refused if over the window)."""
+    def render(self, messages: Messages, add_generation_prompt: bool = True) -> Any:
+        """Apply the model's chat template and tokenize, once per prompt (refused if over the window).
+        What a prompt is belongs to the backend: token ids here, the chat messages for an endpoint."""
         if not getattr(self.tokenizer, "chat_template", None):
             raise BackendError(
                 f"{self.spec.name} has no chat template; generative evaluation needs one"
@@ -82,8 +83,9 @@ class Backend(ABC):
     @abstractmethod
     def generate(
         self, prompts: list[list[int]], max_new_tokens: int, progress: Progress | None = None
-    ) -> list[str]:
-        """Greedy continuation of each prompt, at most max_new_tokens tokens."""
+    ) -> Sequence[str | None]:
+        """Greedy continuation of each prompt, at most max_new_tokens tokens (None: this prompt
+        could not be run, e.g. over an endpoint's window; the item is n/a)."""
 
     @abstractmethod
     def reward_scores(
@@ -94,7 +96,7 @@ class Backend(ABC):
     def run_calls(self, calls: list[EngineCall], progress: Progress | None = None) -> list:
         """Several primitive requests at once (e.g. the next chunk's first-reply generation riding
         along with this chunk's scoring). Here one after another; vLLM submits them in one call."""
-        out = []
+        out: list[Any] = []
         for call in calls:
             if call.kind == "logprobs":
                 out.append(self.choice_logprobs(call.prompts, call.choice_ids, progress))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -105,6 +105,7 @@ class SharedPrefixLayer(DynamicLayer):
 
     def update(self, key_states, value_states, *args, **kwargs):
         b = self.batch_size
+        assert self.keys is not None and self.values is not None  # set in __init__
         return (
             torch.cat([self.keys.expand(b, -1, -1, -1), key_states], dim=-2),
             torch.cat([self.values.expand(b, -1, -1, -1), value_states], dim=-2),
@@ -175,7 +176,9 @@ class TransformersBackend(Backend):
             else AutoModelForCausalLM
         )
         self.model = (
-            model_class.from_pretrained(spec.path, dtype=dtype, **kwargs).to(self.device).eval()
+            model_class.from_pretrained(spec.path, dtype=dtype, **kwargs)
+            .to(self.device)  # type: ignore[arg-type]  # transformers types .to as a wrapper
+            .eval()
         )
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -272,7 +275,7 @@ class TransformersBackend(Backend):
                     for row, i in enumerate(batch):
                         suffix = prompts[i][p:]
                         ids[row, : len(suffix)] = torch.tensor(suffix)
-                    kwargs = {}
+                    kwargs: dict[str, Any] = {}
                     if cache_layers is not None:
                         b = len(batch)
                         kwargs["past_key_values"] = SharedPrefixCache(cache_layers, b)

@@ -130,7 +130,7 @@ class EndpointBackend(Backend):
         return self.config.context_window
 
     # -- calls ----------------------------------------------------------------------------------
-    def _complete(self, messages: list[dict[str, str]], **options: Any):
+    def _complete(self, messages: list[Any], **options: Any):
         from openai import APIError
 
         self.pacer.wait()
@@ -160,8 +160,8 @@ class EndpointBackend(Backend):
                 self.usage["completion_tokens"] += int(usage.completion_tokens or 0)
             if getattr(response, "model", None):
                 self.served_models.add(response.model)
-            if getattr(response, "system_fingerprint", None):
-                self.fingerprints.add(response.system_fingerprint)
+            if fingerprint := getattr(response, "system_fingerprint", None):
+                self.fingerprints.add(fingerprint)
         return response
 
     def _map(self, function, prompts: list, progress: Progress | None) -> list:

@@ -13,6 +13,8 @@ folder, and start `rq worker personaboard --url redis://HOST:PORT` with PERSONAB
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from evaluator.backends.base import Backend, BackendError, EngineCall, ModelSpec
@@ -105,7 +107,9 @@ class VLLMBackend(Backend):
     def run_calls(self, calls: list[EngineCall], progress=None) -> list:
         """Every request of every call in ONE llm.generate, each prompt with its own sampling
         parameters: the scheduler batches them all, the GPU never waits between them."""
-        prompts, params, spans = [], [], []
+        prompts: list[Any] = []
+        params: list[Any] = []
+        spans: list[tuple[int, int]] = []
         for call in calls:
             if call.kind == "logprobs":
                 sampling = self._sampling(
@@ -121,7 +125,7 @@ class VLLMBackend(Backend):
         outputs = (
             self.llm.generate(self._prompts(prompts), shared, use_tqdm=False) if prompts else []
         )
-        results = []
+        results: list[Any] = []
         for call, (start, end) in zip(calls, spans):
             mine = outputs[start:end]
             if call.kind == "logprobs":

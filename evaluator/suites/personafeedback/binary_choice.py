@@ -232,7 +232,7 @@ def item_arrays(task: Task, items: list[Item], answers: dict[str, Any]) -> dict[
     for index, item in enumerate(items):
         answer = answers.get(item.id)
         if isinstance(answer, dict) and set(answer) & set(ORDERS):
-            picks = [ORDERS[variant].get(answer.get(variant)) for variant in ORDERS]
+            picks = [ORDERS[variant].get(str(answer.get(variant))) for variant in ORDERS]
             correct[index] = sum(pick == item.gold for pick in picks) / len(picks)
             consistent[index] = float(picks[0] is not None and picks[0] == picks[1])
         else:

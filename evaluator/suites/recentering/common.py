@@ -22,6 +22,8 @@ ANSWER_LINE = re.compile(
 class Row:
     """One line of a split file; `get(name)` reads our field `name` via the manifest's mapping."""
 
+    id: str  # set by rows() once checked
+
     def __init__(self, task: Task, path: Path, line: int, record: dict):
         self.fields = task.suite.split_fields
         self.path, self.line, self.record = path, line, record
@@ -46,7 +48,8 @@ class Row:
 def rows(task: Task, folder: Path) -> list[Row]:
     """The task's file (options.file), with unique string ids."""
     path = Path(folder) / task.options["file"]
-    out, seen = [], {}
+    out: list[Row] = []
+    seen: dict[str, int] = {}
     for line, record in read_jsonl(path):
         row = Row(task, path, line, record)
         raw = row.get("id")
