@@ -165,7 +165,7 @@ def judge_by_score(backend, asks: list[list[dict[str, str]]]) -> list[dict[str, 
     p = prompts()
     limit = int(p["judge_max_tokens"])
     replies = _generate(backend, asks, limit)
-    judgments = []
+    judgments: list[dict[str, Any]] = []
     for reply in replies:
         score, rationale = parse_judgment(reply)
         judgments.append({"score": score, "rationale": rationale, "attempts": 1, "reply": reply})
