@@ -76,6 +76,12 @@ class ModelRunSpec(Strict):
     # settings that would ask for reasoning elsewhere but whose prompt here asks for the bare answer
     # (PrefEval's cot): run with max_new_tokens, not refused (protocols.setting_problem)
     direct_answer_settings: tuple[str, ...] = ()
+    # The protocol that reproduces the authors' runs, per model type (generative, reward), where
+    # their code or paper states it; a model type missing here: they state none, every protocol
+    # for it is ours. The default for generative models must be the authors' where stated.
+    # `authors_note`: where they state it, what is left unstated (the About tab shows both).
+    authors_protocols: dict[str, str] = {}
+    authors_note: str = ""
 
 
 class BootstrapUnitSpec(Strict):
@@ -263,6 +269,24 @@ def check_names(
                         f"{where}.model.protocols[{index}]: unknown protocol {protocol!r}; "
                         f"allowed: {', '.join(protocols)}"
                     )
+            for model_type, protocol in task.model.authors_protocols.items():
+                if model_type not in ("generative", "reward"):
+                    raise ManifestError(
+                        f"{where}.model.authors_protocols: unknown model type {model_type!r}; "
+                        "allowed: generative, reward"
+                    )
+                if protocol not in task.model.protocols:
+                    raise ManifestError(
+                        f"{where}.model.authors_protocols.{model_type}: {protocol!r} is not one of "
+                        f"this task's protocols; allowed: {', '.join(task.model.protocols)}"
+                    )
+            authors = task.model.authors_protocols.get("generative")
+            if authors and task.model.default_protocol not in (None, authors):
+                raise ManifestError(
+                    f"{where}.model.default_protocol: {task.model.default_protocol!r}, but the "
+                    f"authors' protocol is {authors!r} (authors_protocols.generative): the default "
+                    "must be the authors' protocol where they state it"
+                )
             if (
                 task.model.default_protocol is not None
                 and task.model.default_protocol not in task.model.protocols

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from evaluator.registry import all_suites
+from leaderboard.reported import comparable_paper_rows
 from leaderboard.table import TOTAL, column_name, wide_view
 
 RANKED_KIND = "computed"
@@ -169,6 +170,13 @@ def ranked_board(
         board.loc[judged, "above_reference"] = (low[judged] > line["value"]).to_numpy()
     below = board["above_reference"].eq(False).fillna(False).astype(bool)
     board["duplicate_of"] = duplicates_of(board)
+    # the paper rows each row may stand beside: same setting and protocol (leaderboard/reported.py)
+    protocols = (
+        scores.drop_duplicates("submission_id").set_index("submission_id")["protocol"].to_dict()
+        if "protocol" in scores
+        else {}
+    )
+    board["comparable_paper_rows"] = comparable_paper_rows(board, protocols)
     verified = (
         (board["row_kind"] == RANKED_KIND) & value.notna() & ~below & (board["duplicate_of"] == "")
     )

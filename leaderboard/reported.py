@@ -3,6 +3,12 @@
 Each suite may ship `reported.yaml` (tables transcribed from its paper, checked by
 tests/unit/test_reported_tables.py). At start the app publishes any reported row the store lacks,
 in one version, so they are filterable and downloadable like every other row.
+
+A table says, per model type, which of our protocols its numbers came from where the paper says
+it (`protocols: {generative: {protocol: ..., source: ...}}`; a row may override with its own
+`protocol`): it is the row's `protocol` column, with the paper's words in the provenance. A verified
+row is comparable to a paper row only when both name the same setting and protocol
+(`comparable_paper_rows`); a paper row whose protocol the paper does not state is comparable to none.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from evaluator.registry import all_suites
@@ -19,6 +26,21 @@ from leaderboard.table import TOTAL
 
 REPORTED_PREFIX = "reported-"
 SCALES = {"percent": 100, "fraction": 1, "raw": 1}  # printed value / scale = our value
+# A paper row made of a system's own outputs (a classifier trained on the annotations): what an
+# uploaded predictions file is here.
+PREDICTIONS = "predictions"
+UPLOADED = "uploaded predictions"  # the protocol a predictions-file row records
+UNSTATED = "the paper does not say how the models' answers were read"
+
+
+def paper_protocol(table: dict, row: dict) -> tuple[str, str]:
+    """(protocol, where the paper says it) of one reported row; ("", why not) when it does not."""
+    if row.get("protocol"):
+        return str(row["protocol"]), str(row.get("protocol_source", ""))
+    declared = (table.get("protocols") or {}).get(row.get("model_type"))
+    if not declared or not declared.get("protocol"):
+        return "", str((declared or {}).get("source") or UNSTATED)
+    return str(declared["protocol"]), str(declared.get("source", ""))
 
 
 def _row_id(suite: str, table: str, row: dict) -> str:
@@ -54,6 +76,7 @@ def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
                     tiers.setdefault(group, {})[tier] = {primary: stats}
                 else:
                     total[key] = stats  # a metric column (precision, f1, spearman, ...)
+            protocol, protocol_source = paper_protocol(table, row)
             records.append(
                 make_record(
                     **{
@@ -72,6 +95,8 @@ def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
                             "table": table["id"],
                             "caption": table.get("caption", ""),
                             "model_type": row.get("model_type"),
+                            "protocol": protocol,
+                            "protocol_source": protocol_source,
                             "printed": row["values"],
                         },
                         "n_items": int(counts.get(TOTAL, 0)),
@@ -97,3 +122,31 @@ def publish_reported(store) -> str | None:
     return store.sync_group(
         REPORTED_PREFIX, all_reported_records(), "Update the papers' reported rows"
     )
+
+
+def comparable(row_protocol: str, row_setting: str, paper: str, paper_setting: str) -> bool:
+    """Whether a verified row can stand beside a paper row: the same setting, and the paper's
+    protocol known and the row's the same (a paper row of a system's own outputs: an uploaded
+    predictions file)."""
+    if not paper or row_setting != paper_setting:
+        return False
+    return row_protocol == paper or (paper == PREDICTIONS and row_protocol == UPLOADED)
+
+
+def comparable_paper_rows(board: pd.DataFrame, protocols: dict[str, str]) -> pd.Series:
+    """Per row of one task's board, the paper rows it is comparable to ("model (Table N)", joined
+    by "; "), "" for none and for the paper rows themselves. `protocols`: submission id -> the
+    row's protocol (the scores' protocol column; board views do not carry it)."""
+    found = pd.Series("", index=board.index, dtype=object)
+    if board.empty:
+        return found
+    protocol = board["submission_id"].map(protocols).fillna("")
+    papers = board[board["row_kind"] == "reported"]
+    for index, row in board[~board["row_kind"].isin(("reported", "reference"))].iterrows():
+        names = [
+            f"{paper['model_name']} ({paper['source'].removeprefix('reported (paper), ')})"
+            for paper_index, paper in papers.iterrows()
+            if comparable(protocol[index], row["setting"], protocol[paper_index], paper["setting"])
+        ]
+        found[index] = "; ".join(names)
+    return found

@@ -275,6 +275,7 @@ def test_tiny_model_rates_pairs(installed, tiny):
                 "task": "response_preference",
                 "setting": "default",
                 "limit": limit,
+                "protocol": "rating_logprobs",  # ours; the default is the paper's generate_parse
             },
         )
         assert answer.status_code == 201, answer.text
