@@ -101,3 +101,16 @@ def test_circular_protocol_through_a_model_run(tiny):
     )
     agreed = [a for a in circular.answers.values() if a is not None]
     assert all(a in "ABCD" for a in agreed)
+
+
+def test_open_ended_turns_generation_behind_distractors_judged(tiny):
+    task = get_task("prefeval", "open_ended_turns")
+    # one item per turn count (turns come first in the order); 300 turns are over this window
+    run = run_model(task, "zero_shot", tiny, limit=2)
+    assert "300" in run.stats["not_applicable"] and run.partial
+    assert {i.tiers["turns"] for i in run.split.items} <= {"0", "10"}
+    assert run.stats["protocol"] == "generate_parse" and len(run.answers) == len(run.split.items)
+    judge = Judge("tiny-judge", "r0", tiny)
+    result = score_answers(task, run.split, run.answers, judge)
+    total = {m: s["value"] for m, s in result["total"].items()}
+    assert total["accuracy"] + sum(total[e] for e in open_ended.ERROR_TYPES) == pytest.approx(1.0)
