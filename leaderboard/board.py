@@ -89,7 +89,9 @@ def model_facts(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
                 "size": size_bucket(model.get("parameters")),
                 "license": model.get("license") or UNKNOWN,
                 "model_revision": model.get("revision") or "",
-                "predictions_sha256": provenance.get("predictions_sha256") or "",
+                "predictions_sha256": provenance.get("predictions_sha256")
+                or provenance.get("answers_sha256")
+                or "",
             }
         )
     return pd.DataFrame(rows, columns=FACT_COLUMNS)

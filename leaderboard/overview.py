@@ -14,8 +14,8 @@ interval. The rules, each tested in tests/unit/test_overview.py:
   version (its split hash) with the full item count are ranked together, by the boards' rule
   (1 + the rows whose 95% lower bound is above this row's upper bound); a row on another split
   version or judge is shown unranked with the reason.
-- Byte-identical predictions rank once: a row whose uploaded file has the same sha256 as an earlier
-  row's in that column is marked as its duplicate and not ranked.
+- Identical predictions rank once: a row whose uploaded file (or model run's answers) has the same
+  sha256 as an earlier row's in that column is marked as its duplicate and not ranked.
 - Nothing is averaged across columns: the tasks have different metrics (accuracy, Spearman's rho,
   ratings), scales, item counts and splits (OVERVIEW_NOTE).
 """
@@ -126,9 +126,7 @@ def rank_column(cells: pd.DataFrame) -> pd.DataFrame:
         if not value:
             continue
         if value in first_of:
-            cells.at[index, "note"] = (
-                f"same predictions file as {first_of[value]}: not ranked twice"
-            )
+            cells.at[index, "note"] = f"same predictions as {first_of[value]}: not ranked twice"
         else:
             first_of[value] = str(cells.at[index, "model_name"])
     ranked = cells["note"] == ""

@@ -19,7 +19,8 @@ from evaluator.metrics import known_metrics
 TOTAL = "total"
 # What a result's number depends on, in every row, so the table alone can be filtered by it
 # (e.g. `datasets.load_dataset(...).filter(lambda r: r["judge"] == ...)`).
-# predictions_sha256: an uploaded file's hash, so rows of byte-identical files can be told apart.
+# predictions_sha256: an uploaded file's hash (a model run: its answers' hash), so rows of identical
+# predictions can be told apart.
 PROVENANCE_COLUMNS = [
     "model_revision",
     "protocol",
@@ -69,7 +70,10 @@ def provenance_columns(record: dict[str, Any]) -> dict[str, str]:
         "judge": (provenance.get("judge") or {}).get("model") or "",
         "backend": provenance.get("backend") or "",
         "split_sha256": (provenance.get("split") or {}).get("sha256") or "",
-        "predictions_sha256": provenance.get("predictions_sha256") or "",
+        # an upload's file hash, or a model run's answers hash (submissions/jobs.py)
+        "predictions_sha256": provenance.get("predictions_sha256")
+        or provenance.get("answers_sha256")
+        or "",
     }
 
 

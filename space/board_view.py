@@ -180,7 +180,7 @@ def _cell(
         rank = row.get("rank")
         if row.get("duplicate_of"):
             return (
-                f'<span class="pb-duplicate" title="the same predictions file (byte for byte) as '
+                f'<span class="pb-duplicate" title="the same predictions (file byte for byte, or a model run\'s answers) as '
                 f'{html.escape(str(row["duplicate_of"]))}: one result, ranked once">= copy</span>',
                 "",
                 "pb-rank",

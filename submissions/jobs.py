@@ -7,6 +7,8 @@ is idempotent per submission, so a job retried after its worker was killed publi
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import logging
 import time
 from typing import Any
@@ -275,6 +277,9 @@ def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, di
     full = task.load_split()
     metrics.update(split_provenance(task, run.split, full))
     stats = dict(run.stats)
+    stats["answers_sha256"] = answers_sha256(
+        run.answers
+    )  # two runs with the same answers: one rank
     if warm is not None:
         stats["engine_warm"] = (
             warm  # loaded by an earlier job of this worker (its prefix cache too)
@@ -288,6 +293,13 @@ def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, di
 
         stats["retrieval_model"] = retriever_name(settings)
     return metrics, stats
+
+
+def answers_sha256(answers: dict[str, Any]) -> str:
+    """The sha256 of a model run's answers (canonical JSON, by item id): equal for runs that gave
+    exactly the same answers, as an upload's file hash is for the same file."""
+    text = json.dumps(answers, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _wait_for_gate(gate, limit_s: float = 600) -> None:

@@ -120,6 +120,7 @@ def test_model_submissions_run_and_publish_partial_rows(shared_live_service, tin
             assert len(prov["prompt_template_sha256"]) == 64
             assert prov["seeds"]["option_shuffle"] == 41
             assert prov["items"] == 12 and prov["items_resumed"] == 0
+            assert len(prov["answers_sha256"]) == 64  # copies of these answers rank once
             assert prov["split"]["n_items"] == 12 and prov["split"]["full_n_items"] == 3000
 
         # still a duplicate once finished

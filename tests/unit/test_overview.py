@@ -175,7 +175,7 @@ def test_byte_identical_predictions_are_marked_and_ranked_once():
     )
     assert rows["Original"]["prefeval/mcq rank"] == 1
     assert pd.isna(rows["Copy"]["prefeval/mcq rank"])
-    assert rows["Copy"]["prefeval/mcq note"].startswith("same predictions file as Original")
+    assert rows["Copy"]["prefeval/mcq note"].startswith("same predictions as Original")
 
 
 def test_filters_keep_columns_and_models():
@@ -239,5 +239,5 @@ def test_the_tab_draws_every_cell_with_its_rank_or_why_not_and_escapes_names():
     )
     page = render_overview(frame)
     assert "<script>alert" not in page and "&lt;script&gt;" in page
-    assert "#1" in page and "same predictions file as &lt;script&gt;" in page
+    assert "#1" in page and "same predictions as &lt;script&gt;" in page
     assert "80.0" in page and "78.0–82.0" in page  # percent, one decimal, with its interval
