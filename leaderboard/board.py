@@ -16,6 +16,12 @@ chance) in the ranking column. A row beats it only when its 95% lower bound is a
 (`above_reference`); a verified row that does not is listed after the ranked ones, unranked, so a
 random predictions file never heads a board, empty or not. Ranks of the others do not change: a
 row below the line can never be above another row's upper bound that clears it.
+
+Protocols are never mixed in one ranking: a verified model run under another protocol than the
+task's default (PrefEval mcq: choice_logprobs beside the official generate_parse) is ranked only
+among rows of its own protocol, listed after the default ones in its section, and `rank_among`
+names that protocol (the view shows it beside the rank). Predictions files carry no protocol and
+are ranked with the default.
 """
 
 from __future__ import annotations
@@ -183,8 +189,11 @@ def ranked_board(
         (board["row_kind"] == RANKED_KIND) & value.notna() & ~below & (board["duplicate_of"] == "")
     )
     board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
-    if verified.any():
-        board.loc[verified, "rank"] = ranks_from_intervals(low[verified], high[verified])
+    board["rank_among"] = rank_groups(board, scores, suite, task)
+    for group in board.loc[verified, "rank_among"].unique():
+        members = verified & (board["rank_among"] == group)
+        board.loc[members, "rank"] = ranks_from_intervals(low[members], high[members])
+    board["_group"] = (board["rank_among"] != "").astype(int)
     board["_section"] = (
         board["row_kind"]
         .map({k: i for i, k in enumerate(SECTION_ORDER)})
@@ -193,13 +202,30 @@ def ranked_board(
     board["_below"] = below
     board["_score"] = value
     board = board.sort_values(
-        ["_section", "_below", "_score", "submitted_at"],
-        ascending=[True, True, False, True],
+        ["_section", "_group", "rank_among", "_below", "_score", "submitted_at"],
+        ascending=[True, True, True, True, False, True],
         na_position="last",
     )
     board.attrs["ranked_by"] = ranked_by
     board.attrs["reference_line"] = line
-    return board.drop(columns=["_section", "_below", "_score"]).reset_index(drop=True), cells
+    return board.drop(columns=["_section", "_group", "_below", "_score"]).reset_index(
+        drop=True
+    ), cells
+
+
+def rank_groups(board: pd.DataFrame, scores: pd.DataFrame, suite: str, task: str) -> pd.Series:
+    """Per row, "" where it is ranked with the task's default protocol (or has none: a predictions
+    file), else the protocol it is ranked among (the row's provenance, from the long table)."""
+    if "protocol" in scores and not scores.empty:
+        by_id = scores.drop_duplicates("submission_id").set_index("submission_id")["protocol"]
+        protocols = board["submission_id"].map(by_id).fillna("").astype(str)
+    else:
+        protocols = pd.Series("", index=board.index)
+    spec = all_suites().get(suite)
+    default = (
+        spec.tasks[task].model.get("default_protocol") if spec and task in spec.tasks else None
+    )
+    return protocols.where((protocols != "") & (protocols != (default or "")), "")
 
 
 def reference_line(

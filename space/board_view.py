@@ -192,9 +192,19 @@ def _cell(
                 "",
                 "pb-rank",
             )
-        return (
-            ("", "", "pb-rank") if _missing(rank) else (str(int(rank)), str(int(rank)), "pb-rank")
-        )
+        if _missing(rank):
+            return "", "", "pb-rank"
+        among = row.get("rank_among")
+        if among and not _missing(among):
+            # another protocol than the task's default: ranked among its own protocol's rows only
+            label = html.escape(str(among))
+            return (
+                f'{int(rank)} <span class="pb-rank-among" title="ranked only among {label} rows: '
+                f"not the task's default protocol, never ranked against it\">{label}</span>",
+                str(int(rank)),
+                "pb-rank",
+            )
+        return str(int(rank)), str(int(rank)), "pb-rank"
     if column == "reference":
         return _reference_cell(row, reference, metric)
     if column == "model_name":

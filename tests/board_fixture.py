@@ -34,6 +34,7 @@ def board_record(
     license=None,
     model_type="generative",
     tier_n=None,
+    protocol="generate_parse",  # PrefEval mcq's default (official) protocol
 ):
     tier_n = tier_n or n // 3
     model_facts = (
@@ -55,7 +56,7 @@ def board_record(
         "attempts": 1,
     }
     if model_facts:
-        provenance.update({"model": model_facts, "protocol": "choice_logprobs"})
+        provenance.update({"model": model_facts, "protocol": protocol})
     return {
         "submission_id": sid,
         "suite": SUITE,
@@ -65,7 +66,7 @@ def board_record(
         "model_link": f"https://example.org/{model}",
         "description": "",
         "row_kind": row_kind,
-        "source": "model run (choice_logprobs)" if model_facts else "predictions file",
+        "source": f"model run ({protocol})" if model_facts else "predictions file",
         "submitted_at": "2026-11-01T10:00:00.000+00:00",
         "provenance": provenance,
         "timings": {},

@@ -178,3 +178,40 @@ def test_the_line_ignores_the_setting_filter_and_follows_the_ranking_tier():
     no_line, cells = board_of(board_records())
     assert no_line.attrs["reference_line"] is None and no_line["above_reference"].isna().all()
     assert 'data-col="reference"' not in render_board(no_line, cells)  # no line, no column
+
+
+def test_rows_of_another_protocol_are_ranked_only_among_themselves():
+    records = board_records()
+    records += [
+        board_record(
+            "fx-lp1",
+            "lp-strong",
+            0.95,
+            0.93,
+            0.97,
+            parameters=1_000_000,
+            protocol="choice_logprobs",
+        ),
+        board_record(
+            "fx-lp2", "lp-weak", 0.60, 0.55, 0.65, parameters=1_000_000, protocol="choice_logprobs"
+        ),
+    ]
+    board, cells = board_of(records)
+    ranks = dict(zip(board["model_name"], board["rank"]))
+    # the default protocol's ranking is untouched by the better-scoring choice_logprobs row
+    assert {m: ranks[m] for m in EXPECTED_RANKS} == EXPECTED_RANKS
+    assert (ranks["lp-strong"], ranks["lp-weak"]) == (1, 2)
+    among = dict(zip(board["model_name"], board["rank_among"]))
+    assert among["lp-strong"] == among["lp-weak"] == "choice_logprobs" and among["alpha"] == ""
+    # listed after the default protocol's rows, before the partial run
+    assert board["model_name"].tolist() == [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "lp-strong",
+        "lp-weak",
+        "tiny-partial",
+    ]
+    html_text = render_board(board, cells)
+    assert "ranked only among choice_logprobs rows" in html_text
