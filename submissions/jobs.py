@@ -289,9 +289,7 @@ def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, di
         "decoding": "greedy (no sampling)",
     }
     if submission.setting == "rag":
-        from evaluator.backends.embedding import retriever_name
-
-        stats["retrieval_model"] = retriever_name(settings)
+        stats.update(retrieval_stats(task, settings))
     return metrics, stats
 
 
@@ -300,6 +298,17 @@ def answers_sha256(answers: dict[str, Any]) -> str:
     exactly the same answers, as an upload's file hash is for the same file."""
     text = json.dumps(answers, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def retrieval_stats(task, settings) -> dict[str, str]:
+    """What a `rag` row records of its retriever: the model, and where the suite's paper names
+    another (task option `paper_retriever`), that deviation."""
+    from evaluator.backends.embedding import retriever_name
+
+    used = retriever_name(settings)
+    paper = task.options.get("paper_retriever")
+    deviation = {"retrieval_deviation": f"the paper's retriever is {paper}"} if paper else {}
+    return {"retrieval_model": used, **(deviation if used != paper else {})}
 
 
 def _wait_for_gate(gate, limit_s: float = 600) -> None:

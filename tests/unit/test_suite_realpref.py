@@ -510,3 +510,20 @@ def test_open_ended_expected_rating_is_the_labelled_alternative():
     )
     default = open_ended.judge_messages("quality", "likes tea", "what to drink?", "tea")[-1]
     assert "Rationale:" in default["content"] and "Score:" in default["content"]
+
+
+def test_rag_rows_record_the_retriever_and_the_deviation_from_the_papers(monkeypatch):
+    """The paper's retriever is sup-simcse-roberta-large; the offline default is recorded as a
+    deviation on the row, a configured SimCSE (a Hub model id) is not."""
+    from evaluator.settings import load_evaluator_settings
+    from submissions.jobs import retrieval_stats
+
+    t = task("mcq")
+    paper = "princeton-nlp/sup-simcse-roberta-large"
+    assert t.options["paper_retriever"] == paper
+    monkeypatch.delenv("PERSONABOARD_EMBEDDING_MODEL", raising=False)
+    default = retrieval_stats(t, load_evaluator_settings())
+    assert default["retrieval_model"].startswith("sentence-transformers/all-MiniLM-L6-v2")
+    assert default["retrieval_deviation"] == f"the paper's retriever is {paper}"
+    monkeypatch.setenv("PERSONABOARD_EMBEDDING_MODEL", paper)
+    assert retrieval_stats(t, load_evaluator_settings()) == {"retrieval_model": paper}
