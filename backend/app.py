@@ -28,9 +28,10 @@ from backend.leaderboard_http import LeaderboardFastPath  # noqa: E402
 from backend.limits import BodySizeLimit  # noqa: E402
 from backend.metrics import metrics_router  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
+from space.identity import hf_oauth_enabled  # noqa: E402
 from space.pages import build_pages  # noqa: E402
 from space.ui import build_ui  # noqa: E402
-from space.uploads import enforce_upload_check, start_upload_sweeper  # noqa: E402
+from space.uploads import UploadIdentity, enforce_upload_check, start_upload_sweeper  # noqa: E402
 from submissions.service import Services  # noqa: E402
 
 log = logging.getLogger("personaboard")
@@ -108,6 +109,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_bytes=settings.max_upload_bytes,
         paths=("/api/v1/submissions", GRADIO_UPLOAD_PATH),  # the UI's upload route too
     )
+    app.add_middleware(
+        UploadIdentity,
+        identities=services.identities,
+        path=GRADIO_UPLOAD_PATH,
+        session_ok=hf_oauth_enabled,
+    )  # outside the size limit: an anonymous upload is refused before its body is read
     app.add_middleware(LeaderboardFastPath, services=services)  # cached bodies skip the rest
     app.add_middleware(
         HealthFastPath, services=services, probe=app.state.queue_probe

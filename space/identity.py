@@ -25,6 +25,17 @@ def hf_oauth_enabled() -> bool:
     return bool(gr.utils.get_space() and os.environ.get("OAUTH_CLIENT_ID"))
 
 
+UPLOAD_TOKEN_COOKIE = "pb_upload_token"
+UPLOAD_COOKIE_LISTENER_JS = (
+    "() => { document.addEventListener('input', (event) => {"
+    " if (!event.target.closest || !event.target.closest('#api-token')) return;"
+    " document.cookie = '"
+    + UPLOAD_TOKEN_COOKIE
+    + "=' + encodeURIComponent(event.target.value || '')"
+    " + '; path=/gradio_api/upload; SameSite=Strict'; }, true); }"
+)
+
+
 def build_identity_row():
     """The sign-in control; returns the component whose value the submit events take as the token
     (an empty State when the Space's OAuth is on: the profile then comes from Gradio's session)."""
@@ -32,12 +43,20 @@ def build_identity_row():
         if hf_oauth_enabled():
             gr.LoginButton(elem_id="hf-login")
             return gr.State("")
-        return gr.Textbox(
+        box = gr.Textbox(
             label="API token (needed to submit; the operator issues it)",
             type="password",
             elem_id="api-token",
             scale=3,
         )
+        # The file components upload before any event runs: the upload route needs the same
+        # identity (space/uploads.py UploadIdentity), so the token also goes into a cookie sent
+        # only to that route, set by a listener on the field's own input events (synchronous:
+        # a Gradio event would set it after the file may already be on its way).
+        root = gr.context.Context.root_block
+        if root is not None:
+            root.load(None, None, None, js=UPLOAD_COOKIE_LISTENER_JS)
+        return box
 
 
 def ui_identity(

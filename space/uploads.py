@@ -100,3 +100,51 @@ def start_upload_sweeper(stop, every_s: float = SWEEP_EVERY_S) -> None:
 
     sweep_uploads()
     threading.Thread(target=loop, name="upload-sweeper", daemon=True).start()
+
+
+class UploadIdentity:
+    """ASGI middleware: Gradio's upload route (`path`) answers 401 unless the request carries the
+    identity the submit tabs take: an API token (Authorization: Bearer, or the cookie the token
+    field sets, space/identity.py), or on a Space with Hugging Face sign-in, Gradio's session
+    cookie. Without it anyone could store files here (up to the size limit each) without a token."""
+
+    def __init__(self, app, identities, path: str, session_ok):
+        self.app, self.identities, self.path, self.session_ok = app, identities, path, session_ok
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
+            await self.app(scope, receive, send)
+            return
+        from http.cookies import SimpleCookie
+        from urllib.parse import unquote
+
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import JSONResponse
+
+        from space.identity import UPLOAD_TOKEN_COOKIE
+
+        headers = dict(scope["headers"])
+        auth = headers.get(b"authorization", b"").decode("latin-1")
+        cookies = SimpleCookie()
+        try:
+            cookies.load(headers.get(b"cookie", b"").decode("latin-1"))
+        except Exception:  # noqa: BLE001 - a malformed cookie header: no identity from it
+            cookies = SimpleCookie()
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+        if not token and UPLOAD_TOKEN_COOKIE in cookies:
+            token = unquote(cookies[UPLOAD_TOKEN_COOKIE].value)
+        known = bool(token) and await run_in_threadpool(self.identities.authenticate, token)
+        if not known and not (self.session_ok() and "session" in cookies):
+            message = "uploading a file needs an identity: the API token the operator gave you"
+            response = JSONResponse(
+                {
+                    "detail": {
+                        "message": message,
+                        "problems": [{"line": None, "field": "token", "message": message}],
+                    }
+                },
+                status_code=401,
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -251,6 +251,13 @@ def test_attacks_on_a_hidden_split(svc, tmp_path):
             files={"files": ("big.jsonl", b"0" * (limit + 1024 * 1024), "application/x-ndjson")},
         )
         assert response.status_code == 413, response.status_code
+        # and the same identity as the submit tabs: anonymous uploads are refused, tokens work
+        small = {"files": ("p.jsonl", b'{"id": "h000", "answer": "NO"}\n', "application/x-ndjson")}
+        with svc.http(token="") as anonymous:
+            assert anonymous.post("/gradio_api/upload", files=small).status_code == 401
+            cookie = {"pb_upload_token": svc.token}  # what the token field's script sets
+            assert anonymous.post("/gradio_api/upload", files=small, cookies=cookie).is_success
+        assert http.post("/gradio_api/upload", files=small).is_success
 
         # the operator names a release: every published result re-ranked on the private part, once
         proc = run_cli("release", "final-1", env=svc.env)

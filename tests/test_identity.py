@@ -277,7 +277,14 @@ def test_ui_submit_needs_an_identity(svc):
     name, token = new_user(svc)
     body = unique_predictions("ui")
     with svc.http(token="") as http:
-        uploaded = http.post("/gradio_api/upload", files={"files": ("p.jsonl", body)})
+        # the upload route itself takes the same identity (space/uploads.py UploadIdentity)
+        anonymous = http.post("/gradio_api/upload", files={"files": ("p.jsonl", body)})
+        assert anonymous.status_code == 401, anonymous.text
+        uploaded = http.post(
+            "/gradio_api/upload",
+            files={"files": ("p.jsonl", body)},
+            headers={"Authorization": f"Bearer {token}"},
+        )
         assert uploaded.status_code == 200, uploaded.text
         path = uploaded.json()[0]
 
