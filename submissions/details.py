@@ -33,8 +33,11 @@ _kept_lock = threading.Lock()
 
 def details_allowed(task: Task) -> bool:
     """Whether anyone may see this task's per-item answers, inputs and gold: only on a public split
-    (gold published elsewhere). On a hidden split nothing per item leaves the scorer."""
-    return not task.suite.split_hidden
+    (gold published elsewhere). On a hidden split nothing per item leaves the scorer. The rule
+    itself lives with the other release rules (evaluator/release.py item_details_allowed)."""
+    from evaluator.release import item_details_allowed
+
+    return item_details_allowed(task)
 
 
 def refused(submission_id: str) -> SubmissionError:
