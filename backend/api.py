@@ -21,7 +21,7 @@ from leaderboard.readpath import DEFAULT_PAGE_ROWS, MAX_PAGE_ROWS, OVERVIEW, Fil
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.table import EXPORT_FORMATS, export
 from submissions import moderation
-from submissions.details import filter_details, result_details
+from submissions.details import filter_details, published_split, result_details
 from submissions.identity import Identity
 from submissions.intake import AlreadyAccepted, ModelForm, SubmissionError, SubmissionForm
 from submissions.service import Services
@@ -460,7 +460,9 @@ async def submission_details(
 ):
     svc = services(request)
     try:
-        submission, frame = await run_in_threadpool(result_details, svc.records, submission_id)
+        submission, frame = await run_in_threadpool(
+            result_details, svc.records, submission_id, published_split(svc.board)
+        )
     except SubmissionError as exc:
         raise HTTPException(exc.status, exc.detail) from None
     try:

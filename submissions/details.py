@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -112,11 +112,45 @@ def build_details(task: Task, answers: dict[str, Any]) -> pd.DataFrame:
     return frame
 
 
-def result_details(records: SubmissionStore, submission_id: str) -> tuple[Submission, pd.DataFrame]:
-    """The details of a published result (see the module doc); 404 where they may not be shown,
-    409 where the answers are no longer kept. Built once per result and revision, then kept."""
+def published_split(board) -> Callable[[str], str | None]:
+    """For result_details: the split hash a result's row in the newest published table records
+    ("" if it records none), or None when the table does not hold the result (withdrawn)."""
+
+    def split_of(submission_id: str) -> str | None:
+        rows = board.table().all_rows()
+        found = rows.loc[rows["submission_id"] == submission_id]
+        if found.empty:
+            return None
+        value = found.iloc[0].get("split_sha256")
+        return value if isinstance(value, str) else ""
+
+    return split_of
+
+
+def result_details(
+    records: SubmissionStore,
+    submission_id: str,
+    split_of: Callable[[str], str | None] | None = None,
+) -> tuple[Submission, pd.DataFrame]:
+    """The details of a published result (see the module doc); 404 where they may not be shown
+    (`split_of`, see published_split: not in the published table), 409 where the answers are no
+    longer kept or were scored on another version of the split (the installed items or gold are
+    not those it answered). Built once per result and split, then kept."""
     submission, task = published_submission(records, submission_id)
-    key = (submission.id, submission.revision or "")
+    current = task.load_split().sha256
+    if split_of is not None:
+        recorded = split_of(submission_id)
+        if recorded is None:
+            raise refused(submission_id)
+        if recorded and recorded != current:
+            raise SubmissionError(
+                409,
+                f"{submission_id} was scored on another version of the {task.key} split "
+                f"({recorded[:12]}; installed now: {current[:12]}): its items are not shown "
+                "against other items or gold",
+                field="submission_id",
+            )
+    key = (submission.id, current)
     with _kept_lock:
         if key in _kept:
             _kept.move_to_end(key)

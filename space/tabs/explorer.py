@@ -17,7 +17,12 @@ import pandas as pd
 
 from evaluator.registry import UnknownSuiteError, get_task
 from space.choices import ALL, tier_choices
-from submissions.details import details_allowed, filter_details, result_details
+from submissions.details import (
+    details_allowed,
+    filter_details,
+    published_split,
+    result_details,
+)
 from submissions.intake import SubmissionError
 
 PAGE_ITEMS = 50
@@ -129,7 +134,9 @@ def build_explorer_tab(ui: gr.Blocks, services) -> None:
                 "",
             )
         try:
-            submission, frame = result_details(services.records, submission_id)
+            submission, frame = result_details(
+                services.records, submission_id, published_split(services.board)
+            )
             task = get_task(submission.suite, submission.task)
             frame = filter_details(
                 frame, task, None if tier == ALL else tier, None if outcome == ALL else outcome

@@ -59,3 +59,45 @@ def test_the_explorer_escapes_answers_and_inputs(mcq):
     page = render_items(frame, ["form", "topic"], 0, len(frame))
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
     assert "Items 1–60 of 60" in page
+
+
+def test_details_only_of_a_result_in_the_published_table_on_the_installed_split(mcq, tmp_path):
+    from submissions.details import result_details
+    from submissions.intake import SubmissionError
+    from submissions.records import Submission, SubmissionStore, utc_now
+
+    answers = {  # a complete, valid file: right on the explicit form only
+        item.id: item.gold
+        if item.tiers["form"] == "explicit"
+        else "ABCD"[("ABCD".index(item.gold) + 1) % 4]
+        for item in mcq.load_split().items
+    }
+    upload = tmp_path / "predictions.jsonl"
+    upload.write_text(
+        "".join(json.dumps({"id": i, "answer": a}) + "\n" for i, a in answers.items())
+    )
+    records = SubmissionStore(tmp_path / "submissions.sqlite3")
+    records.add(
+        Submission(
+            id="pub1",
+            created_at=utc_now(),
+            kind="predictions",
+            suite="prefeval",
+            task="mcq",
+            setting="zero_shot",
+            model_name="m",
+            file_path=str(upload),
+            state="finished",
+            revision="0" * 40,
+            result={"total": {}},
+        )
+    )
+    current = mcq.load_split().sha256
+    with pytest.raises(SubmissionError) as withdrawn:
+        result_details(records, "pub1", lambda sid: None)  # not in the published table
+    assert withdrawn.value.status == 404
+    with pytest.raises(SubmissionError) as other_split:
+        result_details(records, "pub1", lambda sid: "f" * 64)
+    assert other_split.value.status == 409 and "another version" in str(other_split.value)
+    _, frame = result_details(records, "pub1", lambda sid: current)
+    assert len(frame) == 3000 and (frame["outcome"] == "right").sum() == 1000
