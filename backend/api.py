@@ -17,7 +17,14 @@ from backend.leaderboard_http import MAX_OFFSET, accepts_gzip, leaderboard_respo
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from evaluator.splits import SplitNotInstalled
 from leaderboard.overview import OVERVIEW_NOTE
-from leaderboard.readpath import DEFAULT_PAGE_ROWS, MAX_PAGE_ROWS, OVERVIEW, Filters
+from leaderboard.readpath import (
+    DEFAULT_PAGE_ROWS,
+    MAX_PAGE_ROWS,
+    OVERVIEW,
+    Filters,
+    UnknownFilter,
+    check_filters,
+)
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.table import EXPORT_FORMATS, export
 from submissions import moderation
@@ -545,6 +552,19 @@ async def leaderboard(
             {"message": "limit and offset page the JSON; complete=true asks for the whole table"},
         )
     filters = Filters(suite or None, task or None, setting or None, tier or None)
+    try:
+        check_filters(filters)
+    except UnknownFilter as exc:
+        raise HTTPException(
+            422,
+            {
+                "message": str(exc),
+                "problems": [
+                    {"line": None, "field": exc.parameter, "message": str(exc)},
+                ],
+                "allowed": exc.allowed,
+            },
+        ) from None
     try:
         body = await svc.leaderboard_body(
             filters,

@@ -39,6 +39,33 @@ log = logging.getLogger("personaboard")
 GRADIO_UPLOAD_PATH = "/gradio_api/upload"  # where the UI's file components send their files
 
 
+DOCS_ASSETS = "/docs-assets"
+
+
+def add_offline_docs(app: FastAPI) -> None:
+    """GET /docs: Swagger UI from the swagger-ui-bundle package's files, served at DOCS_ASSETS
+    (FastAPI's default page loads them from a CDN and stays blank offline)."""
+    import swagger_ui_bundle
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount(
+        DOCS_ASSETS,
+        StaticFiles(directory=swagger_ui_bundle.swagger_ui_path),
+        name="docs-assets",
+    )
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url,
+            title=f"{app.title} API",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+        )
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     services = Services.create(settings)
@@ -74,7 +101,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="1.0.0",
         description="Leaderboard and submission service for LLM personalization benchmarks.",
         lifespan=lifespan,
+        docs_url=None,  # served below from the app's own copy of Swagger UI (no CDN: works offline)
+        redoc_url=None,
     )
+    add_offline_docs(app)
     app.state.services = services
     app.state.queue_probe = QueueProbe(services.redis)  # health's own Redis client (short timeouts)
     app.include_router(router)

@@ -17,12 +17,21 @@ body, and no request copies the body.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from leaderboard.readpath import DEFAULT_PAGE_ROWS, MAX_PAGE_ROWS, Body, Filters, Page
+from leaderboard.readpath import (
+    DEFAULT_PAGE_ROWS,
+    MAX_PAGE_ROWS,
+    Body,
+    Filters,
+    Page,
+    UnknownFilter,
+    check_filters,
+)
 from leaderboard.table import EXPORT_FORMATS
 
 PATH = "/api/v1/leaderboard"
@@ -80,6 +89,17 @@ def page_links(query: list[tuple[str, str]], page: Page, total: int, path: str =
     )
 
 
+def download_name(query, revision: str, fmt: str) -> str:
+    """`leaderboard-prefeval-mcq-zero_shot-3f2a9c1d7e0b.csv`: what the file holds, at which
+    results revision (the same name as the board's download links give)."""
+    given = dict(query)
+    parts = ["leaderboard"] + [
+        given[k] for k in ("suite", "task", "setting", "tier") if given.get(k)
+    ]
+    parts.append(revision[:12])
+    return "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", p) for p in parts) + f".{fmt}"
+
+
 def leaderboard_response(
     body: Body,
     fmt: str,
@@ -108,7 +128,12 @@ def leaderboard_response(
     if body.encoding:
         headers["Content-Encoding"] = body.encoding
     if body.page is None:  # a download: CSV, parquet, or the complete JSON
-        headers["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+        name = (
+            download_name(query, body.revision, fmt)
+            if filename == "leaderboard"
+            else f"{filename}.{fmt}"  # the caller named it (the overview)
+        )
+        headers["Content-Disposition"] = f'attachment; filename="{name}"'
     return PiecewiseBody(body, headers)
 
 
@@ -177,6 +202,10 @@ def _fast_request(query: bytes) -> tuple[Filters, str, Page | None, list[tuple[s
     ):
         return None  # the route explains what is wrong (or reads a spelling of true it accepts)
     filters = Filters(*(params.get(name) or None for name in ("suite", "task", "setting", "tier")))
+    try:
+        check_filters(filters)
+    except UnknownFilter:
+        return None  # the route answers 422 naming the parameter and its allowed values
     return filters, fmt, page_of(fmt, limit, offset or 0, complete == "true"), pairs
 
 

@@ -88,6 +88,41 @@ class Filters(NamedTuple):
     search: str | None = None  # OVERVIEW: models whose name contains this
 
 
+class UnknownFilter(ValueError):
+    """A filter value no suite declares: `parameter` names it, `allowed` lists what it may be."""
+
+    def __init__(self, parameter: str, value: str, allowed: list[str]) -> None:
+        self.parameter, self.value, self.allowed = parameter, value, allowed
+        shown = ", ".join(allowed[:60]) + (
+            f" and {len(allowed) - 60} more" if len(allowed) > 60 else ""
+        )
+        super().__init__(f"{parameter}: unknown value {value!r}; allowed: {shown}")
+
+
+def check_filters(filters: Filters) -> None:
+    """Raise UnknownFilter for a suite, task, setting or tier the manifests do not declare (within
+    the suite and task given): a typo answers 4xx with the allowed values, not an empty 200."""
+    from evaluator.registry import all_suites
+
+    suites = all_suites()
+    if filters.suite is not None and filters.suite not in suites:
+        raise UnknownFilter("suite", filters.suite, sorted(suites))
+    scope = [suites[filters.suite]] if filters.suite else list(suites.values())
+    tasks = [t for s in scope for name, t in s.tasks.items() if filters.task in (None, name)]
+    if filters.task is not None and not tasks:
+        raise UnknownFilter("task", filters.task, sorted({name for s in scope for name in s.tasks}))
+    if filters.setting is not None:
+        settings = sorted({name for s in scope for name in s.settings})
+        # a judged task's rows carry the judge after the setting ("zero_shot+judge:...")
+        if filters.setting.split("+judge:", 1)[0] not in settings:
+            raise UnknownFilter("setting", filters.setting, settings)
+    if filters.tier is not None:
+        tiers = {f"{g.name}/{tier}" for t in tasks for g in t.tier_groups for tier in g.tiers}
+        bare = {name.split("/", 1)[1] for name in tiers}
+        if filters.tier not in tiers | bare:
+            raise UnknownFilter("tier", filters.tier, sorted(tiers))
+
+
 @dataclass(frozen=True)
 class Body:
     """One encoded view: what the API sends, and its validator."""

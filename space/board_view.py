@@ -23,7 +23,9 @@ from space.display import (
     column_labels,
     format_interval,
     format_value,
+    metric_label,
 )
+from space.labels import distinctions
 
 # Columns a reader can switch on and off (the column chooser); Rank, Model and the ranking score stay.
 OPTIONAL_COLUMNS = {
@@ -69,6 +71,7 @@ table.pb-board tr.pb-kind-partial td{background:#fffbeb}
 table.pb-board tr.pb-kind-reported td{color:#6b7280;font-style:italic;background:#f9fafb}
 table.pb-board tr.pb-group-odd td.pb-rank{box-shadow:inset 4px 0 0 #6366f1}
 table.pb-board tr.pb-group-even td.pb-rank{box-shadow:inset 4px 0 0 #a5b4fc}
+table.pb-board .pb-distinct{display:block;font-size:11px;color:#6b7280;overflow:hidden;text-overflow:ellipsis}
 table.pb-board .pb-n{color:#6b7280;font-size:11px;margin-left:3px}
 table.pb-board .pb-ci{color:#6b7280}
 table.pb-board .pb-below-ref{color:#b91c1c;font-weight:600}
@@ -81,14 +84,13 @@ table.pb-board tr.pb-not-above-ref td.pb-model{box-shadow:inset 4px 0 0 #f87171}
 }
 </style>"""
 
-# Header clicks sort the rows of each section (tbody) by that column, numbers as numbers, blanks last.
+# Header clicks sort the rows of each section (tbody) by that column, numbers as numbers, blanks last;
+# the sort goes into the page's URL (`sort=column:desc`), and every redraw of the table re-applies
+# the URL's sort (window.pbApplySort, called by the tab's URL writer), so a shared link keeps it.
 SORT_JS = """
-element.addEventListener('click', (event) => {
-  const th = event.target.closest('th[data-col]');
-  if (!th || !element.contains(th)) return;
+const sortBy = (th, descending) => {
   const table = th.closest('table');
   const index = [...th.parentNode.children].indexOf(th);
-  const descending = th.getAttribute('aria-sort') !== 'descending';
   table.querySelectorAll('thead th[data-col]').forEach(h => h.removeAttribute('aria-sort'));
   th.setAttribute('aria-sort', descending ? 'descending' : 'ascending');
   const numeric = th.dataset.type === 'num';
@@ -103,7 +105,23 @@ element.addEventListener('click', (event) => {
     });
     rows.forEach(r => body.appendChild(r));
   }
+};
+element.addEventListener('click', (event) => {
+  const th = event.target.closest('th[data-col]');
+  if (!th || !element.contains(th)) return;
+  const descending = th.getAttribute('aria-sort') !== 'descending';
+  sortBy(th, descending);
+  const params = new URLSearchParams(location.search);
+  params.set('sort', th.dataset.col + ':' + (descending ? 'desc' : 'asc'));
+  history.replaceState(null, '', '?' + params.toString());
 });
+window.pbApplySort = () => {
+  const wanted = new URLSearchParams(location.search).get('sort');
+  if (!wanted) return;
+  const [col, dir] = wanted.split(':');
+  const th = [...element.querySelectorAll('thead th[data-col]')].find(h => h.dataset.col === col);
+  if (th) sortBy(th, dir !== 'asc');
+};
 """
 
 
@@ -172,7 +190,12 @@ def _reference_cell(row, line: dict | None, metric) -> tuple[str, str, str]:
 
 
 def _cell(
-    row, column: str, cells: dict, ranked_by: str, reference: dict | None = None
+    row,
+    column: str,
+    cells: dict,
+    ranked_by: str,
+    reference: dict | None = None,
+    distinct: dict[str, str] | None = None,
 ) -> tuple[str, str, str]:
     """(html, sort key, css class) for one cell."""
     metric = row.get("metric")
@@ -209,10 +232,16 @@ def _cell(
         return _reference_cell(row, reference, metric)
     if column == "model_name":
         name = str(row["model_name"])
-        link = f'<a href="/model/{quote(name, safe="")}" title="{html.escape(name)}">{html.escape(name)}</a>'
-        return link, name.lower(), "pb-model pb-text"
+        extra = (distinct or {}).get(str(row["submission_id"]), "")
+        title = f"{name} ({extra})" if extra else name
+        link = f'<a href="/model/{quote(name, safe="")}" title="{html.escape(title)}">{html.escape(name)}</a>'
+        if extra:  # another row has the same name: say what tells them apart, in the cell itself
+            link += f'<span class="pb-distinct">{html.escape(extra)}</span>'
+        return link, title.lower(), "pb-model pb-text"
     if column == "ci":
-        low, high, _ = cells.get((row["submission_id"], ranked_by), (None, None, 0))
+        low, high, n = cells.get((row["submission_id"], ranked_by), (None, None, 0))
+        if row.get("row_kind") == "partial" and n and n < MIN_CELL_ITEMS:
+            return "", "", "pb-ci"  # its score is hidden: too few items
         return f'<span class="pb-ci">{format_interval(low, high, metric)}</span>', "", "pb-ci"
     if _is_score(column):
         value = row.get(column)
@@ -229,7 +258,7 @@ def _cell(
         title += f"{n} items" if n else "item count not reported"
         css = "pb-main" if column == ranked_by else ""
         if row.get("row_kind") == "partial":
-            if n and n < MIN_CELL_ITEMS and column != ranked_by:
+            if n and n < MIN_CELL_ITEMS:  # the ranking column too: too few items to mean anything
                 return (
                     f'<span title="only {n} items: too few to show a score">– <span class="pb-n">n={n}</span></span>',
                     "",
@@ -256,10 +285,46 @@ def _cell(
     return html.escape(str(value)), str(value).lower(), "pb-text"
 
 
-def render_board(board: pd.DataFrame, cells: pd.DataFrame, chosen: list[str] | None = None) -> str:
+def header_labels(board: pd.DataFrame) -> dict[str, str]:
+    """Column headers for this board: the ranking score and the total name their metric, the
+    reference column names its line ("vs. Majority (always C)")."""
     labels = column_labels()
+    metric = next((m for m in board.get("metric", pd.Series(dtype=object)).dropna()), None)
+    if metric:
+        named = metric_label(metric)
+        ranked_by = board.attrs.get("ranked_by", TOTAL)
+        labels[TOTAL] = f"{labels.get(TOTAL, 'Total')} · {named}"
+        if ranked_by != TOTAL:
+            labels[ranked_by] = f"{labels.get(ranked_by, ranked_by)} · {named}"
+    line = board.attrs.get("reference_line")
+    if line:
+        labels["reference"] = f"vs. {line['name']}"
+    return labels
+
+
+def header_title(board: pd.DataFrame, column: str, labels: dict[str, str]) -> str:
+    line = board.attrs.get("reference_line")
+    if column == "reference" and line:
+        metric = next((m for m in board["metric"].dropna()), None)
+        return (
+            f"Whether the row's 95% interval lies entirely above {line['name']} "
+            f"({format_value(line['value'], metric)}), the best score reachable without reading "
+            "the input (chance or always the most common answer). Click to sort."
+        )
+    return f"Sort by {labels.get(column, column)}"
+
+
+def render_board(
+    board: pd.DataFrame,
+    cells: pd.DataFrame,
+    chosen: list[str] | None = None,
+    empty: str = "No results match these filters yet.",
+) -> str:
+    """The table; `empty` is what an empty board says (why it is empty, and what to do)."""
     if board.empty:
-        return STYLE + '<p class="pb-empty"><em>No results match these filters yet.</em></p>'
+        return STYLE + f'<p class="pb-empty" id="board-empty">{empty}</p>'
+    labels = header_labels(board)
+    distinct = distinctions(board)
     ranked_by = board.attrs.get("ranked_by", TOTAL)
     columns = shown_columns(board, chosen)
     lookup = {
@@ -272,7 +337,7 @@ def render_board(board: pd.DataFrame, cells: pd.DataFrame, chosen: list[str] | N
     head = "".join(
         f'<th role="columnheader" data-col="{html.escape(c)}" data-type="{"num" if c in numeric else "text"}"'
         f' class="{"pb-rank" if c == "rank" else "pb-model pb-text" if c == "model_name" else "pb-main" if c == ranked_by else ""}"'
-        f' title="Sort by {html.escape(labels.get(c, c))}">{html.escape(labels.get(c, c))}</th>'
+        f' title="{html.escape(header_title(board, c, labels))}">{html.escape(labels.get(c, c))}</th>'
         for c in columns
     )
     bodies = []
@@ -298,7 +363,7 @@ def render_board(board: pd.DataFrame, cells: pd.DataFrame, chosen: list[str] | N
             tds = []
             for column in columns:
                 content, key, css = _cell(
-                    row, column, lookup, ranked_by, board.attrs.get("reference_line")
+                    row, column, lookup, ranked_by, board.attrs.get("reference_line"), distinct
                 )
                 tds.append(
                     f'<td role="gridcell" class="{css}" data-sort="{html.escape(key)}">{content}</td>'

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evaluator.registry import all_suites, get_task
+from evaluator.registry import all_suites, check_setting, get_task
 
 ALL = "(all)"
 
@@ -46,6 +46,25 @@ def setting_choices(suite: str | None) -> list[str]:
     if not suite or suite == ALL:
         return sorted({s for suite_ in all_suites().values() for s in suite_.settings})
     return list(all_suites()[suite].settings)
+
+
+def task_setting_choices(suite: str | None, task: str | None) -> list[str]:
+    """The suite's settings (its manifest) that `task` accepts: the task's own check_setting hook,
+    the rule the server applies to a submission, so no form offers what the server then refuses
+    (PrefEval's self_critic belongs to open_ended only)."""
+    if not suite or suite == ALL or suite not in all_suites():
+        return setting_choices(suite)
+    found = all_suites()[suite]
+    if not task or task not in found.tasks:
+        return list(found.settings)
+    accepted = []
+    for setting in found.settings:
+        try:
+            check_setting(found.tasks[task], setting)
+        except Exception:  # noqa: BLE001 - refused (or not checkable here): not offered
+            continue
+        accepted.append(setting)
+    return accepted
 
 
 def tier_choices(suite: str | None, task: str | None) -> list[tuple[str, str]]:

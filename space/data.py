@@ -19,6 +19,7 @@ PAST_KEPT = 4
 VERSIONS_LISTED = (
     30  # most recent revisions offered beside the releases (the API reaches any revision)
 )
+BOOKKEEPING_PREFIX = "Requests:"  # leaderboard/store.py requests_message: submissions' records
 LATEST, LATEST_LABEL = "latest", "Latest (updates as results arrive)"
 
 
@@ -80,9 +81,14 @@ def version_choices(services, limit: int = VERSIONS_LISTED) -> list[tuple[str, s
                     release.name,
                 )
             )
-        for version in services.results.versions()[
-            1 : limit + 1
-        ]:  # [0] is the newest: "latest" already
+        head = services.results.head_revision()
+        # result revisions only: the requests/ bookkeeping commits change no score
+        changed = [
+            v
+            for v in services.results.versions()
+            if not v.message.startswith(BOOKKEEPING_PREFIX) and v.revision != head
+        ]
+        for version in changed[:limit]:  # the head is "latest" already
             choices.append(
                 (
                     f"{version.revision[:8]} · {version.created_at[:16].replace('T', ' ')} · "
@@ -98,14 +104,43 @@ def version_choices(services, limit: int = VERSIONS_LISTED) -> list[tuple[str, s
 
 
 def default_view(services, suite: str | None = None) -> tuple[str | None, str | None]:
-    """The first (suite, task) with verified results, else the first with any rows, else the first
-    suite's first task; within `suite` when given."""
+    """The (suite, task) a reader sees first: the one with the most verified rows, else the one with
+    the most rows of any kind (papers' numbers), else the first suite's first task; within `suite`
+    when given."""
+    suite_, task, _ = default_board(services, suite)
+    return suite_, task
+
+
+def default_board(
+    services, suite: str | None = None, task: str | None = None
+) -> tuple[str | None, str | None, str | None]:
+    """(suite, task, setting) of the first screen: as default_view, ranked within one setting (the
+    one with the most verified rows, else the most rows; rows of different settings answer
+    different prompts, so they are never ranked together by default)."""
     scores, _ = board_inputs(services)
     suites = [suite] if suite else list(all_suites())
-    pairs = [(s, t) for s in suites for t in all_suites()[s].tasks]
-    for wanted in (scores[scores["row_kind"] == "computed"], scores):
-        present = set(zip(wanted["suite"], wanted["task"]))
-        found = next((pair for pair in pairs if pair in present), None)
-        if found:
-            return found
-    return pairs[0] if pairs else (None, None)
+    pairs = [(s, t) for s in suites for t in all_suites()[s].tasks if task in (None, t)]
+    if not pairs:
+        return None, None, None
+    rows = scores[scores["row_kind"] != "reference"] if "row_kind" in scores else scores
+    per_result = rows.drop_duplicates("submission_id") if "submission_id" in rows else rows
+    verified = per_result[per_result["row_kind"] == "computed"]
+
+    def counts(frame, keys):
+        return frame.groupby(keys).size().to_dict() if not frame.empty else {}
+
+    by_task = (counts(verified, ["suite", "task"]), counts(per_result, ["suite", "task"]))
+    # most verified rows, then most rows, then manifest order (max keeps the first of equals)
+    chosen = max(pairs, key=lambda p: (by_task[0].get(p, 0), by_task[1].get(p, 0), -pairs.index(p)))
+    settings = list(all_suites()[chosen[0]].settings)
+    here = per_result[(per_result["suite"] == chosen[0]) & (per_result["task"] == chosen[1])]
+    if not here.empty:
+        by_setting = (
+            counts(here[here["row_kind"] == "computed"], "setting"),
+            counts(here, "setting"),
+        )
+        present = list(dict.fromkeys(here["setting"]))
+        setting = max(present, key=lambda s: (by_setting[0].get(s, 0), by_setting[1].get(s, 0)))
+    else:
+        setting = settings[0] if settings else None
+    return chosen[0], chosen[1], setting

@@ -48,7 +48,6 @@ def example_predictions(task: Task, n: int = 3) -> bytes:
 def format_help(task: Task) -> str:
     """Markdown: the inputs, the answer field and its values, one example line, the example file."""
     suite = task.suite
-    available = task.split_available()
     line = example_predictions(task, 1).decode().strip()
     parts = [
         f"**{html.escape(suite.title)} · {html.escape(task.title)}**: one JSON object per line, one line per item "
@@ -58,10 +57,4 @@ def format_help(task: Task) -> str:
         f'download="{html.escape(suite.name)}-{html.escape(task.name)}-example.jsonl">Download an example file</a> '
         f"(the first items' ids with answers of the right form, not right answers).",
     ]
-    if not available:
-        parts.insert(
-            0,
-            f"⚠️ **Not open for submissions here**: the hidden split of {html.escape(suite.title)} is not "
-            "installed on this server, so predictions for it cannot be scored yet.",
-        )
     return "\n\n".join(parts)

@@ -28,7 +28,7 @@ def hf_oauth_enabled() -> bool:
 UPLOAD_TOKEN_COOKIE = "pb_upload_token"
 UPLOAD_COOKIE_LISTENER_JS = (
     "() => { document.addEventListener('input', (event) => {"
-    " if (!event.target.closest || !event.target.closest('#api-token')) return;"
+    " if (!event.target.closest || !event.target.closest('[id^=api-token]')) return;"
     " document.cookie = '"
     + UPLOAD_TOKEN_COOKIE
     + "=' + encodeURIComponent(event.target.value || '')"
@@ -36,17 +36,18 @@ UPLOAD_COOKIE_LISTENER_JS = (
 )
 
 
-def build_identity_row():
-    """The sign-in control; returns the component whose value the submit events take as the token
+def build_identity_row(elem_id: str = "api-token"):
+    """The sign-in control (one per submit tab, `elem_id` telling them apart: api-token...); returns
+    the component whose value the submit events take as the token
     (an empty State when the Space's OAuth is on: the profile then comes from Gradio's session)."""
-    with gr.Row(elem_id="identity-row"):
+    with gr.Row(elem_id=f"{elem_id}-row"):
         if hf_oauth_enabled():
             gr.LoginButton(elem_id="hf-login")
             return gr.State("")
         box = gr.Textbox(
             label="API token (needed to submit; the operator issues it)",
             type="password",
-            elem_id="api-token",
+            elem_id=elem_id,
             scale=3,
         )
         # The file components upload before any event runs: the upload route needs the same

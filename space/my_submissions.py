@@ -40,3 +40,14 @@ def remember(new, stored) -> list[str]:
         else []
     )
     return remembered_ids([*ids, *remembered_ids(stored)])
+
+
+def identity_field(field, shared: gr.State):
+    """One identity for both submit tabs: the token typed in either goes into `shared` (what the
+    submit events read), and shows in the other tab's field. Returns what the events take: the
+    shared token, or the Space's sign-in state where OAuth is on (no field then)."""
+    if not isinstance(field, gr.Textbox):
+        return field
+    field.change(lambda value: value, field, shared, show_progress="hidden")
+    shared.change(lambda value: value, shared, field, show_progress="hidden")
+    return shared

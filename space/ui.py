@@ -9,7 +9,6 @@ from __future__ import annotations
 import gradio as gr
 
 from space.choices import ready_suites, suite_choices
-from space.identity import build_identity_row
 from space.my_submissions import browser_submissions
 from space.status_text import format_error, format_status, inert  # noqa: F401  (space.ui's public helpers)
 from space.tabs.about import build_about_tab
@@ -17,7 +16,7 @@ from space.tabs.explorer import build_explorer_tab
 from space.tabs.leaderboard import build_leaderboard_tab
 from space.tabs.overview import build_overview_tab
 from space.tabs.queue import QUEUE_TAB, build_queue_tab
-from space.tabs.service_status import build_service_status
+from space.tabs.service_status import SERVICE_TAB, build_service_tab, build_status_line
 from space.tabs.status import build_status_tab
 from space.tabs.submit_model import build_submit_model_tab
 from space.tabs.submit_predictions import build_submit_predictions_tab
@@ -30,8 +29,16 @@ INTRO = (
 )
 
 
-def _queue_timer_for(event: gr.SelectData) -> gr.Timer:
-    return gr.Timer(active=event.value == QUEUE_TAB)
+def _timers_for(event: gr.SelectData) -> tuple[gr.Timer, gr.Timer]:
+    """The Queue and Service tabs poll only while open."""
+    return gr.Timer(active=event.value == QUEUE_TAB), gr.Timer(active=event.value == SERVICE_TAB)
+
+
+def _opened_tab(request: gr.Request):
+    """A link to a submission's status (`/?status=<id>`, the queue's and status line's ids) opens
+    the Submission status tab."""
+    wanted = dict(request.query_params).get("status") if request else None
+    return gr.Tabs(selected="status") if wanted else gr.skip()
 
 
 def build_ui(services: Services) -> gr.Blocks:
@@ -40,23 +47,22 @@ def build_ui(services: Services) -> gr.Blocks:
     first_suite = ready[0] if ready else next((name for _, name in suite_choices()), None)
     with gr.Blocks(title="PersonaBoard") as ui:
         gr.Markdown(INTRO)
-        token = build_identity_row()  # browsing is anonymous; submitting needs an identity
-        build_service_status(
-            ui, services
-        )  # results revision, "n results waiting to publish", workers
+        build_status_line(ui, services)  # results revision, workers busy or idle, backlog: live
         # The id of a submission made on this page, set when it finishes: the board redraws with its row outlined.
         finished = gr.Textbox(visible=False, elem_id="finished-submission")
         mine = browser_submissions()  # the ids submitted from this browser, for the status tab
+        token = gr.State("")  # the API token typed in either submit tab (space/my_submissions.py)
         with gr.Tabs() as tabs:
             board = build_leaderboard_tab(ui, services)
             build_overview_tab(ui, services)
             build_explorer_tab(ui, services)
-            build_submit_predictions_tab(ui, services, first_suite, token, finished, mine)
-            build_submit_model_tab(ui, services, first_suite, token, finished, mine)
+            build_submit_predictions_tab(ui, services, first_suite, finished, mine, token)
+            build_submit_model_tab(ui, services, first_suite, finished, mine, token)
             build_status_tab(ui, services, mine)
             queue_timer = build_queue_tab(ui, services)
+            service_timer = build_service_tab(ui, services)
             build_about_tab(ui, services)
         board.follow(finished)
-        # the queue polls only while its tab is open
-        tabs.select(_queue_timer_for, None, queue_timer)
+        tabs.select(_timers_for, None, [queue_timer, service_timer])
+        ui.load(_opened_tab, None, tabs)
     return ui

@@ -62,10 +62,16 @@ def open_page(browser, base_url: str, timeout_ms: int = 30_000, token: str | Non
 
 
 def sign_in(page, token: str) -> None:
-    """Put an API token into the page's token field (a reload empties it)."""
+    """Put an API token into the page's token field (a reload empties it). The field sits in the
+    submit tabs: open one, type it there (the other submit tab's field follows), come back."""
+    was = page.locator("[role='tab'][aria-selected='true']").first.inner_text().strip()
     field = page.locator("#api-token input")
+    if not field.is_visible():
+        open_tab(page, "Submit predictions")
     field.fill(token)
     expect(field).to_have_value(token)
+    if was and was != "Submit predictions":
+        open_tab(page, was)
 
 
 def screenshot(page, tmp_path: Path, name: str, full_page: bool = True) -> Path:
@@ -81,8 +87,20 @@ def screenshot(page, tmp_path: Path, name: str, full_page: bool = True) -> Path:
 
 # -- controls -------------------------------------------------------------------------------------
 def open_tab(page, name: str) -> None:
-    page.get_by_role("tab", name=name).click()
-    expect(page.get_by_role("tab", name=name)).to_have_attribute("aria-selected", "true")
+    """Select a tab; on a narrow screen Gradio moves the tabs that do not fit into a "..." menu."""
+    tab = page.get_by_role("tab", name=name)
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
+        expect(tab.first).to_have_attribute("aria-selected", "true")
+        return
+    page.locator(".overflow-menu > button").first.click()
+    page.locator(".overflow-dropdown button", has_text=name).first.click()
+    # chosen from the menu, it is either swapped into the bar or marked in the menu
+    shown = page.locator(
+        f"[role='tab'][aria-selected='true']:text-is({json.dumps(name)}),"
+        f" .overflow-dropdown button.selected:text-is({json.dumps(name)})"
+    )
+    expect(shown.first).to_be_attached()
 
 
 def choose(page, elem_id: str, option: str) -> None:
@@ -145,10 +163,26 @@ def read_table(page) -> tuple[list[str], list[dict[str, str]]]:
     headers, cells = page.locator("#leaderboard-table [role='grid']").first.evaluate("""grid => [
         [...grid.querySelectorAll("[role='columnheader']")].map(h => h.innerText.trim()),
         [...grid.querySelectorAll("[role='row']")]
-            .map(r => [...r.querySelectorAll("[role='gridcell']")].map(c => c.innerText.trim()))
+            .map(r => [...r.querySelectorAll("[role='gridcell']")].map(c => {
+                // a model cell's "what tells it apart" line (.pb-distinct) is read on its own
+                const d = c.querySelector('.pb-distinct');
+                return d ? c.querySelector('a').innerText.trim() + ' | ' + d.innerText.trim()
+                         : c.innerText.trim();
+            }))
             .filter(r => r.length),
     ]""")
-    return headers, [dict(zip(headers, row)) for row in cells if len(row) == len(headers)]
+    # a model cell's "name | setting · source" gives "Model" (the name) and "Distinct" (what follows)
+    # headers come back short ("Total"; "vs. reference" for "vs. Majority (always C)"); the full text
+    # is in the page (th[data-col]) for tests of the headers themselves
+    keys = ["vs. reference" if h.startswith("vs. ") else h.split(" · ", 1)[0] for h in headers]
+    rows = []
+    for row in cells:
+        if len(row) != len(headers):
+            continue
+        read = {**dict(zip(keys, row)), **dict(zip(headers, row))}
+        name, _, distinct = read.get("Model", "").partition(" | ")
+        rows.append({**read, "Model": name, "Distinct": distinct})
+    return keys, rows
 
 
 def wait_table(page, check, what: str, timeout: float = 30.0):

@@ -90,7 +90,9 @@ def test_default_view_is_one_task_ranked_with_rank_groups(page, tmp_path):
     }
     partial = ours[-1]
     assert partial["Rank"] == "" and partial["Kind"] == "partial run (not ranked)", partial
-    assert partial["Total"].replace("\n", " ") == "90.0 n=6", partial  # its count beside its score
+    # 6 items: under the minimum count, its score and interval are hidden, its count shown
+    assert partial["Total"].replace("\n", " ") == "– n=6", partial
+    assert partial["95% CI"] == "", partial
     assert partial["Explicit"].startswith("–"), partial  # 3 items: hidden
     assert ours[0]["Total"] == "80.0" and ours[0]["95% CI"] == "76.0–84.0", ours[0]
     assert ours[0]["Type"] == "generative" and ours[0]["Size"] == "1B-10B", ours[0]
@@ -184,7 +186,8 @@ def test_deep_link_highlights_a_row(page, tmp_path):
     expect(page.locator("#leaderboard-table tr[data-id='fx-gamma']")).to_have_attribute(
         "aria-current", "true"
     )
-    assert json.loads(json.dumps(page.url)).endswith("highlight=fx-gamma")
+    # the URL keeps the link's highlight beside the view it now spells out
+    assert "highlight=fx-gamma" in page.url and "setting=zero_shot" in page.url, page.url
 
 
 def test_version_selector_opens_a_release_and_an_older_revision(page, service, tmp_path):
@@ -359,18 +362,19 @@ def test_submit_tab_explains_each_suites_format(page, tmp_path):
     lines = [json.loads(line) for line in Path(info.value.path()).read_text().splitlines()]
     assert len(lines) == 3 and all(set(line) == {"id", "answer"} for line in lines), lines
 
-    # a suite whose split is not installed here: marked, its format still explained, submitting refused politely
+    # a suite whose split is not installed here: marked, its format still explained, one note
+    # saying why (with the operator's command), and no upload box or button to try anyway
     choose(page, "submit-suite", "PersonaFeedback (split not installed here)")
     expect(help_text).to_contain_text("field label")
-    assert (
-        "one of 1, 2" in help_text.inner_text()
-        and "Not open for submissions here" in help_text.inner_text()
-    )
-    expect(page.locator("#inputs-link")).to_contain_text("not installed on this server")
+    assert "one of 1, 2" in help_text.inner_text()
+    note = page.locator("#inputs-link")
+    expect(note).to_contain_text("not installed on this server")
+    expect(note).to_contain_text("personaboard splits install personafeedback")
     assert page.locator("#inputs-link a").count() == 0  # no link to a raw 409
-    page.locator("#submit-button").click()
-    expect(page.locator("#submit-status")).to_contain_text("Not accepted")
-    assert "{" not in page.locator("#submit-status").inner_text()
+    body = page.inner_text("body")
+    assert body.count("not installed on this server") == 1, body  # said once, not twice
+    expect(page.locator("#submit-file")).to_be_hidden()
+    expect(page.locator("#submit-button")).to_be_hidden()
     shot(page, tmp_path, "submit-format")
 
 

@@ -223,7 +223,6 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(
 
         # Leaderboard: two partial rows for tiny-gen, below every verified row.
         open_tab(page, "Leaderboard")
-        page.locator("#refresh-leaderboard").click()
         headers, rows = wait_table(
             page,
             lambda h, r: len(rows_for(r, model)) == 2 and rows_for(r, verified),
@@ -331,7 +330,6 @@ def test_real_smollm2_from_the_ui(browser, shared_live_service, tmp_path):
         screenshot(page, tmp_path, "smollm2-finished")
 
         open_tab(page, "Leaderboard")
-        page.locator("#refresh-leaderboard").click()
         _, rows = wait_table(page, lambda h, r: rows_for(r, model), f"a row for {model}")
         (row,) = rows_for(rows, model)
         assert (

@@ -65,7 +65,6 @@ def test_payload_names_are_inert_in_status_and_leaderboard(module_live_service, 
 
         # the leaderboard: one row per payload, the name as text
         open_tab(page, "Leaderboard")
-        page.locator("#refresh-leaderboard").click()
         _, rows = wait_table(
             page,
             lambda h, r: all(any(x.get("Model") == n for x in r) for n in PAYLOADS),

@@ -9,6 +9,8 @@ version of the leaderboard (the Version selector: "latest", every release, recen
 from __future__ import annotations
 
 import html
+import json
+import re
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlencode
@@ -17,15 +19,16 @@ import gradio as gr
 import pandas as pd
 
 from evaluator.registry import all_suites
+from evaluator.splits import install_command
 from leaderboard.board import UNKNOWN, ranked_board
 from leaderboard.store import StoreError, StoreUnavailable
 from space.board_view import DEFAULT_COLUMNS, OPTIONAL_COLUMNS, SORT_JS, render_board
-from space.choices import ALL, setting_choices, suite_choices, task_choices, tier_choices
+from space.choices import ALL, suite_choices, task_choices, task_setting_choices, tier_choices
 from space.data import (
     LATEST,
     LATEST_LABEL,
     board_inputs,
-    default_view,
+    default_board,
     manifest_tier_order,
     version_choices,
 )
@@ -41,6 +44,31 @@ RANKING_HELP = (
     "for its 95% interval and item count. Downloads keep full precision."
 )
 NO_TIER = "(rank by total)"
+ALL_SETTINGS = "(all settings, ranked together)"
+# After each redraw the view goes into the page's URL (replaceState: no history entry per click), so
+# a reload or a shared link opens the same view; defaults are left out. The table's sort is re-applied
+# from the URL (window.pbApplySort, defined with the table's sort handler).
+URL_JS = f"""
+(suite, task, setting, tier, type, size, license, search, columns, highlight, version) => {{
+  const params = new URLSearchParams(location.search);
+  const put = (key, value, fallback) => {{
+    if (value === null || value === undefined || value === '' || value === fallback) params.delete(key);
+    else params.set(key, value);
+  }};
+  put('suite', suite); put('task', task); put('setting', setting);
+  put('tier', tier, {json.dumps(NO_TIER)});
+  put('type', type, {json.dumps(ALL)}); put('size', size, {json.dumps(ALL)});
+  put('license', license, {json.dumps(ALL)}); put('q', search);
+  const chosen = (columns || []).join(',');
+  put('columns', chosen || 'none', {json.dumps(",".join(DEFAULT_COLUMNS))});
+  put('revision', version, {json.dumps(LATEST)});
+  params.delete('status');
+  history.replaceState(null, '', '?' + params.toString());
+  setTimeout(() => window.pbApplySort && window.pbApplySort(), 50);
+  return [];
+}}
+"""
+HEAD_POLL_S = 3.0  # a publish shows on the board within this (when the newest version is shown)
 DEFAULT_COMPARED = 3  # results in the per-tier plot until the reader picks others
 
 
@@ -49,7 +77,17 @@ class LeaderboardTab:
     follow: Callable  # follow(component holding a submission id): on change, show its task, its row outlined
 
 
-def download_links(suite, task, setting, tier, revision=None) -> str:
+def download_name(suite, task, setting, tier, revision, fmt: str) -> str:
+    """`prefeval-mcq-zero_shot-3f2a9c1d.csv`: what the file holds, and at which results revision."""
+    parts = [suite, task, setting if setting not in (None, "", ALL) else "all-settings"]
+    if tier not in (None, "", NO_TIER):
+        parts.append("by-" + tier.replace("/", "-"))
+    if revision:
+        parts.append(str(revision)[:12])
+    return "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", str(p)) for p in parts) + f".{fmt}"
+
+
+def download_links(suite, task, setting, tier, revision=None, shown_revision="") -> str:
     params = {
         k: v
         for k, v in {
@@ -67,10 +105,46 @@ def download_links(suite, task, setting, tier, revision=None) -> str:
         url = "/api/v1/leaderboard?" + urlencode(
             {**params, "format": fmt, **({"complete": "true"} if fmt == "json" else {})}
         )
+        name = download_name(suite, task, setting, tier, revision or shown_revision, fmt)
         links.append(
-            f'<a class="pb-download" href="{html.escape(url)}" download="leaderboard.{fmt}">{fmt.upper()}</a>'
+            f'<a class="pb-download" href="{html.escape(url)}" download="{html.escape(name)}">'
+            f"{fmt.upper()}</a>"
         )
     return "Download this table (full precision): " + " · ".join(links)
+
+
+def empty_reason(suite: str, task: str, board: pd.DataFrame) -> str:
+    """What an empty board says: filters hid every row, the split is not installed here (with the
+    operator's command), or nobody has submitted yet (and how to)."""
+    if not board.empty:
+        return "<em>No results match these filters; widen them (Setting, Type, Size, search).</em>"
+    found = all_suites().get(suite)
+    if found and task in found.tasks and not found.tasks[task].split_available():
+        return (
+            f"<em>No results yet: the hidden split of {html.escape(found.title)} is not installed on "
+            "this server, so nothing can be scored here. The operator installs it with</em> "
+            f"<code>{html.escape(install_command(found))}</code>"
+        )
+    return (
+        "<em>No submissions for this task yet. Upload predictions in the <b>Submit predictions</b> "
+        "tab, or have the service run a model in <b>Submit a model</b>.</em>"
+    )
+
+
+def no_verified_note(suite: str, task: str) -> str:
+    """Above a board holding only papers' numbers (or partial runs): why nothing is ranked."""
+    found = all_suites().get(suite)
+    if found and task in found.tasks and not found.tasks[task].split_available():
+        why = (
+            f"the hidden split is not installed on this server (the operator's command: "
+            f"<code>{html.escape(install_command(found))}</code>)"
+        )
+    else:
+        why = "nobody has submitted a full run yet (the Submit tabs say how)"
+    return (
+        '<p class="pb-empty" id="board-no-verified"><em>No verified results for this task: '
+        f"{why}. The rows below are the papers' own numbers or partial runs, not ranked.</em></p>"
+    )
 
 
 def _keep(frame: pd.DataFrame, column: str, wanted) -> pd.DataFrame:
@@ -137,7 +211,9 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
             tier_order=manifest_tier_order(),
         )
         shown = filter_board(board, model_type, size, license_, search)
-        table = render_board(shown, cells, columns)
+        table = render_board(shown, cells, columns, empty=empty_reason(suite, task, board))
+        if not board.empty and not (board["row_kind"] == "computed").any():
+            table = no_verified_note(suite, task) + table
         if highlight and (shown["submission_id"] == highlight).any():
             table = table.replace(
                 f'data-id="{html.escape(highlight)}"',
@@ -150,7 +226,12 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
                 f'<p class="pb-version-note" id="version-note">Showing the leaderboard as of '
                 f"<code>{html.escape(str(version))}</code>, not the newest.</p>"
             ) + table
-        return table, download_links(suite, task, setting, tier, version), board
+        shown_revision = version or services.results_head() or ""
+        return (
+            table,
+            download_links(suite, task, setting, tier, version, shown_revision),
+            board,
+        )
 
     def versions_update(current=None):
         """The Version selector's choices (releases and recent revisions), keeping the reader's choice."""
@@ -194,53 +275,78 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
             "<style>.pb-plots img{max-width:100%;height:auto;display:block;margin:8px 0}</style>"
         )
 
+    def setting_update(suite, task, value):
+        """The task's own settings (no form offers one the task refuses), and all of them."""
+        return gr.update(
+            choices=[(ALL_SETTINGS, ALL), *task_setting_choices(suite, task)], value=value
+        )
+
     def on_suite(suite):
-        tasks = task_choices(suite)
-        first = default_view(services, suite)[1] or (tasks[0][1] if tasks else None)
+        _, task, setting = default_board(services, suite)
         return (
-            gr.update(choices=tasks, value=first),
-            gr.update(choices=[ALL, *setting_choices(suite)], value=ALL),
-            gr.update(choices=[NO_TIER, *tier_choices(suite, first)], value=NO_TIER),
+            gr.update(choices=task_choices(suite), value=task),
+            setting_update(suite, task, setting or ALL),
+            gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=NO_TIER),
         )
 
     def on_task(suite, task):
-        return gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=NO_TIER)
+        setting = default_board(services, suite, task)[2]
+        return (
+            setting_update(suite, task, setting or ALL),
+            gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=NO_TIER),
+        )
 
     def on_finished(submission_id):
         """A submission of this page finished: show its suite and task with its row outlined."""
         found = services.submission(submission_id)
         if found is None or found.suite not in all_suites():
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return (gr.skip(),) * 6
         return (
             gr.update(value=found.suite),
             gr.update(choices=task_choices(found.suite), value=found.task),
-            gr.update(choices=[ALL, *setting_choices(found.suite)], value=ALL),
+            setting_update(found.suite, found.task, found.setting),
             gr.update(choices=[NO_TIER, *tier_choices(found.suite, found.task)], value=NO_TIER),
             found.id,
             versions_update(),
         )  # its result is in the newest version
 
     def on_load(request: gr.Request):
-        """The default view (the first suite with verified results), or the one a deep link names."""
+        """The view the URL names (every control's value: a reloaded or shared link opens the same
+        view), else the first screen: the task with the most verified rows, in one setting."""
         params = dict(request.query_params) if request else {}
-        suite, task = default_view(services)
+        suite, task, setting = default_board(services)
         if params.get("suite") in all_suites():
             suite = params["suite"]
-            task = (
-                params.get("task")
-                if params.get("task") in all_suites()[suite].tasks
-                else default_view(services, suite)[1]
-            )
-        setting = (
-            params.get("setting")
-            if suite and params.get("setting") in setting_choices(suite)
-            else ALL
+            task = params.get("task")
+            if task not in all_suites()[suite].tasks:
+                task = default_board(services, suite)[1]
+            setting = default_board(services, suite, task)[2]
+        wanted = params.get("setting")
+        if suite and (wanted == ALL or wanted in task_setting_choices(suite, task)):
+            setting = wanted
+        tiers = [value for _, value in tier_choices(suite, task)]
+        tier = params.get("tier") if params.get("tier") in tiers else NO_TIER
+
+        def fact(name):  # the fact filters' choices come with the board; take the link's value
+            value = (params.get(name) or ALL)[:100]
+            return gr.update(choices=[ALL, *([value] if value != ALL else [])], value=value)
+
+        columns = params.get("columns")
+        chosen = (
+            DEFAULT_COLUMNS
+            if columns is None
+            else [c for c in columns.split(",") if c in OPTIONAL_COLUMNS]
         )
         return (
             gr.update(choices=suite_choices(), value=suite),
             gr.update(choices=task_choices(suite), value=task),
-            gr.update(choices=[ALL, *setting_choices(suite)], value=setting),
-            gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=NO_TIER),
+            setting_update(suite, task, setting or ALL),
+            gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=tier),
+            fact("type"),
+            fact("size"),
+            fact("license"),
+            (params.get("q") or "")[:200],
+            chosen,
             params.get("highlight") or "",
             versions_update((params.get("revision") or "")[:100] or None),
         )
@@ -249,7 +355,9 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         with gr.Row():
             f_suite = gr.Dropdown(suite_choices(), label="Suite", elem_id="filter-suite")
             f_task = gr.Dropdown([], label="Task", elem_id="filter-task")
-            f_setting = gr.Dropdown([ALL], value=ALL, label="Setting", elem_id="filter-setting")
+            f_setting = gr.Dropdown(
+                [(ALL_SETTINGS, ALL)], value=ALL, label="Setting", elem_id="filter-setting"
+            )
             f_tier = gr.Dropdown(
                 [NO_TIER], value=NO_TIER, label="Tier (rank by it)", elem_id="filter-tier"
             )
@@ -276,9 +384,6 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
                 scale=2,
                 info="the newest, a release, or an earlier revision",
             )
-            refresh = gr.Button(
-                "Refresh", size="sm", scale=0, min_width=110, elem_id="refresh-leaderboard"
-            )
         board_html = gr.HTML(elem_id="leaderboard-table", js_on_load=SORT_JS)
         gr.Markdown(RANKING_HELP, elem_id="leaderboard-help")
         downloads = gr.HTML(elem_id="leaderboard-downloads")
@@ -293,6 +398,10 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
             plots_html = gr.HTML(elem_id="plots")
         highlight = gr.Textbox(visible=False, elem_id="leaderboard-highlight")
         board_state = gr.State(None)
+        # The board follows the results live: a timer notes the head revision, and a move redraws.
+        seen_head = gr.State(None)
+        moved_head = gr.Textbox(visible=False, elem_id="leaderboard-head")
+        head_timer = gr.Timer(HEAD_POLL_S)
 
     view = [
         f_suite,
@@ -312,17 +421,22 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
     def redraw(trigger):
         return (
             trigger(show, view, outputs)
+            .then(None, view, None, js=URL_JS)
             .then(refresh_choices, board_state, [f_type, f_size, f_license, compare])
             .then(show_plots, [f_suite, f_task, f_setting, compare, f_version], plots_html)
         )
 
     # .input (the reader's own choices), not .change: the page's own updates must not cascade.
     redraw(f_suite.input(on_suite, f_suite, [f_task, f_setting, f_tier]).then)
-    redraw(f_task.input(on_task, [f_suite, f_task], f_tier).then)
+    redraw(f_task.input(on_task, [f_suite, f_task], [f_setting, f_tier]).then)
     # always_last: a change made while the board is being drawn is drawn after it, never dropped
     for control in (f_setting, f_tier, f_type, f_size, f_license, f_columns):
-        control.input(show, view, outputs, trigger_mode="always_last")
-    f_search.change(show, view, outputs, show_progress="hidden", trigger_mode="always_last")
+        control.input(show, view, outputs, trigger_mode="always_last").then(
+            None, view, None, js=URL_JS
+        )
+    f_search.change(show, view, outputs, show_progress="hidden", trigger_mode="always_last").then(
+        None, view, None, js=URL_JS
+    )
     compare.input(
         show_plots,
         [f_suite, f_task, f_setting, compare, f_version],
@@ -330,8 +444,35 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         trigger_mode="always_last",
     )
     redraw(f_version.input)
-    redraw(refresh.click(versions_update, f_version, f_version).then)
-    redraw(ui.load(on_load, None, [f_suite, f_task, f_setting, f_tier, highlight, f_version]).then)
+    redraw(
+        ui.load(
+            on_load,
+            None,
+            [
+                f_suite,
+                f_task,
+                f_setting,
+                f_tier,
+                f_type,
+                f_size,
+                f_license,
+                f_search,
+                f_columns,
+                highlight,
+                f_version,
+            ],
+        ).then
+    )
+
+    def head_moved(seen):
+        """(the head now, the head again where it moved since the last tick, else skip)."""
+        head = services.results_head()
+        if head is None or head == seen:
+            return gr.skip(), gr.skip()
+        return head, (head if seen is not None else gr.skip())
+
+    head_timer.tick(head_moved, seen_head, [seen_head, moved_head], show_progress="hidden")
+    redraw(moved_head.change(versions_update, f_version, f_version, show_progress="hidden").then)
 
     def follow(source: gr.Textbox):
         redraw(

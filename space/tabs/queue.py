@@ -8,6 +8,7 @@ import html
 import gradio as gr
 
 from space.status_text import duration
+from space.tabs.service_status import submission_link
 
 QUEUE_LIMIT = 100  # newest submissions shown
 REFRESH_S = 2.0
@@ -42,7 +43,7 @@ def _row(status: dict) -> list[str]:
         f"{status['suite']} / {status['task']}",
         status["setting"],
         status["state"],
-        "" if position is None else str(position + 1),
+        queue_place(status["state"], position),
         f"{done} / {total}" if total else "",
         f"{rate:.0f} tok/s" if running and rate else "",
         duration(eta) if running and eta is not None else "",
@@ -51,13 +52,22 @@ def _row(status: dict) -> list[str]:
     ]
 
 
+def queue_place(state: str, position: int | None) -> str:
+    """The Position column: its place in its hardware's queue (1 = next), or what it is doing."""
+    if state == "queued":
+        return "waiting" if position is None else str(position + 1)
+    return "running now" if state == "running" else "–"
+
+
 def render_queue(statuses: list[dict]) -> str:
     if not statuses:
         return "<p><em>No submissions yet.</em></p>"
     head = "".join(f'<th role="columnheader">{h}</th>' for h in HEADERS)
     rows = []
     for status in statuses:
-        cells = "".join(f'<td role="gridcell">{html.escape(str(v))}</td>' for v in _row(status))
+        values = [html.escape(str(v)) for v in _row(status)]
+        values[1] = submission_link(status["id"])  # the id opens its status
+        cells = "".join(f'<td role="gridcell">{v}</td>' for v in values)
         rows.append(
             f'<tr role="row" class="pb-state-{html.escape(status["state"])}" data-id="{html.escape(status["id"])}">{cells}</tr>'
         )

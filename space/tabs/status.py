@@ -39,6 +39,13 @@ def build_status_tab(ui: gr.Blocks, services, mine: gr.BrowserState) -> None:
         q_button = gr.Button("Look up", elem_id="status-button")
         q_status = gr.Markdown(elem_id="status-result")
     q_button.click(lookup, q_id, q_status)
+
+    def from_link(request: gr.Request):
+        """`/?status=<id>` (the queue's and the status line's links): that submission, looked up."""
+        wanted = (dict(request.query_params).get("status") or "")[:100] if request else ""
+        return (wanted, lookup(wanted)) if wanted else (gr.skip(), gr.skip())
+
+    ui.load(from_link, None, [q_id, q_status])
     ui.load(my_choices, mine, q_mine)
     mine.change(my_choices, mine, q_mine)
     q_mine.input(pick, q_mine, [q_id, q_status])

@@ -6,9 +6,15 @@ import gradio as gr
 
 from evaluator.protocols import default_protocol, setting_problem
 from evaluator.registry import get_task
-from space.choices import protocol_choices, setting_choices, suite_choices, task_choices
-from space.identity import ui_identity
-from space.my_submissions import remember
+from space.choices import (
+    protocol_choices,
+    setting_choices,
+    suite_choices,
+    task_choices,
+    task_setting_choices,
+)
+from space.identity import build_identity_row, ui_identity
+from space.my_submissions import identity_field, remember
 from space.status_text import TERMINAL_STATES, format_error, format_status, inert
 from submissions.intake import ModelForm, SubmissionError
 
@@ -17,10 +23,10 @@ def build_submit_model_tab(
     ui: gr.Blocks,
     services,
     first_suite: str | None,
-    token,
     finished: gr.Textbox,
     mine: gr.BrowserState,
-) -> None:
+    shared_token: gr.State,
+):
     """`finished` receives the id of each of this page's runs as it finishes (the leaderboard redraws)."""
 
     def model_choices():
@@ -34,7 +40,9 @@ def build_submit_model_tab(
         chosen = (
             default_protocol(found, "generative") if protocol in (None, "", "default") else protocol
         )
-        return [s for s in setting_choices(suite) if not setting_problem(found, s, chosen)]
+        return [
+            s for s in task_setting_choices(suite, task) if not setting_problem(found, s, chosen)
+        ]
 
     def on_suite(suite):
         tasks = [
@@ -129,6 +137,7 @@ def build_submit_model_tab(
         return statuses(ids, current.get("messages") or ()), gr.Timer(active=running), newest
 
     with gr.Tab("Submit a model", id="submit-model-tab"):
+        token = identity_field(build_identity_row("api-token-model"), shared_token)
         gr.Markdown(
             "The service runs the model itself on the hidden split. Give a Hugging Face Hub id "
             "(pinned to a commit before it is queued) or the name of a model the operator registered. "
@@ -202,3 +211,4 @@ def build_submit_model_tab(
         [m_status, m_current, m_timer],
     ).then(remember, [m_current, mine], mine)
     m_timer.tick(poll, m_current, [m_status, m_timer, finished], show_progress="hidden")
+    return token

@@ -9,10 +9,11 @@ from pathlib import Path
 import gradio as gr
 
 from evaluator.registry import all_suites
-from space.choices import setting_choices, suite_choices, task_choices
+from evaluator.splits import install_command
+from space.choices import setting_choices, suite_choices, task_choices, task_setting_choices
 from space.formats import format_help
-from space.identity import ui_identity
-from space.my_submissions import remember
+from space.identity import build_identity_row, ui_identity
+from space.my_submissions import identity_field, remember
 from space.status_text import TERMINAL_STATES, format_error, format_status
 from space.uploads import NotAnUpload, discard_upload, uploaded_file
 from submissions.intake import SubmissionError, SubmissionForm
@@ -25,7 +26,8 @@ def inputs_link(suite, task) -> str:
         return (
             f'<p class="pb-not-installed">The hidden split of {html.escape(all_suites()[suite].title)} is not '
             "installed on this server: its inputs cannot be downloaded and predictions for it cannot be scored "
-            "here yet. Choose another suite, or ask the operator to install it.</p>"
+            "here yet. Choose another suite, or ask the operator to install it with "
+            f"<code>{html.escape(install_command(all_suites()[suite]))}</code>.</p>"
         )
     url = f"/api/v1/suites/{suite}/tasks/{task}/inputs"
     return (
@@ -48,23 +50,34 @@ def build_submit_predictions_tab(
     ui: gr.Blocks,
     services,
     first_suite: str | None,
-    token,
     finished: gr.Textbox,
     mine: gr.BrowserState,
-) -> None:
+    shared_token: gr.State,
+):
     """`finished` receives the id of this page's submission when it finishes (the leaderboard redraws)."""
 
     def on_suite(suite):
         tasks = task_choices(suite)
         task = tasks[0][1] if tasks else None
-        settings = setting_choices(suite)
+        return (gr.update(choices=tasks, value=task), *on_task(suite, task))
+
+    def open_for(suite, task) -> bool:
+        found = all_suites().get(suite)
+        return bool(found and task in found.tasks and found.tasks[task].split_available())
+
+    def on_task(suite, task):
+        """The task's own settings; the upload box and the button only where it takes submissions
+        (else the one note of inputs_link says why, and the operator's command)."""
+        settings = task_setting_choices(suite, task)
         setting = settings[0] if settings else None
+        shown = gr.update(visible=open_for(suite, task))
         return (
-            gr.update(choices=tasks, value=task),
             gr.update(choices=settings, value=setting),
             inputs_link(suite, task),
             setting_info(suite, setting),
             task_help(suite, task),
+            shown,
+            shown,
         )
 
     def task_help(suite, task):
@@ -76,9 +89,6 @@ def build_submit_predictions_tab(
         ):
             return ""
         return format_help(all_suites()[suite].tasks[task])
-
-    def on_task(suite, task):
-        return inputs_link(suite, task), task_help(suite, task)
 
     def submit(
         file_path,
@@ -146,6 +156,7 @@ def build_submit_predictions_tab(
         )
 
     with gr.Tab("Submit predictions", id="submit"):
+        token = identity_field(build_identity_row("api-token"), shared_token)
         with gr.Row():
             s_suite = gr.Dropdown(
                 suite_choices(mark_unavailable=True),
@@ -177,13 +188,15 @@ def build_submit_predictions_tab(
         current = gr.State(None)
         timer = gr.Timer(1.0, active=False)
 
-    ui.load(on_suite, s_suite, [s_task, s_setting, s_inputs_link, s_setting_info, s_format])
-    s_suite.input(on_suite, s_suite, [s_task, s_setting, s_inputs_link, s_setting_info, s_format])
+    per_task = [s_setting, s_inputs_link, s_setting_info, s_format, s_file, s_button]
+    ui.load(on_suite, s_suite, [s_task, *per_task])
+    s_suite.input(on_suite, s_suite, [s_task, *per_task])
     s_setting.change(setting_info, [s_suite, s_setting], s_setting_info)
-    s_task.input(on_task, [s_suite, s_task], [s_inputs_link, s_format])
+    s_task.input(on_task, [s_suite, s_task], per_task)
     s_button.click(
         submit,
         [s_file, s_suite, s_task, s_setting, s_model, s_link, s_description, token],
         [s_status, current, timer],
     ).then(remember, [current, mine], mine)
     timer.tick(poll, current, [s_status, timer, finished], show_progress="hidden")
+    return token
