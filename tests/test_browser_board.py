@@ -236,7 +236,7 @@ def test_version_selector_opens_a_release_and_an_older_revision(page, service, t
 
     # a revision that does not exist says so (no traceback, no 500)
     page.goto(f"/?suite={SUITE}&task={TASK}&revision=0000000000")
-    expect(page.locator("#version-missing")).to_contain_text("0000000000")
+    expect(page.locator("#version-missing")).to_contain_text("0000000000", timeout=30_000)
 
 
 def test_plots_render_with_the_right_series(page, tmp_path):
