@@ -26,40 +26,34 @@ are ranked with the default.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
+from evaluator.metrics import known_metrics
 from evaluator.registry import all_suites
+from leaderboard.columns import board_download_columns
 from leaderboard.reported import comparable_paper_rows
-from leaderboard.table import TOTAL, column_name, wide_view
+from leaderboard.table import (
+    TOTAL,
+    UNKNOWN,
+    cell_stats,
+    column_name,
+    provenance_columns,
+    wide_view,
+)
 
 RANKED_KIND = "computed"
 REFERENCE_KIND = "reference"
 SECTION_ORDER = ("computed", "reference", "partial", "reported")
 SIZE_BUCKETS = ((1e9, "< 1B"), (1e10, "1B-10B"), (1e11, "10B-100B"), (float("inf"), "100B +"))
-UNKNOWN = "unknown"
 
 
 def ranks_from_intervals(low: Iterable[float], high: Iterable[float]) -> list[int]:
     """1 + the number of rows whose lower bound exceeds this row's upper bound (see the module doc)."""
     low, high = np.asarray(list(low), dtype=float), np.asarray(list(high), dtype=float)
     return [int(1 + np.sum(low > h)) for h in high]
-
-
-def cell_stats(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per (submission, column) of the wide view with its interval and item count."""
-    if scores.empty:
-        return pd.DataFrame(columns=["submission_id", "column", "ci_low", "ci_high", "n"])
-    primary = scores["primary"] if "primary" in scores else pd.Series(True, index=scores.index)
-    frame = scores.assign(
-        column=[
-            column_name(g, t, m, p)
-            for g, t, m, p in zip(scores["tier_group"], scores["tier"], scores["metric"], primary)
-        ]
-    )
-    return frame.loc[frame["column"].notna(), ["submission_id", "column", "ci_low", "ci_high", "n"]]
 
 
 def size_bucket(parameters: Any) -> str:
@@ -74,30 +68,16 @@ def size_bucket(parameters: Any) -> str:
 
 def model_facts(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Per result: model type, parameter count, size bucket, license, model revision (model runs
-    know them from the resolved model; uploaded predictions and papers' rows say `unknown`)."""
+    know them from the resolved model; uploaded predictions and papers' rows say `unknown`). The
+    same reading of the provenance as the table's own columns (leaderboard/table.py)."""
     rows = []
     for record in records:
-        provenance = record.get("provenance") or {}
-        model = provenance.get("model")
-        if not isinstance(model, dict):
-            model = {}
-        if record.get("row_kind") in ("reported", "reference"):
-            kind = "paper" if record["row_kind"] == "reported" else "reference line"
-        elif model:
-            kind = model.get("model_type") or UNKNOWN
-        else:
-            kind = "predictions file"
+        facts = provenance_columns(record)
         rows.append(
             {
                 "submission_id": record["submission_id"],
-                "model_type": kind,
-                "parameters": model.get("parameters"),
-                "size": size_bucket(model.get("parameters")),
-                "license": model.get("license") or UNKNOWN,
-                "model_revision": model.get("revision") or "",
-                "predictions_sha256": provenance.get("predictions_sha256")
-                or provenance.get("answers_sha256")
-                or "",
+                **{c: facts[c] for c in FACT_COLUMNS[1:] if c != "size"},
+                "size": size_bucket(facts["parameters"]),
             }
         )
     return pd.DataFrame(rows, columns=FACT_COLUMNS)
@@ -138,7 +118,7 @@ def duplicates_of(board: pd.DataFrame) -> pd.Series:
 
 def ranked_board(
     scores: pd.DataFrame,
-    facts: pd.DataFrame,
+    facts: pd.DataFrame | None,
     suite: str,
     task: str,
     setting: str | None = None,
@@ -147,19 +127,26 @@ def ranked_board(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(board, cells): the wide view of one task with `rank` (verified rows only), the model facts,
     and sorted by section (verified, partial, reported) then by the ranking score; `cells` holds
-    each shown cell's interval and item count, keyed by (submission_id, column)."""
+    each shown cell's interval and item count, keyed by (submission_id, column). `facts` (from the
+    records) overrides the table's own fact columns, which parts written before them lack."""
     board = wide_view(scores, suite, task, setting, tier, tier_order=tier_order)
     cells = (
         cell_stats(scores[scores["submission_id"].isin(board["submission_id"])])
         if not board.empty
         else cell_stats(board)
     )
-    board = board.merge(facts, on="submission_id", how="left")
-    if "predictions_sha256" in board:
-        board["predictions_sha256"] = board["predictions_sha256"].fillna("")
-    for column in ("model_type", "size", "license"):
-        board[column] = board[column].fillna(UNKNOWN)
-    ranked_by = next(
+    if facts is not None:
+        board = board.drop(columns=[c for c in FACT_COLUMNS[1:] if c in board]).merge(
+            facts, on="submission_id", how="left"
+        )
+    ranked_by = ranking_column(board, tier)
+    line = reference_line(scores, suite, task, ranked_by, tier, tier_order)
+    return rank_rows(board, cells, line, tier), cells
+
+
+def ranking_column(board: pd.DataFrame, tier: str | None) -> str:
+    """The tier column a tier filter names, else `total`."""
+    return next(
         (
             c
             for c in board.columns
@@ -167,11 +154,26 @@ def ranked_board(
         ),
         TOTAL,
     )
-    bounds = cells[cells["column"] == ranked_by].set_index("submission_id")
+
+
+def rank_rows(
+    board: pd.DataFrame, cells: pd.DataFrame, line: dict[str, Any] | None, tier: str | None
+) -> pd.DataFrame:
+    """One task's rows with the board's columns (leaderboard/columns.yaml): rank and rank group,
+    the reference-line verdict, copies, the size bucket; sorted by section, then the verdict, then
+    the ranking score; in the registry's column order (what the downloads carry)."""
+    board = board.copy()
+    if "predictions_sha256" in board:
+        board["predictions_sha256"] = board["predictions_sha256"].fillna("")
+    for column in ("model_type", "license"):
+        board[column] = board[column].fillna(UNKNOWN) if column in board else UNKNOWN
+    board["size"] = [size_bucket(p) for p in board.get("parameters", pd.Series(index=board.index))]
+    ranked_by = ranking_column(board, tier)
+    bounds = cells[cells["column"] == ranked_by].drop_duplicates("submission_id")
+    bounds = bounds.set_index("submission_id")
     value = board[ranked_by].astype(float)
     low = board["submission_id"].map(bounds["ci_low"]).astype(float).fillna(value)
     high = board["submission_id"].map(bounds["ci_high"]).astype(float).fillna(value)
-    line = reference_line(scores, suite, task, ranked_by, tier, tier_order)
     judged = (board["row_kind"] != REFERENCE_KIND) & value.notna()
     board["above_reference"] = pd.Series(pd.NA, index=board.index, dtype="boolean")
     if line is not None:
@@ -179,20 +181,24 @@ def ranked_board(
     below = board["above_reference"].eq(False).fillna(False).astype(bool)
     board["duplicate_of"] = duplicates_of(board)
     # the paper rows each row may stand beside: same setting and protocol (leaderboard/reported.py)
-    protocols = (
-        scores.drop_duplicates("submission_id").set_index("submission_id")["protocol"].to_dict()
-        if "protocol" in scores
-        else {}
-    )
+    protocols = dict(zip(board["submission_id"], board["protocol"].fillna("").astype(str)))
     board["comparable_paper_rows"] = comparable_paper_rows(board, protocols)
     verified = (
         (board["row_kind"] == RANKED_KIND) & value.notna() & ~below & (board["duplicate_of"] == "")
     )
     board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
-    board["rank_among"] = rank_groups(board, scores, suite, task)
+    board["rank_among"] = rank_groups(board)
     for group in board.loc[verified, "rank_among"].unique():
         members = verified & (board["rank_among"] == group)
         board.loc[members, "rank"] = ranks_from_intervals(low[members], high[members])
+    # 1, 2, 3 ... over the distinct ranks of each ranking (the default protocol's, then each other's)
+    board["rank_group"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
+    for group in board["rank_among"].unique():
+        members = board["rank_among"] == group
+        ranks = sorted(board.loc[members, "rank"].dropna().unique())
+        board.loc[members, "rank_group"] = board.loc[members, "rank"].map(
+            {rank: i + 1 for i, rank in enumerate(ranks)}
+        )
     board["_group"] = (board["rank_among"] != "").astype(int)
     board["_section"] = (
         board["row_kind"]
@@ -206,25 +212,55 @@ def ranked_board(
         ascending=[True, True, True, True, False, True],
         na_position="last",
     )
+    metrics = [c for c in known_metrics() if c in board]
+    tiers = [c for c in board.columns if "/" in c]
+    board = board.reindex(columns=board_download_columns(metrics, tiers)).reset_index(drop=True)
     board.attrs["ranked_by"] = ranked_by
     board.attrs["reference_line"] = line
-    return board.drop(columns=["_section", "_group", "_below", "_score"]).reset_index(
-        drop=True
-    ), cells
+    return board
 
 
-def rank_groups(board: pd.DataFrame, scores: pd.DataFrame, suite: str, task: str) -> pd.Series:
-    """Per row, "" where it is ranked with the task's default protocol (or has none: a predictions
-    file), else the protocol it is ranked among (the row's provenance, from the long table)."""
-    if "protocol" in scores and not scores.empty:
-        by_id = scores.drop_duplicates("submission_id").set_index("submission_id")["protocol"]
-        protocols = board["submission_id"].map(by_id).fillna("").astype(str)
-    else:
-        protocols = pd.Series("", index=board.index)
-    spec = all_suites().get(suite)
-    default = (
-        spec.tasks[task].model.get("default_protocol") if spec and task in spec.tasks else None
-    )
+def _is_score_column(column: str) -> bool:
+    return "/" in column or (column != TOTAL and column in known_metrics())
+
+
+def board_download(
+    view: pd.DataFrame,
+    cells: pd.DataFrame,
+    references: Callable[[str, str], pd.DataFrame],
+    tier: str | None = None,
+) -> pd.DataFrame:
+    """The board's rows of a filtered view for the downloads: each (suite, task) ranked as its board
+    is (`rank_rows`), in the registry's columns. `references(suite, task)`: that task's reference
+    rows, whatever the setting (the reference line is the best of them)."""
+    if view.empty:
+        metrics = [c for c in known_metrics() if c in view]
+        return pd.DataFrame(columns=board_download_columns(metrics, []))
+    boards = []
+    for (suite, task), rows in view.groupby(["suite", "task"], sort=False):
+        ranked_by = ranking_column(rows, tier)
+        own = cells[cells["submission_id"].isin(rows["submission_id"])]
+        line = best_line(references(str(suite), str(task)), ranked_by)
+        # the tier and metric columns of the other tasks of the view are not this board's
+        foreign = [c for c in rows.columns if _is_score_column(c) and rows[c].isna().all()]
+        boards.append(rank_rows(rows.drop(columns=foreign), own, line, tier))
+    frame = pd.concat(boards, ignore_index=True) if len(boards) > 1 else boards[0]
+    metrics = [c for c in known_metrics() if c in frame]
+    tiers = [c for c in frame.columns if "/" in c]
+    return frame.reindex(columns=board_download_columns(metrics, tiers))
+
+
+def rank_groups(board: pd.DataFrame) -> pd.Series:
+    """Per row of one task's board, "" where it is ranked with the task's default protocol (or has
+    none: a predictions file), else the protocol it is ranked among (the row's `protocol`)."""
+    protocols = board["protocol"].fillna("").astype(str)
+    default = None
+    if not board.empty:
+        spec = all_suites().get(str(board["suite"].iloc[0]))
+        task = str(board["task"].iloc[0])
+        default = (
+            spec.tasks[task].model.get("default_protocol") if spec and task in spec.tasks else None
+        )
     return protocols.where((protocols != "") & (protocols != (default or "")), "")
 
 
@@ -243,6 +279,13 @@ def reference_line(
     lines = wide_view(
         scores[scores["row_kind"] == REFERENCE_KIND], suite, task, None, tier, tier_order=tier_order
     )
+    return best_line(lines, column)
+
+
+def best_line(lines: pd.DataFrame, column: str) -> dict[str, Any] | None:
+    """The best of a task's reference rows in `column` ({value, name, column}); None without one."""
+    if "row_kind" in lines:
+        lines = lines[lines["row_kind"] == REFERENCE_KIND]
     if lines.empty or column not in lines or lines[column].isna().all():
         return None
     best = lines.loc[lines[column].astype(float).idxmax()]

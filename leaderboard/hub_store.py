@@ -60,6 +60,9 @@ NOT_READ = object()
 
 class HubDatasetStore:
     kind = "hub"
+    head_is_cheap = (
+        False  # head_revision() may ask the Hub (the read path never calls it on the event loop)
+    )
 
     def __init__(self, repo: DatasetRepo, private: bool = False, head_signal=None):
         self.repo = repo

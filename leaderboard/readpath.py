@@ -35,8 +35,16 @@ from typing import Any, Callable, Hashable, NamedTuple, Protocol
 
 import pandas as pd
 
+from leaderboard.board import board_download
 from leaderboard.overview import build_overview
-from leaderboard.table import EXPORT_FORMATS, WideRows, export, finish_view, wide_rows
+from leaderboard.table import (
+    CELL_COLUMNS,
+    EXPORT_FORMATS,
+    WideRows,
+    export,
+    finish_view,
+    wide_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +256,36 @@ class RevisionTable:
                 self._views.put(filters, frame)
             return frame
 
+    def board(self, filters: Filters) -> pd.DataFrame:
+        """What the downloads carry: the view's rows as the board shows them (rank and rank group,
+        the reference-line verdict, model facts; leaderboard/columns.yaml), each task ranked as
+        its board. The overview is its own table."""
+        if filters.view == OVERVIEW:
+            return self.view(filters)
+        key = (filters, "board")
+        with self._lock:
+            frame = self._views.get_fresh(key)
+        if frame is None:
+            view = self.view(filters)
+            cells = [part.cells for part in self.parts if len(part.cells)]
+
+            def references(suite: str, task: str) -> pd.DataFrame:
+                return finish_view(
+                    self.parts, suite, task, None, filters.tier, tier_order=self.tier_order
+                )
+
+            frame = board_download(
+                view,
+                pd.concat(cells, ignore_index=True)
+                if cells
+                else pd.DataFrame(columns=CELL_COLUMNS),
+                references,
+                filters.tier,
+            )
+            with self._lock:
+                self._views.put(key, frame)
+        return frame
+
     def body(
         self, filters: Filters, fmt: str, gzipped: bool = False, page: Page | None = None
     ) -> Body:
@@ -274,7 +312,7 @@ class RevisionTable:
             return found
         plain = self.cached_body(filters, fmt, page=page)
         if plain is None:
-            view = self.view(filters)
+            view = self.board(filters)
             rows = view.iloc[page.offset : page.offset + page.limit] if page is not None else view
             content = export(rows, fmt)
             digest = hashlib.blake2b(content, digest_size=8).hexdigest()

@@ -9,7 +9,7 @@ before the field existed has the same shape and reads as version 1. The JSON Sch
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -43,6 +43,58 @@ class Metrics(BaseModel):
     release: dict[str, Any] | None = (
         None  # a hidden split's rows: how the numbers were released (evaluator/release.py)
     )
+
+
+class ModelProvenance(TypedDict, total=False):
+    """The resolved model of a model run (evaluator/models.py ResolvedModel)."""
+
+    name: str
+    source: str  # "hub" | "local" | "endpoint"
+    revision: str  # commit sha, or "sha256:<content hash>" of a local folder
+    model_type: str  # "generative" | "reward"
+    license: str | None
+    parameters: int | float | None
+
+
+class SplitProvenance(TypedDict, total=False):
+    name: str
+    sha256: str
+    n_items: int
+    full_n_items: int
+
+
+class JudgeProvenance(TypedDict, total=False):
+    model: str
+    revision: str
+
+
+class Provenance(TypedDict, total=False):
+    """What a record's number depends on (`provenance` of the record). Open: jobs add keys for
+    audit (timings, release, not_applicable, retrieval, ...), which readers need not know. Keys
+    absent from older records read as missing; read it through `provenance_of`."""
+
+    suite_version: str
+    scorer_version: str
+    split: SplitProvenance
+    attempts: int
+    model: ModelProvenance  # model runs only
+    protocol: str  # model runs only
+    backend: str
+    judge: JudgeProvenance  # judge-scored tasks only
+    revision: str  # a model's revision named by an uploaded file's submitter
+    predictions_sha256: str  # uploaded files only
+    answers_sha256: str  # model runs: the answers by item id (copies are told by it)
+
+
+def provenance_of(record: dict[str, Any]) -> Provenance:
+    """A record's provenance, typed; the nested parts that must be objects are dropped when a
+    record (an old or hand-made one) holds something else there, so readers need no checks."""
+    raw = record.get("provenance")
+    provenance = dict(raw) if isinstance(raw, dict) else {}
+    for key in ("model", "split", "judge"):
+        if key in provenance and not isinstance(provenance[key], dict):
+            del provenance[key]
+    return cast(Provenance, provenance)
 
 
 class ResultRecord(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from leaderboard.outbox import OnPublished, Outbox, Withhold
 from leaderboard.settings import LeaderboardSettings, load_leaderboard_settings
-from leaderboard.store import LocalDatasetStore, StoreError
+from leaderboard.store import LocalDatasetStore, ResultsStore, StoreError
 
 
 def configuration_problem(settings: LeaderboardSettings | None = None) -> str | None:
@@ -28,7 +28,7 @@ def configuration_problem(settings: LeaderboardSettings | None = None) -> str | 
     return None
 
 
-def open_store(settings: LeaderboardSettings | None = None, head_signal=None):
+def open_store(settings: LeaderboardSettings | None = None, head_signal=None) -> ResultsStore:
     """The Hub store when PERSONABOARD_RESULTS_REPO is set (a token is required), else the local folder.
 
     head_signal (leaderboard/head_signal.py, given by whoever knows the Redis URL): the Hub store's

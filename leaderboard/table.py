@@ -15,13 +15,24 @@ from typing import Any, Iterable
 import pandas as pd
 
 from evaluator.metrics import known_metrics
+from leaderboard.result_record import (
+    JudgeProvenance,
+    ModelProvenance,
+    SplitProvenance,
+    provenance_of,
+)
 
 TOTAL = "total"
-# What a result's number depends on, in every row, so the table alone can be filtered by it
-# (e.g. `datasets.load_dataset(...).filter(lambda r: r["judge"] == ...)`).
+UNKNOWN = "unknown"
+# What a result is and what its number depends on, in every row, so the table alone can be
+# filtered by it (e.g. `datasets.load_dataset(...).filter(lambda r: r["model_type"] == "generative"
+# and r["judge"] == ...)`); the column registry (leaderboard/columns.yaml) marks them `stored`.
 # predictions_sha256: an uploaded file's hash (a model run: its answers' hash), so rows of identical
 # predictions can be told apart.
 PROVENANCE_COLUMNS = [
+    "model_type",
+    "parameters",
+    "license",
     "model_revision",
     "protocol",
     "judge",
@@ -29,6 +40,8 @@ PROVENANCE_COLUMNS = [
     "split_sha256",
     "predictions_sha256",
 ]
+# What a table part written before a column existed reads as
+PROVENANCE_MISSING: dict[str, Any] = {"model_type": UNKNOWN, "parameters": None, "license": UNKNOWN}
 SCORE_COLUMNS = [
     "submission_id",
     "suite",
@@ -59,17 +72,31 @@ ROW_KIND_RANK = {
 }  # the papers' rows last
 
 
-def provenance_columns(record: dict[str, Any]) -> dict[str, str]:
-    provenance = record.get("provenance") or {}
-    model = provenance.get("model")
+def model_type_of(record: dict[str, Any], model: ModelProvenance) -> str:
+    """generative | reward for a model run (from the resolved model); what the row is otherwise."""
+    kind = record.get("row_kind")
+    if kind in ("reported", "reference"):
+        return "paper" if kind == "reported" else "reference line"
+    if model:
+        return model.get("model_type") or UNKNOWN
+    return "predictions file"
+
+
+def provenance_columns(record: dict[str, Any]) -> dict[str, Any]:
+    """The record's PROVENANCE_COLUMNS: the one reading of its provenance for the table, the board's
+    model facts and the downloads."""
+    provenance = provenance_of(record)
+    model = provenance.get("model") or ModelProvenance()
+    parameters = model.get("parameters")
     return {
-        "model_revision": (model.get("revision") if isinstance(model, dict) else None)
-        or provenance.get("revision")
-        or "",
+        "model_type": model_type_of(record, model),
+        "parameters": float(parameters) if isinstance(parameters, (int, float)) else None,
+        "license": model.get("license") or UNKNOWN,
+        "model_revision": model.get("revision") or provenance.get("revision") or "",
         "protocol": provenance.get("protocol") or "",
-        "judge": (provenance.get("judge") or {}).get("model") or "",
+        "judge": provenance.get("judge", JudgeProvenance()).get("model") or "",
         "backend": provenance.get("backend") or "",
-        "split_sha256": (provenance.get("split") or {}).get("sha256") or "",
+        "split_sha256": provenance.get("split", SplitProvenance()).get("sha256") or "",
         # an upload's file hash, or a model run's answers hash (submissions/jobs.py)
         "predictions_sha256": provenance.get("predictions_sha256")
         or provenance.get("answers_sha256")
@@ -117,6 +144,7 @@ def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return frame.astype(
         {
             "value": "float64",
+            "parameters": "float64",
             "ci_low": "float64",
             "ci_high": "float64",
             "n": "int64",
@@ -150,6 +178,31 @@ class WideRows:
 
     rows: pd.DataFrame
     columns: pd.DataFrame  # distinct (suite, task, setting, column)
+    cells: pd.DataFrame  # each value's interval and item count (cell_stats): what ranks use
+
+
+def named_scores(scores: pd.DataFrame) -> pd.DataFrame:
+    """The long table with each row's wide-view `column` (None: not a column of the view)."""
+    primary = (
+        scores["primary"] if "primary" in scores else pd.Series(True, index=scores.index)
+    )  # older tables
+    return scores.assign(
+        column=[
+            column_name(g, t, m, p)
+            for g, t, m, p in zip(scores["tier_group"], scores["tier"], scores["metric"], primary)
+        ]
+    )
+
+
+CELL_COLUMNS = ["submission_id", "column", "ci_low", "ci_high", "n"]
+
+
+def cell_stats(scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per (submission, column) of the wide view with its interval and item count."""
+    if scores.empty:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    frame = named_scores(scores)
+    return frame.loc[frame["column"].notna(), CELL_COLUMNS]
 
 
 def wide_rows(scores: pd.DataFrame) -> WideRows:
@@ -159,16 +212,12 @@ def wide_rows(scores: pd.DataFrame) -> WideRows:
         return WideRows(
             pd.DataFrame(columns=[*EMPTY_VIEW_COLUMNS, "total_ci_low", "total_ci_high"]),
             pd.DataFrame(columns=[*SLICE_COLUMNS, "column"]),
+            pd.DataFrame(columns=CELL_COLUMNS),
         )
     primary = (
         scores["primary"] if "primary" in scores else pd.Series(True, index=scores.index)
     )  # older tables
-    frame = scores.assign(
-        column=[
-            column_name(g, t, m, p)
-            for g, t, m, p in zip(scores["tier_group"], scores["tier"], scores["metric"], primary)
-        ]
-    )
+    frame = named_scores(scores)
     ids = frame.drop_duplicates("submission_id").set_index("submission_id")
     totals = frame[frame["column"] == TOTAL].set_index("submission_id")
     # the primary metric each row's `total` and tier columns are in
@@ -188,10 +237,11 @@ def wide_rows(scores: pd.DataFrame) -> WideRows:
     # What a result was run under, for views across tasks (leaderboard/overview.py); board views
     # (finish_view) keep only their own columns. Parts written before a column existed lack it.
     for column in PROVENANCE_COLUMNS:
-        wide[column] = ids[column] if column in ids else ""
+        wide[column] = ids[column] if column in ids else PROVENANCE_MISSING.get(column, "")
     return WideRows(
         wide.reset_index(),
         named[[*SLICE_COLUMNS, "column"]].drop_duplicates().reset_index(drop=True),
+        named[CELL_COLUMNS].reset_index(drop=True),
     )
 
 
@@ -236,6 +286,7 @@ def finish_view(
         *metric_columns,
         *tier_columns,
         *TRAILING_COLUMNS,
+        *PROVENANCE_COLUMNS,
     ]
     wide = wide.reindex(columns=ordered)  # `total` is NaN where no row has one
     if wide["n_items"].dtype.kind == "f" and wide["n_items"].notna().all():

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from evaluator.metrics import known_metrics
+from leaderboard.columns import chooser_entries, default_chooser, registry
 from leaderboard.table import TOTAL
 from space.display import (
     MIN_CELL_ITEMS,
@@ -27,33 +28,12 @@ from space.display import (
 )
 from space.labels import distinctions
 
-# Columns a reader can switch on and off (the column chooser); Rank, Model and the ranking score stay.
-OPTIONAL_COLUMNS = {
-    "ci": "95% CI",
-    "reference": "vs. reference line",
-    "tiers": "Tier columns",
-    "metrics": "Other metrics",
-    "setting": "Setting",
-    "row_kind": "Kind",
-    "n_items": "Items",
-    "model_type": "Type",
-    "size": "Size",
-    "license": "License",
-    "source": "Source",
-    "submitted_at": "Submitted",
-}
-DEFAULT_COLUMNS = [
-    "ci",
-    "reference",
-    "tiers",
-    "metrics",
-    "setting",
-    "row_kind",
-    "n_items",
-    "model_type",
-    "size",
-    "source",
-]
+# Columns a reader can switch on and off (the column chooser), and those on by default: from the
+# column registry (leaderboard/columns.yaml). Rank, Model and the ranking score always stay.
+OPTIONAL_COLUMNS = chooser_entries()
+DEFAULT_COLUMNS = default_chooser()
+# The chooser entries that show one registry column of the same name, in the registry's order
+PLAIN_CHOOSER_COLUMNS = [c.name for c in registry() if c.chooser == c.name]
 
 STYLE = """<style>
 .pb-board-wrap{overflow-x:auto;max-height:70vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
@@ -150,20 +130,7 @@ def shown_columns(board: pd.DataFrame, chosen: list[str] | None) -> list[str]:
         columns += metrics
     if "tiers" in chosen:
         columns += [c for c in tiers if c != ranked_by]
-    columns += [
-        c
-        for c in (
-            "setting",
-            "row_kind",
-            "n_items",
-            "model_type",
-            "size",
-            "license",
-            "source",
-            "submitted_at",
-        )
-        if c in chosen
-    ]
+    columns += [c for c in PLAIN_CHOOSER_COLUMNS if c in chosen]
     return columns
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from evaluator.metrics import get_metric, metric_labels, metric_scale
 from evaluator.registry import all_suites
-from leaderboard.table import TOTAL
+from leaderboard.columns import fixed_labels
 from space.choices import pretty
 
 ROW_KINDS = {
@@ -73,26 +73,15 @@ def metric_label(metric: str) -> str:
     return metric_labels().get(metric, metric)
 
 
+# The board shows two columns composed of registry columns: the interval (total_ci_low/high) and the
+# reference-line verdict (above_reference).
+COMPOSED_LABELS = {"ci": "95% CI", "reference": "vs. reference"}
+
+
 def column_labels() -> dict[str, str]:
-    labels = {
-        TOTAL: "Total",
-        "model_name": "Model",
-        "suite": "Suite",
-        "task": "Task",
-        "setting": "Setting",
-        "source": "Source",
-        "row_kind": "Kind",
-        "n_items": "Items",
-        "submitted_at": "Submitted",
-        "metric": "Metric",
-        "rank": "Rank",
-        "ci": "95% CI",
-        "reference": "vs. reference",
-        "model_type": "Type",
-        "size": "Size",
-        "license": "License",
-        **metric_labels(),
-    }
+    """Header label of every column: the registry's (leaderboard/columns.yaml), the metrics' own
+    (metrics.yaml) and each tier's (the manifests)."""
+    labels = {**fixed_labels(), **COMPOSED_LABELS, **metric_labels()}
     for suite in all_suites().values():
         for task in suite.tasks.values():
             for group in task.tier_groups:
