@@ -62,7 +62,11 @@ def test_reference_rows_are_published_once(tmp_path):
     store = LocalDatasetStore(tmp_path / "results")
     store.ensure()
     assert publish_reference(store) is not None
-    rows = [r for r in store.records() if r["row_kind"] == "reference" and r["task"] == "mcq"]
+    rows = [
+        r
+        for r in store.records()
+        if r["row_kind"] == "reference" and (r["suite"], r["task"]) == ("prefeval", "mcq")
+    ]
     assert sorted(r["model_name"] for r in rows) == [
         "Chance (uniform over 4)",
         "Majority (always C)",

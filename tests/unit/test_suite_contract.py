@@ -72,7 +72,23 @@ def test_manifest_round_trips(suite_name):
 
 @pytest.mark.parametrize("suite_name,task_name", TASKS)
 def test_inputs_carry_no_gold(installed, suite_name, task_name):
-    task = all_suites()[suite_name].tasks[task_name]
+    check_inputs_carry_no_gold(all_suites()[suite_name].tasks[task_name])
+
+
+@pytest.mark.parametrize("suite_name,task_name", TASKS)
+def test_perfect_and_constant_files(installed, suite_name, task_name):
+    check_perfect_and_constant_files(all_suites()[suite_name].tasks[task_name])
+
+
+@pytest.mark.parametrize("suite_name,task_name", TASKS)
+def test_bad_line_refused_with_line_and_field(installed, suite_name, task_name):
+    check_bad_line_refused_with_line_and_field(all_suites()[suite_name].tasks[task_name])
+
+
+# -- the contract's checks, on any task (a suite built elsewhere, e.g. the guide's: test_suite_guide.py)
+
+
+def check_inputs_carry_no_gold(task) -> None:
     split = task.load_split()
     assert split.items, f"{task.key}: the split has no items"
     for item in split.items:
@@ -90,9 +106,7 @@ def test_inputs_carry_no_gold(installed, suite_name, task_name):
         )
 
 
-@pytest.mark.parametrize("suite_name,task_name", TASKS)
-def test_perfect_and_constant_files(installed, suite_name, task_name):
-    task = all_suites()[suite_name].tasks[task_name]
+def check_perfect_and_constant_files(task) -> None:
     split = task.load_split()
     golds = {item.id: task.hooks.gold_answer(task, item) for item in split.items}
     if any(g is None for g in golds.values()):
@@ -134,9 +148,7 @@ def test_perfect_and_constant_files(installed, suite_name, task_name):
             )
 
 
-@pytest.mark.parametrize("suite_name,task_name", TASKS)
-def test_bad_line_refused_with_line_and_field(installed, suite_name, task_name):
-    task = all_suites()[suite_name].tasks[task_name]
+def check_bad_line_refused_with_line_and_field(task) -> None:
     split = task.load_split()
     first, second = split.items[0], split.items[1]
     good = task.hooks.gold_answer(task, first)
