@@ -499,6 +499,43 @@ def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
     return {"submissions": [s.public() for s in svc.recent_submissions(limit)]}
 
 
+def checked(filters: Filters) -> Filters:
+    """`filters`, or a 422 naming the unknown parameter and its allowed values."""
+    try:
+        check_filters(filters)
+    except UnknownFilter as exc:
+        raise HTTPException(
+            422,
+            {
+                "message": str(exc),
+                "problems": [
+                    {"line": None, "field": exc.parameter, "message": str(exc)},
+                ],
+                "allowed": exc.allowed,
+            },
+        ) from None
+    return filters
+
+
+async def read_table(request: Request, filters: Filters, format: str, revision, page):
+    """A view's encoded body through the read path (the board's or the overview's): 503 while the
+    store cannot be reached, 404 for an unknown revision."""
+    try:
+        return await services(request).leaderboard_body(
+            filters,
+            format,
+            revision or None,
+            gzipped=accepts_gzip(request.headers.get("accept-encoding")),
+            page=page,
+        )
+    except StoreUnavailable as exc:
+        raise HTTPException(
+            503, {"message": "the results dataset cannot be reached right now; try again later"}
+        ) from exc
+    except StoreError as exc:
+        raise not_found(str(exc)) from None
+
+
 @router.get(
     "/leaderboard",
     summary="The leaderboard, filtered; JSON, CSV or parquet",
@@ -540,7 +577,6 @@ async def leaderboard(
         False, description="JSON: the whole table in one body (a download), not a page"
     ),
 ):
-    svc = services(request)
     if format != "json" and (limit is not None or offset):
         raise HTTPException(
             422,
@@ -552,33 +588,10 @@ async def leaderboard(
             {"message": "limit and offset page the JSON; complete=true asks for the whole table"},
         )
     filters = Filters(suite or None, task or None, setting or None, tier or None)
-    try:
-        check_filters(filters)
-    except UnknownFilter as exc:
-        raise HTTPException(
-            422,
-            {
-                "message": str(exc),
-                "problems": [
-                    {"line": None, "field": exc.parameter, "message": str(exc)},
-                ],
-                "allowed": exc.allowed,
-            },
-        ) from None
-    try:
-        body = await svc.leaderboard_body(
-            filters,
-            format,
-            revision or None,
-            gzipped=accepts_gzip(request.headers.get("accept-encoding")),
-            page=page_of(format, limit, offset, complete),
-        )
-    except StoreUnavailable as exc:
-        raise HTTPException(
-            503, {"message": "the results dataset cannot be reached right now; try again later"}
-        ) from exc
-    except StoreError as exc:
-        raise not_found(str(exc)) from None
+    checked(filters)
+    body = await read_table(
+        request, filters, format, revision, page_of(format, limit, offset, complete)
+    )
     pinned = revision is not None and revision.lower() == body.revision
     return leaderboard_response(
         body,
@@ -625,45 +638,14 @@ async def overview(
     offset: int = Query(0, ge=0, le=MAX_OFFSET),
     complete: bool = Query(False, description="JSON: the whole table in one body"),
 ):
-    svc = services(request)
     if (format != "json" or complete) and (limit is not None or offset):
         raise HTTPException(
             422, {"message": "limit and offset page the JSON; this asks for the whole table"}
         )
-    suites = all_suites()
-    if suite and suite not in suites:
-        raise HTTPException(
-            422,
-            {
-                "message": f"suite={suite!r} is not a suite here; one of: {', '.join(suites)}",
-                "problems": [{"line": None, "field": "suite", "message": "unknown suite"}],
-            },
-        )
-    tasks = sorted({t for name, s in suites.items() if suite in (None, name) for t in s.tasks})
-    if task and task not in tasks:
-        raise HTTPException(
-            422,
-            {
-                "message": f"task={task!r} is not a task{' of ' + suite if suite else ''}; "
-                f"one of: {', '.join(tasks)}",
-                "problems": [{"line": None, "field": "task", "message": "unknown task"}],
-            },
-        )
-    filters = Filters(suite, task, None, None, OVERVIEW, (search or "").strip() or None)
-    try:
-        body = await svc.leaderboard_body(
-            filters,
-            format,
-            revision or None,
-            gzipped=accepts_gzip(request.headers.get("accept-encoding")),
-            page=page_of(format, limit, offset, complete),
-        )
-    except StoreUnavailable as exc:
-        raise HTTPException(
-            503, {"message": "the results dataset cannot be reached right now; try again later"}
-        ) from exc
-    except StoreError as exc:
-        raise not_found(str(exc)) from None
+    filters = checked(Filters(suite, task, None, None, OVERVIEW, (search or "").strip() or None))
+    body = await read_table(
+        request, filters, format, revision, page_of(format, limit, offset, complete)
+    )
     pinned = revision is not None and revision.lower() == body.revision
     name = "-".join(["overview", *(p for p in (suite, task) if p), body.revision[:12]])
     return leaderboard_response(

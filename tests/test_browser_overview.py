@@ -27,7 +27,7 @@ from browser_helpers import (  # noqa: E402
     screenshot,
 )
 from live_helpers import explicit_only, submit_ok, wait_finished  # noqa: E402
-from unit.test_overview import record as any_record  # noqa: E402
+from unit.test_overview import default_record as record  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
@@ -37,15 +37,6 @@ pytestmark = [
 ]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
 WIDTHS = (1400, 390)
-
-
-def record(sid, model, value, **kwargs):
-    """A result record under its task's default protocol (what the overview counts)."""
-    from evaluator.registry import get_task
-
-    task = get_task(kwargs.get("suite", "prefeval"), kwargs.get("task", "mcq"))
-    kwargs.setdefault("protocol", task.model["default_protocol"])
-    return any_record(sid, model, value, **kwargs)
 
 
 @pytest.fixture(scope="module")

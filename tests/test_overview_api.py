@@ -7,20 +7,11 @@ import io
 
 import pandas as pd
 import pytest
-from unit.test_overview import record as any_record
+from unit.test_overview import default_record as record
 
 from leaderboard.store import LocalDatasetStore
 
 OVERVIEW = "/api/v1/overview"
-
-
-def record(sid, model, value, **kwargs):
-    """A result record under its task's default protocol (what the overview counts)."""
-    from evaluator.registry import get_task
-
-    task = get_task(kwargs.get("suite", "prefeval"), kwargs.get("task", "mcq"))
-    kwargs.setdefault("protocol", task.model["default_protocol"])
-    return any_record(sid, model, value, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -89,4 +80,4 @@ def test_an_unknown_suite_or_task_is_a_422_naming_it(service, params, field):
     assert response.status_code == 422
     detail = response.json()["detail"]
     assert detail["problems"][0]["field"] == field
-    assert "one of:" in detail["message"]
+    assert detail["allowed"] and "allowed:" in detail["message"]

@@ -50,6 +50,15 @@ def record(
     }
 
 
+def default_record(sid, model, value, **kwargs):
+    """A result record under its task's default protocol (what the overview counts)."""
+    from evaluator.registry import get_task
+
+    task = get_task(kwargs.get("suite", "prefeval"), kwargs.get("task", "mcq"))
+    kwargs.setdefault("protocol", task.model["default_protocol"])
+    return record(sid, model, value, **kwargs)
+
+
 def overview(records, **kwargs) -> pd.DataFrame:
     rows = wide_rows(records_to_scores(records)).rows
     return build_overview(rows, wanted=kwargs.pop("wanted", [MCQ, PF]), **kwargs)
