@@ -25,7 +25,7 @@ OFFLINE_ENV := GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TE
 # Hub answers 503 within seconds); tests and benchmarks stay offline.
 SERVE_ENV := GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TELEMETRY=1
 
-.PHONY: all install serve test test-fast lint bench bench-models browser-deps clean-venv
+.PHONY: all install serve test test-fast lint test-deploy deploy-deps bench bench-models browser-deps clean-venv
 all: test
 
 $(PY):
@@ -71,6 +71,17 @@ lint: $(FAST_STAMP)
 bench: $(STAMP)
 	$(OFFLINE_ENV) $(PY) bench/bench_scoring.py
 	$(OFFLINE_ENV) $(PY) bench/bench_queue_latency.py
+
+# The images and compose file for real (tests/test_deploy.py): podman builds web and worker-cpu,
+# podman-compose runs docker/compose.yaml, and the hosted topology runs on a podman network.
+# deploy-deps installs podman & co with apt, /etc/containers/containers.conf and the local base
+# images (docker/local/setup.sh: no image registry needed), and podman-compose into the venv.
+deploy-deps: $(STAMP)
+	$(SUDO) docker/local/setup.sh
+	@$(PY) -c 'import podman_compose' 2>/dev/null || $(PY) -m pip install -e '.[deploy]'
+
+test-deploy: deploy-deps
+	$(OFFLINE_ENV) $(PY) -m pytest -q -s -m container tests/test_deploy.py
 
 # SmolLM2-135M on PrefEval mcq: the service vs the official loop vs the floor (several minutes on CPU)
 bench-models: $(STAMP)

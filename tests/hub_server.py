@@ -652,9 +652,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--token", action="append", default=[])
+    # 0.0.0.0 only inside a container (tests/test_deploy.py), where other containers reach it by name
+    parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args()
-    server = serve(args.port, args.data, args.token)
-    print(f"hub server on http://127.0.0.1:{args.port} ({time.strftime('%H:%M:%S')})", flush=True)
+    server = serve(args.port, args.data, args.token, host=args.host)
+    print(f"hub server on http://{args.host}:{args.port} ({time.strftime('%H:%M:%S')})", flush=True)
     server.serve_forever()
 
 
