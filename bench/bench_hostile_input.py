@@ -25,8 +25,11 @@ CASES = {
     "deep_arrays": "one line of 100,000 nested arrays",
     "huge_int": "an integer of 5,000 digits",
     "one_long_line": "60 MB with no newline",
+    "escaped_quotes": 'one 256 KiB line: `"` then `\\"` to the limit, then 40 `[`',
+    "escaped_quotes_file": "60 MB of such lines",
     "valid": "a valid 3,000-line file (the honest baseline)",
 }
+CASE_NAMES = tuple(CASES)
 
 
 def write_case(name: str, path: Path, megabytes: int) -> None:
@@ -41,6 +44,10 @@ def write_case(name: str, path: Path, megabytes: int) -> None:
             out.write(b"[" * 100_000 + b"]" * 100_000 + b"\n")
         elif name == "huge_int":
             out.write(b'{"id": ' + b"7" * 5000 + b', "answer": "A"}\n')
+        elif name in ("escaped_quotes", "escaped_quotes_file"):
+            # a backtracking string regex scanned to the end of this line from every quote
+            line = b'"' + b'\\"' * ((256 * 1024 - 42) // 2) + b"[" * 40 + b"\n"
+            out.write(line * (1 if name == "escaped_quotes" else max(1, size // len(line))))
         elif name == "one_long_line":
             out.write(b'{"id": "' + b"x" * size + b'"}')
         else:
@@ -75,6 +82,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=60)
     parser.add_argument("--check", help=argparse.SUPPRESS)
+    parser.add_argument("--cases", default=",".join(CASE_NAMES), help="comma-separated case names")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per case")
     args = parser.parse_args()
     if args.check:
         check(args.check)
@@ -82,16 +91,23 @@ def main() -> int:
     print(f"code under test: {__import__('evaluator').__path__[0]}")
     print(f"{'case':<15} {'CPU s':>8} {'peak +MB':>9}  outcome")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, description in CASES.items():
+        for name in args.cases.split(","):
+            description = CASES[name]
             path = Path(tmp) / f"{name}.jsonl"
             write_case(name, path, args.megabytes)
-            proc = subprocess.run(
-                [sys.executable, __file__, "--check", str(path)],
-                capture_output=True,
-                text=True,
-                env=os.environ,
-            )
-            path.unlink()
+            try:
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--check", str(path)],
+                    capture_output=True,
+                    text=True,
+                    env=os.environ,
+                    timeout=args.timeout,
+                )
+            except subprocess.TimeoutExpired:
+                print(f"{name:<15} > {args.timeout:.0f} s (wall): stopped   ({description})")
+                continue
+            finally:
+                path.unlink()
             if proc.returncode != 0:
                 print(f"{name:<15} child failed: {proc.stderr.strip().splitlines()[-1:]}")
                 continue
