@@ -22,16 +22,16 @@ from space.display import format_interval, format_value, metric_label
 
 STYLE = """<style>
 .pb-ov-wrap{overflow-x:auto;max-height:75vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
-table.pb-ov{border-collapse:separate;border-spacing:0;font-size:14px;width:max-content;min-width:100%}
+table.pb-ov{border-collapse:separate;border-spacing:0;font-size:14px;width:max-content}
 table.pb-ov th,table.pb-ov td{padding:4px 10px;border-bottom:1px solid var(--border-color-primary,#eee);white-space:nowrap;text-align:right;background:var(--background-fill-primary,#fff);vertical-align:top}
-table.pb-ov thead th{position:sticky;top:0;z-index:3;background:var(--background-fill-secondary,#f6f6f6);white-space:normal;min-width:8em;max-width:12em;text-align:center}
+table.pb-ov thead th{position:sticky;top:0;z-index:3;background:var(--background-fill-secondary,#f6f6f6);white-space:normal;min-width:8em;max-width:16em;text-align:center}
 table.pb-ov .pb-ov-model{position:sticky;left:0;z-index:2;text-align:left;min-width:12em;max-width:20em;overflow:hidden;text-overflow:ellipsis}
 table.pb-ov thead .pb-ov-model{z-index:4}
 table.pb-ov .pb-ov-ci{display:block;color:#6b7280;font-size:11px}
 table.pb-ov .pb-ov-rank{display:inline-block;margin-left:4px;padding:0 5px;border-radius:8px;background:#e0e7ff;color:#3730a3;font-size:11px}
 table.pb-ov .pb-ov-unranked{display:inline-block;margin-left:4px;color:#b45309;font-size:11px}
 table.pb-ov .pb-ov-sub{display:block;font-weight:400;color:#6b7280;font-size:11px}
-@media (max-width:600px){table.pb-ov{font-size:13px} table.pb-ov .pb-ov-model{min-width:8em;max-width:8em}}
+@media (max-width:600px){table.pb-ov{font-size:13px} table.pb-ov .pb-ov-model{min-width:8em;max-width:8em} table.pb-ov thead th{max-width:12em}}
 </style>"""
 
 
