@@ -17,7 +17,11 @@
 A pairwise task is the same with two labels (e.g. [A, B]) and the two responses as public fields
 named in the prompt. Models run with choice_logprobs / pairwise_logprobs (one token per label) or
 generate_parse (the first label found as a whole word in the text). Scoring is exact match
-(accuracy). Anything else (a reward model's responses, both orders, custom parsing) is a hooks module.
+(accuracy). A pairwise task may be judged in both orders: `both_orders: [response_a, response_b]`
+(two public fields) asks each item a second time with the two swapped; a model run's item then
+scores the mean of its two orders (0, 0.5 or 1) and `position_consistency` is the share of items
+whose two answers agree (an uploaded file gives one answer per item: plain exact match). Anything
+else (a reward model's responses, custom parsing) is a hooks module.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
+from evaluator.manifest import ManifestError
 from evaluator.protocols import ChoiceRequest
 from evaluator.splits import SplitFormatError, read_jsonl, require
 from evaluator.suite import Item, Task, load_prompts
@@ -85,9 +92,17 @@ def _lettered(task: Task, options: list) -> str:
     return "\n".join(f"{label}. {text}" for label, text in zip(task.answer_labels, options))
 
 
+ORDERS = ("ab", "ba")  # a both-order item's request ids: "<id>::ab", "<id>::ba"
+
+
 def hooks_for(task: Task) -> dict[str, Callable]:
     """The hooks of one generic task (they close over the task's labels and prompt)."""
     labels = tuple(task.answer_labels)
+    swap = task.items_spec.both_orders
+    if swap and len(labels) != 2:
+        raise ManifestError(
+            f"{task.key}: items.both_orders needs a pairwise task (two answer labels), not {list(labels)}"
+        )
     pattern = re.compile(
         r"(?<![A-Za-z0-9_])("
         + "|".join(re.escape(label) for label in labels)
@@ -99,6 +114,12 @@ def hooks_for(task: Task) -> dict[str, Callable]:
     ) -> list[ChoiceRequest]:
         prompt = _prompt(task_)
         extra = (prompt.get("settings") or {}).get(setting, "")
+        system = [{"role": "system", "content": prompt["system"]}] if prompt.get("system") else []
+
+        def asked(shown: dict) -> list[dict]:
+            user = prompt["user"].format(**shown) + (f"\n{extra}" if extra else "")
+            return [*system, {"role": "user", "content": user}]
+
         requests = []
         for public in publics:
             fields = dict(public)
@@ -106,21 +127,47 @@ def hooks_for(task: Task) -> dict[str, Callable]:
                 fields[task_.items_spec.options] = _lettered(
                     task_, public[task_.items_spec.options]
                 )
-            user = prompt["user"].format(**fields) + (f"\n{extra}" if extra else "")
-            messages = (
-                [{"role": "system", "content": prompt["system"]}] if prompt.get("system") else []
-            )
-            requests.append(
-                ChoiceRequest(public["id"], [*messages, {"role": "user", "content": user}], labels)
-            )
+            if swap:
+                a, b = swap
+                swapped = {**fields, a: fields[b], b: fields[a]}
+                for order, shown in zip(ORDERS, (fields, swapped)):
+                    requests.append(ChoiceRequest(f"{public['id']}::{order}", asked(shown), labels))
+            else:
+                requests.append(ChoiceRequest(public["id"], asked(fields), labels))
         return requests
+
+    def decision_answer(decision: Any) -> str | None:
+        """The answer in the item's own order: in the swapped order the labels mean the other
+        response."""
+        answer = decision.answer
+        if swap and answer in labels and str(decision.id).endswith("::ba"):
+            return labels[1 - labels.index(answer)]
+        return answer
+
+    def item_arrays(task_: Task, items: list[Item], answers: dict[str, Any]) -> dict:
+        """correct: 0/1 per item, or the mean over its two orders; consistent: 1 where both orders
+        picked the same response (NaN for an item answered once)."""
+        correct = np.zeros(len(items), dtype=float)
+        consistent = np.full(len(items), np.nan)
+        for index, item in enumerate(items):
+            answer = answers.get(item.id)
+            if isinstance(answer, dict):
+                picks = [answer.get(order) for order in ORDERS]
+                correct[index] = sum(pick == item.gold for pick in picks) / len(picks)
+                consistent[index] = float(picks[0] is not None and picks[0] == picks[1])
+            else:
+                correct[index] = float(answer == item.gold)
+        return {"correct": correct, "consistent": consistent}
 
     def parse_answer(text: str) -> str | None:
         match = pattern.search(text or "")
         return match.group(1) if match else None
 
-    return {
+    hooks: dict[str, Callable] = {
         "build_items": build_items,
         "build_requests": build_requests,
         "parse_answer": parse_answer,
     }
+    if swap:
+        hooks.update(decision_answer=decision_answer, item_arrays=item_arrays)
+    return hooks

@@ -116,11 +116,19 @@ class GenericItemsSpec(Strict):
     options: str | None = (
         None  # a field holding a list of option texts, lettered with answer.labels in order
     )
+    # A pairwise task judged in both orders (position bias cancels): the two public fields whose
+    # places are swapped for the second order. A model then answers each item twice; the item's
+    # accuracy is the mean of the two orders, and `position_consistency` says how often they agree.
+    both_orders: tuple[str, str] | None = None
 
     @model_validator(mode="after")
     def _gold_not_public(self) -> "GenericItemsSpec":
         if self.gold in self.public:
             raise ValueError(f"the gold field {self.gold!r} cannot be public")
+        if self.both_orders and not set(self.both_orders) <= set(self.public):
+            raise ValueError(
+                f"both_orders names {list(self.both_orders)}: both must be public fields"
+            )
         return self
 
 

@@ -193,17 +193,6 @@ def choose_by_reward(
     return decisions
 
 
-def pairwise_both_orders(
-    backend: Backend,
-    first: list[ChoiceRequest],
-    swapped: list[ChoiceRequest],
-    progress: Progress | None = None,
-) -> list[tuple[Decision, Decision]]:
-    """Pairwise judging in both orders (position bias cancels): each pair is (A/B order, B/A order)."""
-    decided = choose_by_logprobs(backend, first + swapped, progress)
-    return list(zip(decided[: len(first)], decided[len(first) :]))
-
-
 def expected_rating(decision: Decision) -> float:
     """Mean of a 1-5 (or any numeric-label) rating under the model's distribution over the labels."""
     if not decision.scores:

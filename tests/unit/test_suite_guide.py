@@ -24,20 +24,22 @@ from evaluator import suite as suite_module  # noqa: E402
 from evaluator.registry import check_suites, discover_suite  # noqa: E402
 
 GUIDE = Path(__file__).resolve().parents[2] / "evaluator" / "suites" / "README.md"
-BLOCK = re.compile(r"```(yaml|jsonl)\n(.*?)```", re.DOTALL)
+YAML = re.compile(r"```yaml\n(.*?)```", re.DOTALL)
+DATA = re.compile(r"`(data/[\w.]+)`[^\n]*\n\n```jsonl\n(.*?)```", re.DOTALL)
 
 
 def guide_files() -> dict[str, str]:
     """The guide's example files: the yaml blocks headed `# manifest.yaml` / `# prompts.yaml`, and
-    the jsonl block (the data file the manifest's `items.file` names)."""
+    each jsonl block under the name of its data file (`data/test.jsonl`, ...)."""
+    guide = GUIDE.read_text(encoding="utf-8")
     found: dict[str, str] = {}
-    for kind, text in BLOCK.findall(GUIDE.read_text(encoding="utf-8")):
+    for text in YAML.findall(guide):
         first = text.splitlines()[0].strip()
-        if kind == "yaml" and first in ("# manifest.yaml", "# prompts.yaml"):
+        if first in ("# manifest.yaml", "# prompts.yaml"):
             found.setdefault(first[2:], text)
-        elif kind == "jsonl":
-            found.setdefault("data/test.jsonl", text)
-    assert set(found) == {"manifest.yaml", "prompts.yaml", "data/test.jsonl"}, set(found)
+    for name, text in DATA.findall(guide):
+        found.setdefault(name, text)
+    assert set(found) == {"manifest.yaml", "prompts.yaml", "data/test.jsonl", "data/pairs.jsonl"}
     return found
 
 
@@ -63,6 +65,7 @@ def guide_suite(tmp_path):
 
 def test_the_guides_example_passes_suites_check_and_the_contract(guide_suite, tmp_path):
     assert check_suites(tmp_path / "suites") == []
+    assert set(guide_suite.tasks) == {"mcq", "pair"}
     for task in guide_suite.tasks.values():
         assert len(task.load_split().items) >= 2
         check_inputs_carry_no_gold(task)
@@ -79,3 +82,36 @@ def test_a_data_line_without_its_id_is_named_by_suites_check(tmp_path):
     problems = check_suites(tmp_path / "suites")
     assert len(problems) == 1, problems
     assert "test.jsonl, line 3: missing field 'id'" in problems[0], problems
+
+
+def test_the_guides_pairwise_task_is_asked_in_both_orders_and_scored_per_order(guide_suite):
+    from evaluator.protocols import Decision
+    from evaluator.scoring import score_answers
+
+    task = guide_suite.tasks["pair"]
+    split = task.load_split()
+
+    class Tools:
+        protocol = "choice_logprobs"
+
+    first = split.items[0]  # p1: A is better
+    requests = task.hooks.build_requests(task, [first.public], "zero_shot", Tools())
+    assert [r.id for r in requests] == ["p1::ab", "p1::ba"]
+    ab, ba = (r.messages[-1]["content"] for r in requests)
+    assert ab.index(first.public["answer_a"]) < ab.index(first.public["answer_b"])
+    assert ba.index(first.public["answer_b"]) < ba.index(first.public["answer_a"])
+    # in the swapped order "B" is the first answer: stored as "A", the item's own order
+    assert task.hooks.decision_answer(Decision("p1::ba", "B")) == "A"
+    assert task.hooks.decision_answer(Decision("p1::ab", "B")) == "B"
+
+    golds = {item.id: item.gold for item in split.items}
+    flip = {"A": "B", "B": "A"}
+    answers = {
+        "p1": {"ab": golds["p1"], "ba": golds["p1"]},  # right twice
+        "p2": {"ab": golds["p2"], "ba": flip[golds["p2"]]},  # position-biased: half right
+        "p3": {"ab": flip[golds["p3"]], "ba": flip[golds["p3"]]},  # wrong twice
+        "p4": {"ab": golds["p4"], "ba": golds["p4"]},
+    }
+    total = score_answers(task, split, answers)["total"]
+    assert total["accuracy"]["value"] == (1 + 0.5 + 0 + 1) / 4
+    assert total["position_consistency"]["value"] == 3 / 4
