@@ -11,10 +11,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 
-if ! command -v podman >/dev/null || ! command -v mmdebstrap >/dev/null || ! command -v runc >/dev/null; then
-  echo "installing podman, buildah, mmdebstrap, runc with apt-get"
+# runc: crun refuses these hosts' hybrid cgroups; catatonit: the init of `--init` / `init: true`;
+# netavark + aardvark-dns: compose networks where containers find each other by service name
+packages="podman buildah mmdebstrap runc catatonit netavark aardvark-dns"
+# shellcheck disable=SC2086
+if ! dpkg -s $packages >/dev/null 2>&1; then
+  echo "installing $packages with apt-get"
   $SUDO apt-get update -q
-  $SUDO apt-get install -y -q podman buildah mmdebstrap runc uidmap slirp4netns
+  # shellcheck disable=SC2086
+  $SUDO apt-get install -y -q $packages
 fi
 
 if [ ! -e /etc/containers/containers.conf ]; then
