@@ -17,14 +17,14 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, HTTPException, Query
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from evaluator.metrics import get_metric
 from evaluator.registry import all_suites
 from leaderboard.board import ranked_board
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.turns_plot import TURNS_TASK, accuracy_by_turns, plot_accuracy_by_turns
-from space import plots
+from space import interactive_plots, plots
 from space.data import board_inputs, manifest_tier_order, records
 from space.display import (
     ROW_KINDS,
@@ -52,7 +52,8 @@ body{{font-family:system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:12
 table{{border-collapse:collapse;margin:8px 0 16px;font-size:14px}} th,td{{border-bottom:1px solid #e5e7eb;padding:4px 8px;text-align:left;vertical-align:top}}
 td.num{{text-align:right;white-space:nowrap}} .scroll{{overflow-x:auto}} code,pre{{background:#f3f4f6;padding:2px 4px;border-radius:4px}}
 pre{{padding:8px;white-space:pre-wrap;word-break:break-all}} img.plot{{max-width:100%;height:auto;border:1px solid #eee}}
-.kind-partial{{background:#fffbeb}} .kind-reported{{color:#6b7280;font-style:italic}} nav a{{margin-right:12px}}
+table.history td,table.history th{{white-space:nowrap}} .none{{color:#9ca3af}}
+.pb-plot{{max-width:100%;overflow:hidden}} .kind-partial{{background:#fffbeb}} .kind-reported{{color:#6b7280;font-style:italic}} nav a{{margin-right:12px}}
 form.pb-compare{{margin:4px 0 10px}} form.pb-compare select{{max-width:36em}} .pb-error{{color:#b91c1c}}
 </style></head><body><nav><a href="/">← Leaderboard</a></nav>{body}</body></html>"""
 
@@ -67,6 +68,19 @@ def _not_found(what: str) -> HTMLResponse:
 
 def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value))
+
+
+def _chip(value: str) -> str:
+    """A revision in a code chip; a missing one is a dash (an empty chip reads as a glitch)."""
+    return f"<code>{_e(value)}</code>" if value else '<span class="none">–</span>'
+
+
+def plot_box(src: str, label: str) -> str:
+    """An interactive plot (space/interactive_plots.py): drawn in the browser from `src`'s figures."""
+    return (
+        f'<div class="pb-plot" role="img" aria-label="{_e(label)}" data-src="{_e(src)}"></div>'
+        f"<script data-pb>{interactive_plots.DRAW_JS}window.pbDrawPlots(document);</script>"
+    )
 
 
 def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -382,9 +396,15 @@ def build_pages(services) -> APIRouter:
             + "</table>"
             "<h2>Scores</h2>"
             + _score_rows(record)
-            + f'<h2>Per tier</h2><img class="plot" alt="per-tier scores with 95% intervals" src="/plots/tiers.svg?'
-            f'{_e(urlencode({"suite": record["suite"], "task": record["task"], "ids": submission_id}))}">'
-            f"<h2>Reproduce</h2><pre class=reproduce>{_e(reproduce_command(record))}</pre>"
+            + "<h2>Per tier</h2>"
+            + plot_box(
+                "/plots/tiers.json?"
+                + urlencode(
+                    {"suite": record["suite"], "task": record["task"], "ids": submission_id}
+                ),
+                "per-tier scores with 95% intervals",
+            )
+            + f"<h2>Reproduce</h2><pre class=reproduce>{_e(reproduce_command(record))}</pre>"
             "<h2>Provenance</h2><div class=scroll><table class=provenance>"
             + "".join(
                 f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>" for k, v in provenance
@@ -414,16 +434,27 @@ def build_pages(services) -> APIRouter:
             f"<td class=num>{format_value((r['metrics']['total'].get(r['metrics'].get('metric')) or {}).get('value'), r['metrics'].get('metric'))}</td>"
             f"<td class=num>{format_interval(*((r['metrics']['total'].get(r['metrics'].get('metric')) or {}).get('ci95') or (None, None)), r['metrics'].get('metric'))}</td>"
             f"<td class=num>{_e(r.get('n_items'))}</td>"
-            f"<td><code>{_e(str(((r.get('provenance') or {}).get('model') or {}).get('revision', '') if isinstance((r.get('provenance') or {}).get('model'), dict) else '')[:16])}</code></td>"
-            f"<td><code>{_e(published.get(r['submission_id'], ('',))[0][:12])}</code></td>"
+            f"<td>{_chip(str(((r.get('provenance') or {}).get('model') or {}).get('revision', '') if isinstance((r.get('provenance') or {}).get('model'), dict) else '')[:16])}</td>"
+            f"<td>{_chip(published.get(r['submission_id'], ('',))[0][:12])}</td>"
             f'<td><a href="/result/{_e(r["submission_id"])}">result</a></td></tr>'
             for r in mine
         )
         tasks = list(dict.fromkeys((r["suite"], r["task"]) for r in mine))
         plots_html = "".join(
             f"<h3>{_e(suite_title(s))} / {_e(t)}</h3>"
-            f'<img class="plot" alt="per-tier scores of {_e(name)} on {_e(s)}/{_e(t)}" src="/plots/tiers.svg?'
-            f'{_e(urlencode({"suite": s, "task": t, "ids": ",".join(r["submission_id"] for r in mine if (r["suite"], r["task"]) == (s, t))[:2000]}))}">'
+            + plot_box(
+                "/plots/tiers.json?"
+                + urlencode(
+                    {
+                        "suite": s,
+                        "task": t,
+                        "ids": ",".join(
+                            r["submission_id"] for r in mine if (r["suite"], r["task"]) == (s, t)
+                        )[:2000],
+                    }
+                ),
+                f"per-tier scores of {name} on {s}/{t}",
+            )
             for s, t in tasks
         )
         body = (
@@ -466,6 +497,49 @@ def build_pages(services) -> APIRouter:
         chosen = [i for i in ids.split(",") if i][:MAX_IDS]
         title = f"{suite_title(suite)} / {task}: per tier, 95% intervals"
         return Response(plots.tier_bars(board, cells, chosen, title), media_type=SVG)
+
+    @router.get("/plots/plotly.min.js")
+    def plotly_js():
+        # the plotly package's own bundle: the interactive plots work offline
+        return FileResponse(
+            interactive_plots.plotly_js_path(),
+            media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    @router.get("/plots/tiers.json")
+    def tiers_figures(
+        suite: str = Query(..., max_length=100),
+        task: str = Query(..., max_length=100),
+        ids: str = Query("", max_length=2000),
+        revision: str | None = Query(None, max_length=100),
+    ):
+        board, cells = board_of(suite, task, revision)
+        chosen = [i for i in ids.split(",") if i][:MAX_IDS]
+        title = f"{suite_title(suite)} / {task}"
+        return {"figures": interactive_plots.tier_figures(board, cells, chosen, title)}
+
+    @router.get("/plots/settings.json")
+    def settings_figures(
+        suite: str = Query(..., max_length=100),
+        task: str = Query(..., max_length=100),
+        revision: str | None = Query(None, max_length=100),
+    ):
+        board, _ = board_of(suite, task, revision)
+        board = board[~board["row_kind"].isin(["partial", "reference"])]
+        title = "Total by setting"
+        return {"figures": interactive_plots.setting_figure(board, title)}
+
+    @router.get("/plots/size.json")
+    def size_figures(
+        suite: str = Query(..., max_length=100),
+        task: str = Query(..., max_length=100),
+        revision: str | None = Query(None, max_length=100),
+    ):
+        board, _ = board_of(suite, task, revision)
+        board = board[board["row_kind"] == "computed"]
+        title = "Total against model size"
+        return {"figures": interactive_plots.size_figure(board, title)}
 
     @router.get("/plots/turns.svg")
     def turns_plot(ids: str = Query("", max_length=2000)):

@@ -239,40 +239,77 @@ def test_version_selector_opens_a_release_and_an_older_revision(page, service, t
     expect(page.locator("#version-missing")).to_contain_text("0000000000", timeout=30_000)
 
 
-def test_plots_render_with_the_right_series(page, tmp_path):
-    wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
-    plots = {name: page.locator(f"#plot-{name}") for name in ("tiers", "settings", "size")}
-    for image in plots.values():
-        expect(image).to_be_visible()
-        page.wait_for_function(
-            "img => img.complete && img.naturalWidth > 100", arg=image.element_handle()
-        )
-    series = {}
-    for name, image in plots.items():
-        response = page.request.get(image.get_attribute("src"))
-        assert response.ok and response.headers["content-type"].startswith("image/svg+xml"), name
-        series[name] = response.text()
-    # per-tier bars: the three results compared by default, over Total and the tiers
-    for label in (
-        "alpha (zero_shot)",
-        "beta (zero_shot)",
-        "gamma (zero_shot)",
-        "Total",
-        "Explicit",
-        "Implicit (choice)",
-    ):
-        assert f">{label}<" in series["tiers"], label
-    assert ">delta (zero_shot)<" not in series["tiers"]
-    # score vs size: the three with a known size, not delta (an uploaded file) nor the partial run
-    assert (
-        all(f">{m}<" in series["size"] for m in ("alpha", "beta", "gamma"))
-        and ">delta<" not in series["size"]
+def plot_texts(page, selector: str) -> dict:
+    """Once Plotly has drawn every figure under `selector`: per figure its title, legend entries,
+    axis tick labels, and every text element whose box leaves the figure's own box (clipped)."""
+    page.wait_for_function(
+        """sel => { const boxes = [...document.querySelectorAll(sel + ' .pb-plot')];
+            return boxes.length && boxes.every(b => b.dataset.done === '1'); }""",
+        arg=selector,
+        timeout=30_000,
     )
-    assert ">tiny-partial<" not in series["size"] and ">parameters (log scale)<" in series["size"]
-    # setting comparison: a bar group per model, one series per setting
-    assert ">zero_shot<" in series["settings"] and ">delta<" in series["settings"]
-    page.locator("#leaderboard-plots").scroll_into_view_if_needed()
-    shot(page, tmp_path, "board-plots")
+    return page.locator(selector).evaluate("""root => [...root.querySelectorAll('.js-plotly-plot')]
+        .map(fig => {
+          const box = fig.getBoundingClientRect();
+          const texts = [...fig.querySelectorAll('text')].filter(t => t.textContent.trim());
+          return {
+            title: (fig.querySelector('.gtitle') || {textContent: ''}).textContent,
+            legend: [...fig.querySelectorAll('.legendtext')].map(t => t.textContent),
+            ticks: [...fig.querySelectorAll('.ytick text, .xtick text')].map(t => t.textContent),
+            clipped: texts.filter(t => { const r = t.getBoundingClientRect();
+                return r.width && (r.left < box.left - 1 || r.right > box.right + 1); })
+              .map(t => t.textContent),
+            right: box.right,
+          };
+        })""")
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_plots_are_interactive_distinct_and_unclipped(browser, service, tmp_path, width):
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, base_url=service.base_url
+    )
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        page.goto(f"/?suite={SUITE}&task={TASK}")
+        wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
+        figures = plot_texts(page, "#plots")
+        by_title = {f["title"].split(" · ")[0]: f for f in figures}
+        # per-tier bars: the three results compared by default, one figure per tier group
+        form = by_title["Preference form"]
+        assert form["legend"] == ["alpha", "beta", "gamma"], form["legend"]
+        assert {"Total", "Explicit", "Implicit (choice)"} <= set(form["ticks"]), form["ticks"]
+        assert "Accuracy (%)" in form["title"]  # the metric is named
+        # score vs size: the three with a known size; the settings figure has every model
+        size = by_title["Total against model size"]
+        assert size["legend"] in ([], ["zero_shot"]), size
+        settings = by_title["Total by setting"]
+        assert {"alpha", "beta", "gamma", "delta"} <= set(settings["ticks"]), settings
+        for figure in figures:  # nothing cut off, nothing past the page's width
+            assert not figure["clipped"], figure
+            assert figure["right"] <= width + 1, figure
+            assert len(figure["legend"]) == len(set(figure["legend"])), figure["legend"]
+        # interactive: hovering a bar shows its value and interval
+        page.locator("#plot-tiers .js-plotly-plot .bars path").first.hover(force=True)
+        expect(page.locator("#plot-tiers .hoverlayer")).to_contain_text("95% CI")
+        page.locator("#leaderboard-plots").scroll_into_view_if_needed()
+        shot(page, tmp_path, f"board-plots-{width}")
+    finally:
+        context.close()
+
+
+def test_plot_labels_tell_rows_of_one_model_apart(page):
+    """PersonaFeedback's paper reports GPT-4.1 in Tables 3 and 7: two legend entries, two colours."""
+    page.goto("/?suite=personafeedback&task=binary_choice&setting=persona")
+    wait_table(page, lambda h, r: len([x for x in r if x["Model"] == "GPT-4.1"]) == 2, "GPT-4.1 x2")
+    headers, rows = read_table(page)
+    twins = [r["Distinct"] for r in rows if r["Model"] == "GPT-4.1"]
+    assert sorted(twins) == ["Table 3", "Table 7"], twins  # said in the model cell itself
+    figures = plot_texts(page, "#plots")
+    legend = figures[0]["legend"]  # the three best rows are compared by default
+    assert {"GPT-4.1 (Table 7)", "GPT-4.1 (Table 3)"} <= set(legend), legend
+    assert len(legend) == len(set(legend)), legend
 
 
 def test_model_and_result_pages(page, tmp_path):
@@ -289,10 +326,9 @@ def test_model_and_result_pages(page, tmp_path):
     assert cells[7].startswith("0123456789abcdef") and len(cells[8]) == 12, (
         cells
     )  # model and results revisions
-    image = page.locator("img.plot").first
-    page.wait_for_function(
-        "img => img.complete && img.naturalWidth > 100", arg=image.element_handle()
-    )
+    figures = plot_texts(page, "body")  # the same interactive per-tier plots as the board's
+    assert {"Total", "Explicit", "Implicit (choice)"} <= set(figures[0]["ticks"]), figures
+    assert not any(f["clipped"] for f in figures), figures
     shot(page, tmp_path, "model-page")
 
     base = page.url.split("/model/")[0]

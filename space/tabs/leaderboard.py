@@ -32,7 +32,9 @@ from space.data import (
     manifest_tier_order,
     version_choices,
 )
-from space.plots import MAX_SERIES
+from space.interactive_plots import MAX_SERIES
+from space.interactive_plots import TAB_JS as PLOTS_JS
+from space.labels import row_labels
 
 RANKING_HELP = (
     "**Rank**: verified rows only (full runs scored here on the hidden split). A row's rank is 1 + the number of "
@@ -249,13 +251,14 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
     def refresh_choices(board):
         if board is None:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        compared = [
-            (f"{m} ({s})", i)
-            for m, s, i in zip(board["model_name"], board["setting"], board["submission_id"])
+        names = row_labels(board)  # distinct: two rows of one model never read the same
+        compared = [(names[str(i)], i) for i in board["submission_id"]]
+        worth = [
+            i for i, kind in zip(board["submission_id"], board["row_kind"]) if kind != "reference"
         ]
         return (
             *(gr.update(choices=fact_choices(board, c)) for c in ("model_type", "size", "license")),
-            gr.update(choices=compared, value=[i for _, i in compared[:DEFAULT_COMPARED]]),
+            gr.update(choices=compared, value=worth[:DEFAULT_COMPARED]),
         )
 
     def show_plots(suite, task, setting, chosen, version=None):
@@ -267,12 +270,20 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
             **({"revision": version} if version not in (None, "", LATEST) else {}),
         }
         tiers = urlencode({**where, "ids": ",".join((chosen or [])[:MAX_SERIES])})
+        boxes = [
+            ("plot-tiers", f"/plots/tiers.json?{tiers}", "Choose results to compare above."),
+            ("plot-settings", f"/plots/settings.json?{urlencode(where)}", "No totals to plot."),
+            ("plot-size", f"/plots/size.json?{urlencode(where)}", "No result of known size."),
+        ]
+        # drawn in the browser by interactive_plots.TAB_JS (Plotly): hover, zoom, legend toggles
         return (
-            f'<div class="pb-plots"><img id="plot-tiers" alt="per-tier scores with 95% intervals of the chosen results" '
-            f'src="/plots/tiers.svg?{html.escape(tiers)}">'
-            f'<img id="plot-settings" alt="totals by setting, per model" src="/plots/settings.svg?{html.escape(urlencode(where))}">'
-            f'<img id="plot-size" alt="total against model size" src="/plots/size.svg?{html.escape(urlencode(where))}"></div>'
-            "<style>.pb-plots img{max-width:100%;height:auto;display:block;margin:8px 0}</style>"
+            '<div class="pb-plots">'
+            + "".join(
+                f'<div class="pb-plot" id="{name}" data-src="{html.escape(src)}" '
+                f'data-empty="{html.escape(empty)}"></div>'
+                for name, src, empty in boxes
+            )
+            + "</div>"
         )
 
     def setting_update(suite, task, value):
@@ -395,7 +406,7 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
                 label="Results to compare (per-tier bars)",
                 elem_id="plot-choice",
             )
-            plots_html = gr.HTML(elem_id="plots")
+            plots_html = gr.HTML(elem_id="plots", js_on_load=PLOTS_JS)
         highlight = gr.Textbox(visible=False, elem_id="leaderboard-highlight")
         board_state = gr.State(None)
         # The board follows the results live: a timer notes the head revision, and a move redraws.
