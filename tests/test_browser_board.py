@@ -485,3 +485,71 @@ def test_live_progress_queue_and_auto_refresh(browser, service, tmp_path):
         expect(mine).to_have_attribute("aria-current", "true")
         expect(mine).to_contain_text(f"n={limit}")
         shot(page, tmp_path, "board-after-finish")
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_url_holds_the_view_and_a_shared_link_opens_it(browser, service, tmp_path, width):
+    """Tier, search, columns, sort and setting go into the URL as they change; a reload and a link
+    opened in another browser context show the same view. Headers name the metric and the line."""
+
+    def open_at(url=None):
+        context = browser.new_context(
+            viewport={"width": width, "height": 900}, base_url=service.base_url
+        )
+        context.set_default_timeout(30_000)
+        page = context.new_page()
+        page.goto(url or f"/?suite={SUITE}&task={TASK}")
+        return context, page
+
+    def same_view(page):
+        headers, rows = wait_table(
+            page,
+            lambda h, r: [x["Model"] for x in r] == ["alpha"] and "Kind" not in h,
+            "alpha alone, ranked by Explicit, without the Kind column",
+        )
+        assert headers[2] == "Explicit", headers  # ranked by the tier
+        ranked = page.locator("#leaderboard-table th[data-col='form/explicit']")
+        expect(ranked).to_contain_text("Accuracy")  # the header names the metric
+        expect(page.locator("#leaderboard-table th[data-col='model_name']")).to_have_attribute(
+            "aria-sort", "ascending"
+        )
+        expect(page.locator("#filter-tier input[role='combobox']")).to_have_value(
+            "Preference form: Explicit"
+        )
+        expect(page.locator("#filter-search input, #filter-search textarea").first).to_have_value(
+            "alp"
+        )
+        expect(page.locator("#filter-setting input[role='combobox']")).to_have_value("zero_shot")
+
+    context, page = open_at()
+    try:
+        wait_table(page, lambda h, r: len(fixture_rows(h, r)) == 5, "the fixture's rows")
+        total = page.locator("#leaderboard-table th[data-col='total']")
+        expect(total).to_have_text("Total · Accuracy")
+        expect(page.locator("#leaderboard-table th[data-col='reference']")).to_contain_text(
+            "vs. Majority"
+        )
+        choose(page, "filter-tier", "Preference form: Explicit")
+        page.locator("#filter-search input, #filter-search textarea").first.fill("alp")
+        page.locator("#column-chooser label", has_text="Kind").first.click()
+        wait_table(page, lambda h, r: [x["Model"] for x in r] == ["alpha"] and "Kind" not in h, "")
+        page.locator("#leaderboard-table th[data-col='model_name']").click()  # descending
+        page.locator("#leaderboard-table th[data-col='model_name']").click()  # ascending
+        page.wait_for_function(
+            """() => { const p = new URLSearchParams(location.search);
+                return p.get('tier') === 'form/explicit' && p.get('q') === 'alp'
+                    && p.get('sort') === 'model_name:asc' && !(p.get('columns') || 'x').includes('row_kind')
+                    && p.get('setting') === 'zero_shot'; }"""
+        )
+        shared = page.url
+        shot(page, tmp_path, f"url-view-{width}")
+        page.reload()
+        same_view(page)
+    finally:
+        context.close()
+    context, page = open_at(shared.split(service.base_url, 1)[1])  # someone else opens the link
+    try:
+        same_view(page)
+        shot(page, tmp_path, f"url-view-shared-{width}")
+    finally:
+        context.close()
