@@ -2,7 +2,7 @@
 #   make serve   run the service (Redis + RQ workers + web app) until Ctrl-C
 #   make test    run the whole test suite, as CI does (installs Debian's chromium for the browser
 #                tests if missing, builds llama-cpp-python once)
-#   make test-fast  the unit tests, in about a minute and a half: no browser, no llama.cpp build
+#   make test-fast  the unit tests that run in-process (no browser, no llama.cpp build): minutes, not 20
 #   make lint    ruff check, ruff format --check and mypy (CI runs it before the tests)
 #   make bench   run the scoring benchmark
 # PERSONABOARD_HOST, PERSONABOARD_PORT, PERSONABOARD_DATA_DIR (and the other PERSONABOARD_*
