@@ -84,6 +84,7 @@ class Provenance(TypedDict, total=False):
     revision: str  # a model's revision named by an uploaded file's submitter
     predictions_sha256: str  # uploaded files only
     answers_sha256: str  # model runs: the answers by item id (copies are told by it)
+    table: str  # the papers' rows: the table they are transcribed from
 
 
 def provenance_of(record: dict[str, Any]) -> Provenance:

@@ -22,6 +22,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from evaluator.metrics import get_metric
 from evaluator.registry import all_suites
 from leaderboard.board import ranked_board
+from leaderboard.result_record import provenance_of
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.turns_plot import TURNS_TASK, accuracy_by_turns, plot_accuracy_by_turns
 from space import interactive_plots, plots
@@ -106,18 +107,18 @@ def _published(services) -> dict[str, tuple[str, str]]:
 
 
 def hub_link(record: dict) -> str | None:
-    model = (record.get("provenance") or {}).get("model")
-    if isinstance(model, dict) and model.get("source") == "hub" and model.get("name"):
+    model = provenance_of(record).get("model") or {}
+    if model.get("source") == "hub" and model.get("name"):
         return HUB_URL + quote(str(model["name"]), safe="/")
     return None
 
 
 def reproduce_command(record: dict) -> str:
-    provenance = record.get("provenance") or {}
+    provenance = provenance_of(record)
     setting = str(record["setting"]).split("+judge:", 1)[0]
     if record.get("row_kind") == "reported":
         return f"# Reported in the paper ({provenance.get('table', '')}); not run here."
-    if isinstance(provenance.get("model"), dict):
+    if "model" in provenance:
         model = provenance["model"]
         parts = ["personaboard", "evaluate", "--model", model.get("name", record["model_name"])]
         if model.get("revision") and model.get("source") == "hub":
@@ -125,12 +126,12 @@ def reproduce_command(record: dict) -> str:
         parts += ["--suite", record["suite"], "--task", record["task"], "--setting", setting]
         if provenance.get("protocol"):
             parts += ["--protocol", provenance["protocol"]]
-        n = (provenance.get("split") or {}).get("n_items")
+        n = provenance.get("split", {}).get("n_items")
         if record.get("row_kind") == "partial" and n:
             parts += ["--limit", str(n)]
         command = " ".join(_shell(p) for p in parts)
-        judge = provenance.get("judge")
-        if isinstance(judge, dict) and judge.get("model"):
+        judge = provenance.get("judge", {})
+        if judge.get("model"):
             command = f"PERSONABOARD_JUDGE_MODEL={_shell(judge['model'])} " + command
         return command
     return (

@@ -158,3 +158,19 @@ def test_both_stores_offer_the_declared_interface(tmp_path):
     members = {name for name in vars(ResultsStore) if not name.startswith("_")}
     members |= set(ResultsStore.__annotations__)
     assert members <= set(dir(LocalDatasetStore)) and members <= set(dir(HubDatasetStore))
+
+
+def test_the_pages_read_the_typed_provenance():
+    from space.pages import hub_link, reproduce_command
+
+    run = board_record("run", "org/run", 0.5, 0.4, 0.6, parameters=135e6, license="mit")
+    run["provenance"]["judge"] = {"model": "my-judge"}
+    command = reproduce_command(run)
+    assert command.startswith(
+        "PERSONABOARD_JUDGE_MODEL=my-judge personaboard evaluate --model org/run"
+    )
+    assert "--revision 0123456789abcdef" in command and "--protocol generate_parse" in command
+    assert hub_link(run) == "https://huggingface.co/org/run"
+    odd = board_record("odd", "odd", 0.5, 0.4, 0.6)
+    odd["provenance"].update(model="not an object", judge="nor this")
+    assert hub_link(odd) is None and "evaluate" not in reproduce_command(odd)
