@@ -141,12 +141,26 @@ def comparable_paper_rows(board: pd.DataFrame, protocols: dict[str, str]) -> pd.
     if board.empty:
         return found
     protocol = board["submission_id"].map(protocols).fillna("")
-    papers = board[board["row_kind"] == "reported"]
-    for index, row in board[~board["row_kind"].isin(("reported", "reference"))].iterrows():
-        names = [
-            f"{paper['model_name']} ({paper['source'].removeprefix('reported (paper), ')})"
-            for paper_index, paper in papers.iterrows()
-            if comparable(protocol[index], row["setting"], protocol[paper_index], paper["setting"])
-        ]
-        found[index] = "; ".join(names)
+    reported = board["row_kind"] == "reported"
+    # read once, not per row: a board of 20,000 rows took 35 s with a papers.iterrows() per row
+    papers = [
+        (f"{name} ({str(source).removeprefix('reported (paper), ')})", paper_protocol, setting)
+        for name, source, paper_protocol, setting in zip(
+            board.loc[reported, "model_name"],
+            board.loc[reported, "source"],
+            protocol[reported],
+            board.loc[reported, "setting"],
+        )
+    ]
+    if not papers:
+        return found
+    others = ~board["row_kind"].isin(("reported", "reference"))
+    for index, row_protocol, setting in zip(
+        board.index[others], protocol[others], board.loc[others, "setting"]
+    ):
+        found[index] = "; ".join(
+            name
+            for name, paper_protocol, paper_setting in papers
+            if comparable(row_protocol, setting, paper_protocol, paper_setting)
+        )
     return found
