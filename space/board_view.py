@@ -196,6 +196,9 @@ def _cell(
             )
         return str(int(rank)), str(int(rank)), "pb-rank"
     if column == "reference":
+        n = cells.get((row["submission_id"], ranked_by), (None, None, 0))[2]
+        if row.get("row_kind") == "partial" and n and n < MIN_CELL_ITEMS:
+            return "", "", "pb-text"  # its score is hidden (too few items): no verdict either
         return _reference_cell(row, reference, metric)
     if column == "model_name":
         name = str(row["model_name"])

@@ -256,7 +256,13 @@ def size_figure(board: pd.DataFrame, title: str) -> list[dict]:
     layout = _layout(title, _axis_title(metric), 0, len(data), note=note)
     layout.update(
         height=380,
-        xaxis={"title": {"text": "parameters (log scale)"}, "type": "log", "automargin": True},
+        # one tick per power of ten: the 2 and 5 between them crowd a phone's axis
+        xaxis={
+            "title": {"text": "parameters (log scale)"},
+            "type": "log",
+            "dtick": 1,
+            "automargin": True,
+        },
         yaxis={"title": {"text": _axis_title(metric)}, "automargin": True},
     )
     return [{"data": data, "layout": layout}]
