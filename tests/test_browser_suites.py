@@ -41,6 +41,8 @@ def page(shared_live_service):
 
 def test_personafeedback_columns_and_reported_rows(page):
     choose(page, "filter-suite", "PersonaFeedback")
+    # the board opens on one setting; these checks read every setting's paper rows
+    choose(page, "filter-setting", "(all settings, ranked together)")
     # wait for the filtered table: the unfiltered one has these columns too (reported rows)
     headers, rows = wait_table(
         page,
@@ -72,6 +74,9 @@ def test_personafeedback_columns_and_reported_rows(page):
 def test_recentering_metric_columns(page):
     choose(page, "filter-suite", "Re-Centering Humans")
     choose(page, "filter-task", "Stage 2: attribute relevance")
+    choose(
+        page, "filter-setting", "(all settings, ranked together)"
+    )  # GRPO is a setting of its own
     # the task's own table (Stage 1 has F1 columns too): drawn together with its download links
     expect(page.locator("#leaderboard-downloads a").first).to_have_attribute(
         "href", re.compile("task=relevance")
