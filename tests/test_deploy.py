@@ -458,7 +458,7 @@ class Hosted:
 
     def stop(self) -> None:
         for name in reversed(self.containers):
-            podman("rm", "-f", "-t", "10", name, check=False)
+            podman("rm", "-f", "-v", "-t", "10", name, check=False)  # -v: the image's /data
         for volume in self.volumes:
             podman("volume", "rm", "-f", volume, check=False)
         podman("network", "rm", "-f", self.tag, check=False)
