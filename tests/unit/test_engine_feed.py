@@ -136,7 +136,9 @@ def test_engines_are_evicted_by_memory(pool):
 def test_first_replies_ride_with_the_previous_chunks_scoring(tokenizer, task):
     backend = VLLMBackend(ModelSpec("m", "/m", "generative"), llm=RecordingLLM(tokenizer))
     llm = backend.llm
-    run = run_model(task, "zero_shot", backend, limit=30, batch_items=4)
+    # the feed of scoring (max_tokens 1) and first replies belongs to choice_logprobs, which is no
+    # longer mcq's default (the official generate-and-parse is): name it
+    run = run_model(task, "zero_shot", backend, protocol="choice_logprobs", limit=30, batch_items=4)
     items = (
         run.split.items
     )  # explicit items first (split order): chunks 1-3 hold the 10 explicit ones
@@ -170,6 +172,7 @@ def test_fed_run_equals_the_plain_path_on_transformers(tiny_folder, task, tmp_pa
         task,
         "zero_shot",
         backend,
+        protocol="choice_logprobs",
         limit=9,
         batch_items=3,
         on_progress=keep,
