@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -226,7 +227,18 @@ def test_submission_scored_published_and_downloadable(http, shared_live_service)
     # downloads carry a file name
     csv = http.get("/api/v1/leaderboard", params={"format": "csv"})
     assert csv.headers["content-type"].startswith("text/csv")
-    assert "leaderboard.csv" in csv.headers["content-disposition"]
+    # the file name says the view and the results revision it was cut from
+    assert re.search(
+        r'filename="leaderboard-[0-9a-f]{12}\.csv"', csv.headers["content-disposition"]
+    )
+    named = http.get(
+        "/api/v1/leaderboard",
+        params={"format": "csv", "suite": "prefeval", "task": "mcq", "setting": "reminder"},
+    )
+    assert re.search(
+        r'filename="leaderboard-prefeval-mcq-reminder-[0-9a-f]{12}\.csv"',
+        named.headers["content-disposition"],
+    ), named.headers["content-disposition"]
     assert http.get("/api/v1/leaderboard", params={"format": "xml"}).status_code == 422
 
 
@@ -278,9 +290,14 @@ def test_filters(http, shared_live_service):
     assert [c for c in topic.columns if "/" in c] == ["topic/travel_hotel"]
     assert row_of(topic, sid_rag)["topic/travel_hotel"] == third.tiers["topic"]["travel_hotel"]
 
-    # filters that match nothing give an empty table, not an error
-    empty = http.get("/api/v1/leaderboard", params={"suite": "nope"})
-    assert empty.status_code == 200 and empty.json() == []
+    # a filter that names a setting with no rows gives an empty table; an unknown suite is a 422
+    # naming the parameter and what it allows
+    empty = http.get(
+        "/api/v1/leaderboard", params={"suite": "prefeval", "task": "mcq", "setting": "self_critic"}
+    )
+    assert empty.status_code == 200 and empty.json() == [], empty.text
+    unknown = http.get("/api/v1/leaderboard", params={"suite": "nope"})
+    assert unknown.status_code == 422 and "suite" in unknown.text and "prefeval" in unknown.text
 
 
 # -- bad input: 4xx with line and field, never 500 -----------------------------------------------
