@@ -43,11 +43,12 @@ def remember(new, stored) -> list[str]:
 
 
 def identity_field(field, shared: gr.State):
-    """One identity for both submit tabs: the token typed in either goes into `shared` (what the
-    submit events read), and shows in the other tab's field. Returns what the events take: the
-    shared token, or the Space's sign-in state where OAuth is on (no field then)."""
+    """One identity for both submit tabs: the token typed in either goes into `shared` and from
+    there into the other tab's field. Returns what the events take: the tab's own field (kept equal
+    to the other's; a field, unlike a State, is also an input of the event's API, so a client of
+    /gradio_api/call/submit names its token), or the Space's sign-in state where OAuth is on."""
     if not isinstance(field, gr.Textbox):
         return field
     field.change(lambda value: value, field, shared, show_progress="hidden")
     shared.change(lambda value: value, shared, field, show_progress="hidden")
-    return shared
+    return field
