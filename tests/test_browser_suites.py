@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
@@ -39,7 +40,7 @@ def page(shared_live_service):
         yield page
 
 
-def test_personafeedback_columns_and_reported_rows(page):
+def test_personafeedback_columns_and_reported_rows(page, shared_live_service):
     choose(page, "filter-suite", "PersonaFeedback")
     # the board opens on one setting; these checks read every setting's paper rows
     choose(page, "filter-setting", "(all settings, ranked together)")
@@ -67,8 +68,28 @@ def test_personafeedback_columns_and_reported_rows(page):
         lambda h, r: "Specific Avg." in h and "Specific Easy" not in h,
         "only the Specific Avg. tier column",
     )
-    ranked = [float(r["Specific Avg."]) for r in rows if r["Specific Avg."]]
-    assert ranked == sorted(ranked, reverse=True)
+    # paper rows are ordered by score within each protocol they came from (a reward model's rows
+    # are never ranked against a generative judge's); the board's own download says each row's
+    # protocol, matched to the page's rows by model and source
+    board = httpx.get(
+        f"{shared_live_service.base_url}/api/v1/leaderboard",
+        params={"suite": "personafeedback", "task": "binary_choice", "complete": "true"},
+        timeout=30,
+    ).json()
+    protocol_of = {(r["model_name"], r["source"]): r.get("protocol") or "" for r in board}
+    groups: dict[str, list[float]] = {}
+    order: list[str] = []
+    for r in rows:
+        if not r["Specific Avg."]:
+            continue
+        protocol = protocol_of[(r["Model"].split(" · ")[0].strip(), r["Source"])]
+        if not order or order[-1] != protocol:
+            assert protocol not in groups, ("a protocol's rows are listed together", order)
+            order.append(protocol)
+        groups.setdefault(protocol, []).append(float(r["Specific Avg."]))
+    assert sum(len(v) for v in groups.values()) > 5
+    for protocol, ranked in groups.items():
+        assert ranked == sorted(ranked, reverse=True), protocol
 
 
 def test_recentering_metric_columns(page):
