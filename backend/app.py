@@ -21,6 +21,7 @@ import gradio as gr  # noqa: E402
 from fastapi import FastAPI, Request  # noqa: E402
 from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
+from starlette.exceptions import HTTPException as StarletteHTTPException  # noqa: E402
 
 from backend.api import router  # noqa: E402
 from backend.health import HealthFastPath, HealthListener, LoopHeartbeat, QueueProbe  # noqa: E402
@@ -122,6 +123,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ]
         message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         return JSONResponse({"detail": {"message": message, "problems": problems}}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        # The framework's own refusals (a body it cannot parse: 400; a method not allowed: 405) say
+        # their detail as a string; every error body of this API is {"detail": {"message": ...}}.
+        detail = exc.detail if isinstance(exc.detail, dict) else {"message": str(exc.detail)}
+        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception):
