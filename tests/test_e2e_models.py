@@ -106,7 +106,7 @@ def test_model_submissions_run_and_publish_partial_rows(shared_live_service, tin
             assert by_id[sid]["n_items"] == 12
 
         for name, entry, protocol in (
-            (gen_name, gen_entry, "choice_logprobs"),
+            (gen_name, gen_entry, "generate_parse"),  # mcq's default: the official protocol
             (rm_name, rm_entry, "reward"),
         ):
             record = stored_record(svc, ids[name])
