@@ -152,3 +152,15 @@ def test_a_default_other_than_the_authors_protocol_is_refused():
     unknown["tasks"]["relevance"]["model"]["authors_protocols"] = {"generative": "circular"}
     with pytest.raises(ManifestError, match="authors_protocols.generative"):
         check_names(parse_manifest(unknown, "m.yaml"), "m.yaml", *names)
+
+
+@pytest.mark.parametrize("task", ["mcq", "mcq_turns", "open_ended", "open_ended_turns"])
+def test_prefeval_declares_the_official_protocol_and_about_says_so(task):
+    from space.tabs.about import protocol_lines
+
+    spec = all_suites()["prefeval"].tasks[task]
+    assert spec.model["authors_protocols"] == {"generative": "generate_parse"}
+    assert spec.model["default_protocol"] == "generate_parse"
+    first = protocol_lines(spec)[0]
+    assert "`generate_parse` (default, reproduces the paper" in first, first
+    assert "not declared" not in first
