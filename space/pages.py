@@ -305,12 +305,17 @@ def _comparison_result(services, a: str, b: str) -> str:
             f"{format_value(result.get('a_mean'), metric)}, {format_value(result.get('b_mean'), metric)}",
         ),
         ("Difference (A − B)", format_difference(result["difference"], metric)),
-        ("95% CI of the difference", _e(format_interval(*result["ci95"], metric))),
-        ("p-value", format_p_value(result.get("p_value"))),
-        ("Items both answered", _e(result["n"])),
-        (f"Units ({unit}s, resampled together)", _e(result["n_units"])),
-        ("Test", _e(result.get("test", ""))),
     ]
+    if result.get("paired", True):
+        rows += [
+            ("95% CI of the difference", _e(format_interval(*result["ci95"], metric))),
+            ("p-value", format_p_value(result.get("p_value"))),
+            ("Items both answered", _e(result["n"])),
+            (f"Units ({unit}s, resampled together)", _e(result["n_units"])),
+        ]
+    else:  # a hidden split: its interval, p-value and counts would read hidden labels (never sent)
+        rows.append(("Interval, p-value, item counts", "withheld on a hidden split"))
+    rows.append(("Test", _e(result.get("test", ""))))
     note = (result.get("release") or {}).get("note")
     return (
         '<div id="comparison"><h3>Paired comparison</h3><table class="comparison">'

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx  # noqa: F401
 import pytest
@@ -225,6 +226,12 @@ def test_attacks_on_a_hidden_split(svc, tmp_path):
             rows[a]["result"]["total"]["accuracy"]["value"]
             - rows[b]["result"]["total"]["accuracy"]["value"]
         )
+        # the model page's compare form shows the same: no interval, p-value or counts, said why
+        shown = http.get(f"/model/{quote(rows[a]['model_name'], safe='')}", params={"a": a, "b": b})
+        assert shown.status_code == 200, shown.text
+        comparison = shown.text[shown.text.index('id="comparison"') :]
+        assert "withheld on a hidden split" in comparison and "None" not in comparison
+        assert "p-value</th>" not in comparison
         figures["compare p-values"] = (0, 1)
         with svc.http(token=svc.admin_token) as admin:
             for action, row in (("hide", first_rows[1]), ("delete", first_rows[2])):
@@ -236,6 +243,8 @@ def test_attacks_on_a_hidden_split(svc, tmp_path):
                 assert response.status_code == 404, (action, response.text)
                 page = http.get(f"/model/sybil-0?a={a}&b={row}")
                 assert page.status_code in (200, 404) and page.status_code != 500
+                if page.status_code == 200:  # the page says there is no comparison, nothing more
+                    assert "No comparison" in page.text and "Difference (A" not in page.text
 
         # the slow line: the worst line at the 256 KiB limit, 40 of them (10 MiB), refused in
         # bounded time while health keeps answering (it stalled for 27.5 s on one 100 KB line)
