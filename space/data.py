@@ -8,6 +8,7 @@ import threading
 import pandas as pd
 
 from evaluator.registry import all_suites
+from evaluator.splits import SplitNotInstalled, split_files
 from leaderboard.board import manifest_tier_order, model_facts  # noqa: F401  (re-exported for the tabs)
 
 _CACHE: dict[str, tuple[str, object]] = {}
@@ -130,8 +131,23 @@ def default_board(
         return frame.groupby(keys).size().to_dict() if not frame.empty else {}
 
     by_task = (counts(verified, ["suite", "task"]), counts(per_result, ["suite", "task"]))
-    # most verified rows, then most rows, then manifest order (max keeps the first of equals)
-    chosen = max(pairs, key=lambda p: (by_task[0].get(p, 0), by_task[1].get(p, 0), -pairs.index(p)))
+
+    def installed(pair) -> bool:
+        # with no verified rows anywhere (a new server), a task this server can score says more to a
+        # newcomer than one showing only the papers' numbers and "split not installed" (a look at
+        # the split's folder, not a build of its items)
+        try:
+            split_files(all_suites()[pair[0]])
+        except SplitNotInstalled:
+            return False
+        return True
+
+    # most verified rows, then an installed split, then most rows, then manifest order (max keeps
+    # the first of equals)
+    chosen = max(
+        pairs,
+        key=lambda p: (by_task[0].get(p, 0), installed(p), by_task[1].get(p, 0), -pairs.index(p)),
+    )
     settings = list(all_suites()[chosen[0]].settings)
     here = per_result[(per_result["suite"] == chosen[0]) & (per_result["task"] == chosen[1])]
     if not here.empty:
