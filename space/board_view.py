@@ -8,6 +8,7 @@ Every piece of text from a submitter or a record is escaped here (html.escape) b
 from __future__ import annotations
 
 import html
+import json
 import math
 from urllib.parse import quote
 
@@ -27,6 +28,7 @@ from space.display import (
     metric_label,
 )
 from space.labels import distinctions
+from space.url_state import FIRST_TAB, PRELUDE
 
 # Columns a reader can switch on and off (the column chooser), and those on by default: from the
 # column registry (leaderboard/columns.yaml). Rank, Model and the ranking score always stay.
@@ -64,10 +66,18 @@ table.pb-board tr.pb-not-above-ref td.pb-model{box-shadow:inset 4px 0 0 #f87171}
 }
 </style>"""
 
+
 # Header clicks sort the rows of each section (tbody) by that column, numbers as numbers, blanks last;
-# the sort goes into the page's URL (`sort=column:desc`), and every redraw of the table re-applies
-# the URL's sort (window.pbApplySort, called by the tab's URL writer), so a shared link keeps it.
-SORT_JS = """
+# the sort goes into the tab's view in the URL (`sort=column:desc`, space/url_state.py), and every
+# redraw of the table re-applies it (pbUrl.applySort, called by the tab's URL writer), so a shared
+# link keeps it. Any table of this shape sorts so: th[data-col] headers (data-type="num" for
+# numbers), rows tr[role=row], a cell's data-sort its sort key.
+def sort_js(tab: str) -> str:
+    """The js_on_load of a gr.HTML holding such a table, in tab `tab`."""
+    return (
+        PRELUDE
+        + f"const TAB = {json.dumps(tab)};"
+        + """
 const sortBy = (th, descending) => {
   const table = th.closest('table');
   const index = [...th.parentNode.children].indexOf(th);
@@ -88,21 +98,22 @@ const sortBy = (th, descending) => {
 };
 element.addEventListener('click', (event) => {
   const th = event.target.closest('th[data-col]');
-  if (!th || !element.contains(th)) return;
+  if (!th || !element.contains(th) || event.target.closest('a')) return;
   const descending = th.getAttribute('aria-sort') !== 'descending';
   sortBy(th, descending);
-  const params = new URLSearchParams(location.search);
-  params.set('sort', th.dataset.col + ':' + (descending ? 'desc' : 'asc'));
-  history.replaceState(null, '', '?' + params.toString());
+  pbUrl.set(TAB, 'sort', th.dataset.col + ':' + (descending ? 'desc' : 'asc'));
 });
-window.pbApplySort = () => {
-  const wanted = new URLSearchParams(location.search).get('sort');
+pbUrl.onSort(TAB, (wanted) => {
   if (!wanted) return;
   const [col, dir] = wanted.split(':');
   const th = [...element.querySelectorAll('thead th[data-col]')].find(h => h.dataset.col === col);
   if (th) sortBy(th, dir !== 'asc');
-};
+});
 """
+    )
+
+
+SORT_JS = sort_js(FIRST_TAB)
 
 
 def _is_score(column: str) -> bool:

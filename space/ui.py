@@ -20,6 +20,7 @@ from space.tabs.service_status import SERVICE_TAB, build_service_tab, build_stat
 from space.tabs.status import build_status_tab
 from space.tabs.submit_model import build_submit_model_tab
 from space.tabs.submit_predictions import build_submit_predictions_tab
+from space.url_state import FIRST_TAB, query_params, tab_switch_js, url_tab
 from submissions.service import Services
 
 INTRO = (
@@ -29,16 +30,27 @@ INTRO = (
 )
 
 
-def _timers_for(event: gr.SelectData) -> tuple[gr.Timer, gr.Timer]:
-    """The Queue and Service tabs poll only while open."""
-    return gr.Timer(active=event.value == QUEUE_TAB), gr.Timer(active=event.value == SERVICE_TAB)
+def _on_tab(event: gr.SelectData) -> tuple[gr.Timer, gr.Timer, str]:
+    """The Queue and Service tabs poll only while open; the opened tab's id goes to the URL
+    writer (space/url_state.py: the URL shows the open tab's view)."""
+    opened = (event._data or {}).get("id") or ""
+    return (
+        gr.Timer(active=event.value == QUEUE_TAB),
+        gr.Timer(active=event.value == SERVICE_TAB),
+        str(opened),
+    )
 
 
-def _opened_tab(request: gr.Request):
-    """A link to a submission's status (`/?status=<id>`, the queue's and status line's ids) opens
-    the Submission status tab."""
-    wanted = dict(request.query_params).get("status") if request else None
-    return gr.Tabs(selected="status") if wanted else gr.skip()
+def _opened_tab(tabs: gr.Tabs):
+    """The tab a link names opens (`?tab=<id>`; `/?status=<id>`, the queue's and status line's
+    links, the Submission status tab)."""
+    known = {str(child.id) for child in tabs.children if getattr(child, "id", None)}
+
+    def opened(request: gr.Request):
+        wanted = url_tab(query_params(request))
+        return gr.Tabs(selected=wanted) if wanted != FIRST_TAB and wanted in known else gr.skip()
+
+    return opened
 
 
 def build_ui(services: Services) -> gr.Blocks:
@@ -63,6 +75,9 @@ def build_ui(services: Services) -> gr.Blocks:
             service_timer = build_service_tab(ui, services)
             build_about_tab(ui, services)
         board.follow(finished)
-        tabs.select(_timers_for, None, [queue_timer, service_timer])
-        ui.load(_opened_tab, None, tabs)
+        opened = gr.Textbox(visible=False, elem_id="opened-tab")
+        tabs.select(_on_tab, None, [queue_timer, service_timer, opened]).then(
+            None, opened, None, js=tab_switch_js()
+        )
+        ui.load(_opened_tab(tabs), None, tabs)
     return ui

@@ -9,7 +9,6 @@ version of the leaderboard (the Version selector: "latest", every release, recen
 from __future__ import annotations
 
 import html
-import json
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -35,6 +34,7 @@ from space.data import (
 from space.interactive_plots import MAX_SERIES
 from space.interactive_plots import TAB_JS as PLOTS_JS
 from space.labels import row_labels
+from space.url_state import FIRST_TAB, tab_params, url_writer_js
 
 RANKING_HELP = (
     "**Rank**: verified rows only (full runs scored here on the hidden split). A row's rank is 1 + the number of "
@@ -47,29 +47,24 @@ RANKING_HELP = (
 )
 NO_TIER = "(rank by total)"
 ALL_SETTINGS = "(all settings, ranked together)"
-# After each redraw the view goes into the page's URL (replaceState: no history entry per click), so
-# a reload or a shared link opens the same view; defaults are left out. The table's sort is re-applied
-# from the URL (window.pbApplySort, defined with the table's sort handler).
-URL_JS = f"""
-(suite, task, setting, tier, type, size, license, search, columns, highlight, version) => {{
-  const params = new URLSearchParams(location.search);
-  const put = (key, value, fallback) => {{
-    if (value === null || value === undefined || value === '' || value === fallback) params.delete(key);
-    else params.set(key, value);
-  }};
-  put('suite', suite); put('task', task); put('setting', setting);
-  put('tier', tier, {json.dumps(NO_TIER)});
-  put('type', type, {json.dumps(ALL)}); put('size', size, {json.dumps(ALL)});
-  put('license', license, {json.dumps(ALL)}); put('q', search);
-  const chosen = (columns || []).join(',');
-  put('columns', chosen || 'none', {json.dumps(",".join(DEFAULT_COLUMNS))});
-  put('revision', version, {json.dumps(LATEST)});
-  params.delete('status');
-  history.replaceState(null, '', '?' + params.toString());
-  setTimeout(() => window.pbApplySort && window.pbApplySort(), 50);
-  return [];
-}}
-"""
+# After each redraw the view goes into the page's URL (space/url_state.py: defaults left out), so a
+# reload or a shared link opens the same view; the table's header sort is kept there too.
+URL_JS = url_writer_js(
+    FIRST_TAB,
+    [
+        ("suite", None),
+        ("task", None),
+        ("setting", None),
+        ("tier", NO_TIER),
+        ("type", ALL),
+        ("size", ALL),
+        ("license", ALL),
+        ("q", None),
+        ("columns", ",".join(DEFAULT_COLUMNS)),
+        ("highlight", None),
+        ("revision", LATEST),
+    ],
+)
 HEAD_POLL_S = 3.0  # a publish shows on the board within this (when the newest version is shown)
 DEFAULT_COMPARED = 3  # results in the per-tier plot until the reader picks others
 
@@ -324,7 +319,7 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
     def on_load(request: gr.Request):
         """The view the URL names (every control's value: a reloaded or shared link opens the same
         view), else the first screen: the task with the most verified rows, in one setting."""
-        params = dict(request.query_params) if request else {}
+        params = tab_params(request, FIRST_TAB)
         suite, task, setting = default_board(services)
         if params.get("suite") in all_suites():
             suite = params["suite"]
