@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from redis.exceptions import RedisError
 from starlette.datastructures import UploadFile
 
-from backend.auth import require_admin, require_identity
+from backend.auth import optional_identity, require_admin, require_identity
 from backend.health import health_report
 from backend.leaderboard_http import MAX_OFFSET, accepts_gzip, leaderboard_response, page_of
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
@@ -425,14 +425,36 @@ def operator_action(
     "/compare",
     summary="Paired comparison of two finished submissions on the items both answered: "
     "difference of the primary metric, its 95% interval over the suite's units, p-value",
+    description="Open to anyone on a public split. On a hidden split it answers only the "
+    "difference of the two released values (no interval, p-value or counts), needs an identity "
+    "(`Authorization: Bearer <API token>`) and counts against that identity's daily comparisons "
+    "on the suite (PERSONABOARD_QUOTA_COMPARISONS).",
+    responses={
+        401: _error("a comparison on a hidden split without an identity, or a token not valid"),
+        404: _error("no such submission, or it is hidden or deleted"),
+        409: _error("a row without a published result, answers no longer kept, a partial run"),
+        429: _error("the identity's daily comparisons on the suite are used up (hidden split)"),
+    },
 )
 def compare(
-    request: Request, a: str = Query(..., max_length=64), b: str = Query(..., max_length=64)
+    request: Request,
+    a: str = Query(..., max_length=64),
+    b: str = Query(..., max_length=64),
+    identity: Identity | None = Depends(optional_identity),
 ):
     try:
-        return services(request).compare(a, b)
+        return services(request).compare(a, b, identity)
     except SubmissionError as exc:
-        raise HTTPException(exc.status, exc.detail) from None
+        raise HTTPException(exc.status, exc.detail, headers=_error_headers(exc)) from None
+
+
+def _error_headers(exc: SubmissionError) -> dict[str, str] | None:
+    """Retry-After on a spent quota, WWW-Authenticate on a missing identity (RFC 9110)."""
+    if exc.status == 429:
+        return {"Retry-After": str(exc.detail["retry_after_s"])}
+    if exc.status == 401:
+        return {"WWW-Authenticate": "Bearer"}
+    return None
 
 
 @router.get(

@@ -326,6 +326,7 @@ def _users_quota(args: argparse.Namespace) -> int:
         predictions=args.predictions,
         model=args.model_runs,
         failed_validations=args.failed_validations,
+        comparisons=args.comparisons,
     )
     effective = load_settings().quotas.for_user(overrides)
     print(
@@ -457,6 +458,9 @@ def _add_user_commands(commands) -> None:
     quota.add_argument("--predictions", type=int, help="prediction uploads per suite and UTC day")
     quota.add_argument("--model-runs", type=int, help="model runs per suite and UTC day")
     quota.add_argument("--failed-validations", type=int, help="refused files per suite and UTC day")
+    quota.add_argument(
+        "--comparisons", type=int, help="comparisons on a hidden split per suite and UTC day"
+    )
     quota.set_defaults(run=_users_quota)
     names = commands.add_parser("names", help="model names and who owns them")
     names_commands = names.add_subparsers(dest="names_command", required=True)

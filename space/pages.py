@@ -16,7 +16,7 @@ import re
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Form, HTTPException, Query
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from evaluator.metrics import get_metric
@@ -55,7 +55,7 @@ td.num{{text-align:right;white-space:nowrap}} .scroll{{overflow-x:auto}} code,pr
 pre{{padding:8px;white-space:pre-wrap;word-break:break-all}} img.plot{{max-width:100%;height:auto;border:1px solid #eee}}
 table.history td,table.history th{{white-space:nowrap}} .none{{color:#9ca3af}}
 .pb-plot{{max-width:100%;overflow:hidden}} .kind-partial{{background:#fffbeb}} .kind-reported{{color:#6b7280;font-style:italic}} nav a{{margin-right:12px}}
-form.pb-compare{{margin:4px 0 10px}} form.pb-compare select{{max-width:36em}} .pb-error{{color:#b91c1c}}
+form.pb-compare{{margin:4px 0 10px}} form.pb-compare select{{max-width:36em}} .pb-error{{color:#b91c1c}} .pb-note{{color:#6b7280;font-size:13px}}
 </style></head><body><nav><a href="/">← Leaderboard</a></nav>{body}</body></html>"""
 
 
@@ -266,12 +266,17 @@ def _comparison_forms(
             f"{_e(_result_label(r))}</option>"
             for r in others
         )
+        hidden = _split_hidden(record["suite"])
         parts.append(
-            f'<form class="pb-compare" method="get" action="/model/{_e(quote(name, safe=""))}#comparison" '
+            # a hidden split's comparison is metered per identity: the token goes in a POST body,
+            # never in the page's address (history, logs, Referer)
+            f'<form class="pb-compare" method="{"post" if hidden else "get"}" '
+            f'action="/model/{_e(quote(name, safe=""))}#comparison" '
             f'data-a="{_e(record["submission_id"])}"><input type="hidden" name="a" value="{_e(record["submission_id"])}">'
             f"<label>{_e(where)} · this result ({_e(record['submission_id'])}) against "
             f'<select name="b" aria-label="result to compare with">{options}</select></label> '
-            '<button type="submit">Compare</button></form>'
+            + (HIDDEN_COMPARE_TOKEN if hidden else "")
+            + '<button type="submit">Compare</button></form>'
         )
     return (
         "".join(parts)
@@ -279,12 +284,29 @@ def _comparison_forms(
     )
 
 
-def _comparison_result(services, a: str, b: str) -> str:
-    """The paired comparison of results a and b, from services.compare (GET /api/v1/compare's code)."""
+def _split_hidden(suite: str) -> bool:
+    found = all_suites().get(suite)
+    return bool(found and found.split_hidden)
+
+
+HIDDEN_COMPARE_TOKEN = (
+    '<label>API token <input type="password" name="token" autocomplete="off" required '
+    'aria-label="API token (a comparison on a hidden split needs one)"></label> '
+    '<span class="pb-note">a hidden split: the comparison needs your API token and counts against '
+    "your daily comparisons on the suite; it shows only the difference of the released scores</span> "
+)
+
+
+def _comparison_result(services, a: str, b: str, token: str | None = None) -> str:
+    """The paired comparison of results a and b, from services.compare (GET /api/v1/compare's
+    code), as the identity whose API token was typed into the form (a hidden split needs one)."""
     from submissions.intake import SubmissionError
 
     try:
-        result = services.compare(a, b)
+        identity = services.identities.authenticate(token) if token else None
+        if token and identity is None:
+            raise SubmissionError(401, "the API token is not valid (unknown or revoked)")
+        result = services.compare(a, b, identity)
     except SubmissionError as exc:
         return f'<div id="comparison"><p class="pb-error">No comparison: {_e(exc.detail["message"])}</p></div>'
     metric = result.get("metric")
@@ -419,12 +441,25 @@ def build_pages(services) -> APIRouter:
         )
         return _page(f"Result {submission_id}", body)
 
+    @router.post("/model/{name:path}", response_class=HTMLResponse)
+    def model_page_compared(
+        name: str,
+        a: str = Form(..., max_length=64),
+        b: str = Form(..., max_length=64),
+        token: str = Form("", max_length=200),
+    ):
+        """The compare form of a hidden split: the API token comes in the body (not the URL)."""
+        return render_model_page(name, a, b, token.strip() or None)
+
     @router.get("/model/{name:path}", response_class=HTMLResponse)
     def model_page(
         name: str,
         a: str | None = Query(None, max_length=64),
         b: str | None = Query(None, max_length=64),
     ):
+        return render_model_page(name, a, b)
+
+    def render_model_page(name: str, a: str | None, b: str | None, token: str | None = None):
         mine = sorted(
             (r for r in records(services) if r["model_name"] == name),
             key=lambda r: (r.get("submitted_at") or "", r["submission_id"]),
@@ -474,7 +509,7 @@ def build_pages(services) -> APIRouter:
             + "<h2>Compare with another result</h2><p>A paired comparison on the items both results answered: is "
             "the difference real? Pick a result of the same suite, task and setting.</p>"
             + _comparison_forms(name, mine, records(services), (a, b) if a and b else None)
-            + (_comparison_result(services, a, b) if a and b else "")
+            + (_comparison_result(services, a, b, token) if a and b else "")
             + f"<h2>Per-tier scores</h2>{plots_html}"
         )
         return _page(name, body)

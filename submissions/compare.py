@@ -8,8 +8,16 @@ did not exist (its scores are not shown anywhere else either). On a hidden split
 comparison would tell more than the two released rows do: its p-value and overlap count read the
 per-item outcomes (two rows differing in one item each: p 0.5 if their labels agree, 1.0 if not;
 a one-item row: the other row's right/wrong on it). There it compares only the released values,
-from full runs, and reads no answers: nothing beyond what the board already shows, so it needs no
-identity and no quota (`hidden_split_comparison`).
+from full runs, and reads no answers (`hidden_split_comparison`).
+
+A comparison on a hidden split is still metered like a submission: it needs an identity (401
+without one) and takes one of that identity's daily comparisons on the suite (429 once spent;
+`QuotaLimits.comparisons`, PERSONABOARD_QUOTA_COMPARISONS). It reveals nothing the board does not
+show today, but it is the one read of a hidden split that names two rows of the caller's choice,
+so it is attributed and bounded: should anything more ever be answered here, no anonymous caller
+could ask it without limit. Its budget is its own, not the upload quota's, because a comparison
+teaches nothing about the gold, and spending an upload on it would only push people to compare
+by hand from the board. Public splits stay open to anyone.
 """
 
 from __future__ import annotations
@@ -20,7 +28,9 @@ from evaluator.comparison import ComparisonError, compare_answers
 from evaluator.predictions import iter_lines, read_predictions
 from evaluator.registry import get_task
 from evaluator.settings import load_evaluator_settings
-from submissions.intake import SubmissionError
+from submissions.identity import IdentityStore
+from submissions.intake import SubmissionError, Submitter, quota_error
+from submissions.quotas import today
 from submissions.records import Submission, SubmissionStore
 
 
@@ -95,7 +105,35 @@ def hidden_split_comparison(a: Submission, b: Submission) -> dict[str, Any]:
     }
 
 
-def compare_submissions(records: SubmissionStore, a_id: str, b_id: str) -> dict[str, Any]:
+IDENTITY_NEEDED = (
+    "a comparison on a hidden split needs an identity: send `Authorization: Bearer <API token>` "
+    "(an operator issues tokens with `personaboard users token NAME`); it counts against your "
+    "daily comparisons on the suite"
+)
+
+
+def require_submitter(submitter: Submitter | None) -> Submitter:
+    """The caller of a comparison on a hidden split, or 401."""
+    if submitter is None:
+        raise SubmissionError(401, IDENTITY_NEEDED, field="Authorization")
+    return submitter
+
+
+def take_comparison(records: SubmissionStore, submitter: Submitter, suite: str) -> None:
+    """Count one comparison on a hidden split against the caller's daily budget, or 429."""
+    window, limit = today(), submitter.limits.of("comparisons")
+    used = IdentityStore(records).take_comparison(
+        submitter.identity.name, suite, limit, window.start
+    )
+    if used >= limit:
+        raise quota_error("comparisons", suite, used, limit)
+
+
+def compare_submissions(
+    records: SubmissionStore, a_id: str, b_id: str, submitter: Submitter | None = None
+) -> dict[str, Any]:
+    """Compare rows a and b. `submitter`: the caller with their limits (None: anonymous), needed
+    only where the task's split is hidden (see the module's note)."""
     found = []
     for sid in (a_id, b_id):
         submission = records.get(sid)
@@ -121,7 +159,9 @@ def compare_submissions(records: SubmissionStore, a_id: str, b_id: str) -> dict[
         return {"submission_id": s.id, "model_name": s.model_name, "setting": s.setting}
 
     if task.suite.split_hidden:
-        result = hidden_split_comparison(a, b)
+        caller = require_submitter(submitter)
+        result = hidden_split_comparison(a, b)  # refuses partial runs before a comparison is taken
+        take_comparison(records, caller, a.suite)
     else:
         try:
             result = compare_answers(task, _answers(task, a), _answers(task, b))

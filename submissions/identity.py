@@ -22,7 +22,7 @@ from submissions.records import SubmissionStore, utc_now
 ROLES = ("user", "admin")
 TOKEN_PREFIX = "pb_"
 HF_PREFIX = "hf:"
-QUOTA_KINDS = ("predictions", "model", "failed_validations")
+QUOTA_KINDS = ("predictions", "model", "failed_validations", "comparisons")
 HF_PROVIDER = "hf"
 HF_NEW_PROVIDER = "hf-new"  # admitted on the daily budget shared by all new accounts
 
@@ -225,6 +225,23 @@ class IdentityStore:
                 "SELECT COUNT(*) FROM validation_failures WHERE owner = ? AND suite = ? AND at >= ?",
                 (owner, suite, since),
             ).fetchone()[0]
+
+    def take_comparison(self, owner: str, suite: str, limit: int, since: str) -> int:
+        """Count one comparison of `owner` on `suite` if fewer than `limit` were made since `since`;
+        returns how many there were before (>= limit: none taken). One write transaction, so
+        concurrent requests cannot both take the last one."""
+        with closing(self._connect()) as db, db:
+            db.execute("BEGIN IMMEDIATE")
+            used = db.execute(
+                "SELECT COUNT(*) FROM comparisons WHERE owner = ? AND suite = ? AND at >= ?",
+                (owner, suite, since),
+            ).fetchone()[0]
+            if used < limit:
+                db.execute(
+                    "INSERT INTO comparisons (owner, suite, at) VALUES (?, ?, ?)",
+                    (owner, suite, utc_now()),
+                )
+        return used
 
     def submissions_since(self, owner: str, suite: str, kind: str, since: str) -> int:
         with closing(self._connect()) as db:

@@ -2,7 +2,8 @@
 
 Days are UTC calendar days, so every client sees the same reset time. Failed validations have
 their own, larger budget: a mistake costs a little, while a probe that needs a scored upload
-costs a slot of the upload quota.
+costs a slot of the upload quota. Comparisons that touch a hidden split have a budget of their
+own (submissions/compare.py says why they are metered, and why not on the upload quota).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ class QuotaLimits:
     predictions: int = 10  # prediction files accepted per identity, suite and UTC day
     model: int = 4  # model runs accepted per identity, suite and UTC day
     failed_validations: int = 50  # files refused by validation per identity, suite and UTC day
+    comparisons: int = 20  # comparisons answered on a hidden split per identity, suite and UTC day
 
     def for_user(self, overrides: dict[str, int]) -> "QuotaLimits":
         return replace(
@@ -48,4 +50,5 @@ QUOTA_LABELS = {
     "predictions": "prediction uploads",
     "model": "model runs",
     "failed_validations": "failed validations",
+    "comparisons": "comparisons on a hidden split",
 }

@@ -112,6 +112,12 @@ CREATE TABLE IF NOT EXISTS validation_failures (
     at    TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS validation_failures_owner ON validation_failures(owner, suite, at);
+CREATE TABLE IF NOT EXISTS comparisons (
+    owner TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    at    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS comparisons_owner ON comparisons(owner, suite, at);
 CREATE TABLE IF NOT EXISTS audit_log (
     seq           INTEGER PRIMARY KEY AUTOINCREMENT,
     at            TEXT NOT NULL,

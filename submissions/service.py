@@ -241,11 +241,13 @@ class Services:
         return self.models.all()
 
     # -- reads shared by the API and the UI ---------------------------------------------------
-    def compare(self, a_id: str, b_id: str) -> dict[str, Any]:
-        """Paired comparison of two finished submissions (submissions/compare.py)."""
+    def compare(self, a_id: str, b_id: str, identity: Identity | None = None) -> dict[str, Any]:
+        """Paired comparison of two finished submissions (submissions/compare.py); `identity`, the
+        caller's, is needed where the split is hidden (metered there like submissions)."""
         from submissions.compare import compare_submissions
 
-        return compare_submissions(self.records, a_id, b_id)
+        submitter = self.submitter(identity) if identity is not None else None
+        return compare_submissions(self.records, a_id, b_id, submitter)
 
     def submission_status(self, submission: Submission) -> dict[str, Any]:
         status = submission.public()

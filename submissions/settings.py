@@ -75,6 +75,7 @@ def load_submission_settings() -> SubmissionSettings:
             failed_validations=int(
                 env.get("PERSONABOARD_QUOTA_FAILED_VALIDATIONS", QuotaLimits.failed_validations)
             ),
+            comparisons=int(env.get("PERSONABOARD_QUOTA_COMPARISONS", QuotaLimits.comparisons)),
         ),
         worker_remote=env.get(WORKER_REMOTE_ENV, "").lower() in ("1", "true", "yes"),
     )

@@ -13,7 +13,8 @@ asserts the bound docs/security.md states. Figures (run with -s): labels per 100
 - Ladder boundary: an attacker who knows every other label builds an upload exactly on the bar;
   released iff the unknown item is YES. The shaky threshold makes that a near coin flip.
 - limit=1 model run, a setting without a model prompt: refused at once (422).
-- compare: no p-value or overlap count on a hidden split; hidden and deleted rows answer 404.
+- compare: no p-value or overlap count on a hidden split; hidden and deleted rows answer 404; an
+  identity is needed there (401) and each answer takes one of its daily comparisons (429 when spent).
 - slow line: the worst line at the 256 KiB limit is refused quickly; health answers meanwhile.
 - large Gradio upload: refused (413) before it is read.
 """
@@ -226,12 +227,40 @@ def test_attacks_on_a_hidden_split(svc, tmp_path):
             rows[a]["result"]["total"]["accuracy"]["value"]
             - rows[b]["result"]["total"]["accuracy"]["value"]
         )
-        # the model page's compare form shows the same: no interval, p-value or counts, said why
-        shown = http.get(f"/model/{quote(rows[a]['model_name'], safe='')}", params={"a": a, "b": b})
+        # metered like submissions: no identity 401, a spent daily budget 429, per identity
+        with svc.http(token="") as anonymous:
+            refused = anonymous.get("/api/v1/compare", params={"a": a, "b": b})
+            assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+            assert "hidden split needs an identity" in refused.json()["detail"]["message"]
+            bad = anonymous.get(
+                "/api/v1/compare", params={"a": a, "b": b}, headers={"Authorization": "Bearer x"}
+            )
+            assert bad.status_code == 401, bad.text
+        with svc.http(token=svc.add_user("comparer", comparisons=2)) as comparer:
+            # a refused comparison (a row that is not there) takes none of the budget
+            assert comparer.get("/api/v1/compare", params={"a": a, "b": "nope"}).status_code == 404
+            answers = [comparer.get("/api/v1/compare", params={"a": a, "b": b}) for _ in range(3)]
+            assert [r.status_code for r in answers] == [200, 200, 429], [r.text for r in answers]
+            spent = answers[2].json()["detail"]
+            assert (spent["quota"], spent["limit"], spent["used"]) == ("comparisons", 2, 2)
+            assert int(answers[2].headers["retry-after"]) == spent["retry_after_s"] > 0
+        # the model page's compare form on a hidden split posts the API token (never in the URL)
+        page = f"/model/{quote(rows[a]['model_name'], safe='')}"
+        form = http.get(page).text
+        form = form[form.index(f'data-a="{a}"') - 200 :]
+        form = form[: form.index("</form>")]
+        assert 'method="post"' in form and 'type="password" name="token"' in form
+        asked = http.get(page, params={"a": a, "b": b})  # the address alone: no identity
+        assert "No comparison: a comparison on a hidden split needs an identity" in asked.text
+        posted = {"a": a, "b": b}
+        wrong = http.post(page, data={**posted, "token": "pb_wrong"})
+        assert "No comparison: the API token is not valid" in wrong.text
+        # the same as the API: no interval, p-value or counts, said why
+        shown = http.post(page, data={**posted, "token": svc.token})
         assert shown.status_code == 200, shown.text
         comparison = shown.text[shown.text.index('id="comparison"') :]
         assert "withheld on a hidden split" in comparison and "None" not in comparison
-        assert "p-value</th>" not in comparison
+        assert "p-value</th>" not in comparison and svc.token not in shown.text
         figures["compare p-values"] = (0, 1)
         with svc.http(token=svc.admin_token) as admin:
             for action, row in (("hide", first_rows[1]), ("delete", first_rows[2])):

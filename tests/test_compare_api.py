@@ -65,4 +65,10 @@ def test_paired_comparison_of_two_uploads(http, shared_live_service):
     same = http.get("/api/v1/compare", params={"a": a, "b": a}).json()
     assert same["difference"] == 0 and same["p_value"] == 1.0
     assert http.get("/api/v1/compare", params={"a": a, "b": "nope"}).status_code == 404
+    # a public split's comparison is open to anyone: no identity, no quota (hidden splits need
+    # both: tests/test_attacks.py)
+    with client(shared_live_service.base_url, token="") as anonymous:
+        for _ in range(3):
+            open_to_all = anonymous.get("/api/v1/compare", params={"a": a, "b": b})
+            assert open_to_all.status_code == 200 and open_to_all.json() == result
     assert http.get("/api/v1/compare", params={"a": a}).status_code == 422

@@ -154,3 +154,32 @@ def test_withdraw_then_publish_again(tmp_path):
     assert store.current_record("s1") is None
     again = store.publish(record)
     assert again not in (first, withdrawn) and store.current_record("s1") == record
+
+
+def test_comparisons_are_counted_per_identity_and_suite_in_one_transaction(records):
+    identities = IdentityStore(records)
+    since = "2026-01-01T00:00:00.000+00:00"
+    # the count before each call; from the limit on, nothing more is taken
+    assert [identities.take_comparison("alice", "recentering", 2, since) for _ in range(4)] == [
+        0,
+        1,
+        2,
+        2,
+    ]
+    assert identities.take_comparison("alice", "prefeval", 2, since) == 0  # another suite
+    assert identities.take_comparison("bob", "recentering", 2, since) == 0  # another identity
+    assert identities.take_comparison("alice", "recentering", 2, "2999-01-01") == 0  # a new day
+
+    # 16 concurrent callers, a limit of 5: exactly 5 are taken (check and insert are one write)
+    seen: list[int] = []
+    threads = [
+        threading.Thread(
+            target=lambda: seen.append(identities.take_comparison("carol", "recentering", 5, since))
+        )
+        for _ in range(16)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(seen) == [0, 1, 2, 3, 4] + [5] * 11
