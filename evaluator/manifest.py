@@ -181,6 +181,11 @@ class SplitSpec(Strict):
     # A hidden split's private part (evaluator/splits.py private_item_ids): this share of the
     # items, per tier, is scored apart and released only when the operator names a release.
     private_fraction: float = Field(0.0, ge=0.0, lt=1.0)
+    # What the division keeps together: `item` (each item on its own, per tier), or `unit`: every
+    # item of one unit (the outermost level of a task's bootstrap_unit, e.g. RealPref's user) in the
+    # same part, in every task of the suite; for splits where items share their gold (RealPref asks
+    # one preference in 24 items, and its true/false statements are its multiple-choice options).
+    private_by: Literal["item", "unit"] = "item"
 
 
 class SuiteManifest(Strict):

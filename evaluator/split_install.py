@@ -16,7 +16,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from evaluator import hub
-from evaluator.splits import FIXTURE_MARKER, PUBLIC_MARKER, SECRET_FILE, installed_dir
+from evaluator.splits import (
+    FIXTURE_MARKER,
+    PUBLIC_MARKER,
+    SECRET_FILE,
+    installed_dir,
+    part_sizes,
+)
 from evaluator.suite import Split, Suite, check_item_tiers, clear_split_cache
 
 
@@ -62,20 +68,26 @@ def install(
             )
         (staging / SECRET_FILE).write_text(secret, encoding="utf-8")
         os.chmod(staging / SECRET_FILE, 0o600)
+        hidden = (
+            not (staging / "files" / PUBLIC_MARKER).exists()
+            and suite.split_spec.get("visibility", "hidden") == "hidden"
+        )
         tasks = {}
         for task in suite.tasks.values():
             items = task.hooks.build_items(task, staging / "files")
             check_item_tiers(task, items)
             split = Split(name=task.options.get("split", "test"), items=items)
             tasks[task.name] = {"n_items": len(items), "sha256": split.sha256}
+            if hidden and suite.split_spec.get(
+                "private_fraction"
+            ):  # the division, for the operator to see
+                tasks[task.name]["parts"] = part_sizes(task, items, secret)
         info = {
             **origin,
             "suite": suite.name,
             "installed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "fixture": (staging / "files" / FIXTURE_MARKER).exists(),
-            "visibility": "public"
-            if (staging / "files" / PUBLIC_MARKER).exists()
-            else suite.split_spec.get("visibility", "hidden"),
+            "visibility": "hidden" if hidden else "public",
             "tasks": tasks,
         }
         (staging / "INSTALLED.json").write_text(json.dumps(info, indent=1), encoding="utf-8")

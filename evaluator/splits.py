@@ -154,35 +154,90 @@ def private_fraction(suite: SuiteLike) -> float:
     return float(suite.split_spec.get("private_fraction") or 0.0)
 
 
-def private_item_ids(task: Any, items: list | None = None) -> frozenset[str]:
+def private_by(suite: SuiteLike) -> str:
+    """What the division keeps together (the manifest's `split.private_by`): 'item' or 'unit'."""
+    return str(suite.split_spec.get("private_by") or "item")
+
+
+def _outer_unit(item: Any) -> str:
+    """The outermost level of an item's bootstrap unit (RealPref: the user); the item if none."""
+    unit = item.unit
+    if isinstance(unit, tuple):
+        unit = unit[0] if unit else None
+    return str(unit) if unit is not None else f"item:{item.id}"
+
+
+def private_item_ids(
+    task: Any, items: list | None = None, secret: str | None = None, fraction: float | None = None
+) -> frozenset[str]:
     """The ids of a hidden split's private part, as Kaggle divides a test set: scored apart and
     released only when the operator names a release, so the Ladder's bit per upload (which reads
     the public part) teaches nothing about the part that decides the final ranking.
 
     Stratified: within every tier of the task's first tier group, round(fraction x tier size)
-    items, chosen by a hash of the installation secret, the task and the item id: reproducible on
-    this server, unpredictable outside it (a public rule would tell an attacker which items count).
-    `items`: the whole split's items (default: task.load_split().items)."""
-    fraction = private_fraction(task.suite)
+    members, chosen by a hash of the installation secret and the member: reproducible on this
+    server, unpredictable outside it (a public rule would tell an attacker which items count).
+    A member is an item (`private_by: item`, hashed with the task), or with `private_by: unit` a
+    whole unit (hashed with the suite, so a unit falls in the same part in every task: RealPref's
+    multiple-choice gold is its true/false gold); a unit whose items span several tiers is in the
+    stratum of units that do (RealPref's users each span every tier, so halving the users halves
+    every tier). `items`: the whole split's items (default: task.load_split().items); `secret`:
+    the installation's salt (default: read from the installed split; install passes its own);
+    `fraction`: default private_fraction(task.suite) (install passes the manifest's)."""
+    if fraction is None:
+        fraction = private_fraction(task.suite)
     if fraction <= 0:
         return frozenset()
     import hashlib
 
     if items is None:
         items = task.load_split().items
-    try:
-        secret = installation_secret(split_files(task.suite))
-    except SplitNotInstalled:
-        secret = ""
+    if secret is None:
+        try:
+            secret = installation_secret(split_files(task.suite))
+        except SplitNotInstalled:
+            secret = ""
+    by_unit = private_by(task.suite) == "unit"
+    scope = task.suite.name if by_unit else task.key
     group = task.tier_groups[0].name if task.tier_groups else None
-    strata: dict[str, list] = {}
+    members: dict[str, list[str]] = {}  # member -> its item ids
+    tiers_of: dict[str, set[str]] = {}
     for item in items:
-        strata.setdefault(item.tiers.get(group, "") if group else "", []).append(item.id)
+        member = _outer_unit(item) if by_unit else item.id
+        members.setdefault(member, []).append(item.id)
+        tiers_of.setdefault(member, set()).add(item.tiers.get(group, "") if group else "")
+    strata: dict[str, list[str]] = {}
+    for member, tiers in tiers_of.items():
+        strata.setdefault(next(iter(tiers)) if len(tiers) == 1 else "(mixed)", []).append(member)
 
-    def rank(item_id: str) -> str:
-        return hashlib.sha256(f"{secret}\0{task.key}\0{item_id}".encode()).hexdigest()
+    def rank(member: str) -> str:
+        return hashlib.sha256(f"{secret}\0{scope}\0{member}".encode()).hexdigest()
 
     chosen: set[str] = set()
-    for ids in strata.values():
-        chosen.update(sorted(ids, key=rank)[: round(fraction * len(ids))])
+    for stratum in strata.values():
+        for member in sorted(stratum, key=rank)[: round(fraction * len(stratum))]:
+            chosen.update(members[member])
     return frozenset(chosen)
+
+
+def part_sizes(task: Any, items: list, secret: str) -> dict[str, Any]:
+    """How a hidden task's split is divided (the manifest's fraction, this installation's secret):
+    items per part, and the public part's tiers below the release minimum (never shown live:
+    evaluator/release.py). Recorded by `personaboard splits install`, for the operator."""
+    from evaluator.release import MIN_ITEMS
+
+    fraction = float(task.suite.split_spec.get("private_fraction") or 0.0)
+    private = private_item_ids(task, items, secret, fraction)
+    counts: dict[str, int] = {}
+    for item in items:
+        if item.id not in private:
+            for group, tier in item.tiers.items():
+                counts[f"{group}/{tier}"] = counts.get(f"{group}/{tier}", 0) + 1
+    known = {f"{g.name}/{t}" for g in task.tier_groups for t in g.tiers}
+    return {
+        PUBLIC_PART: len(items) - len(private),
+        PRIVATE_PART: len(private),
+        "public_tiers_under_min": sorted(
+            name for name in known if 0 < counts.get(name, 0) < MIN_ITEMS
+        ),
+    }

@@ -438,13 +438,13 @@ def _through_the_ladder(
             note_released(
                 redis, submitter_of(submission), scope, best
             )  # remote workers' Ladder sees this node's best too
-        if "private" in metrics:
+        if "private" in metrics:  # kept for the operator's next named release, never published
             if isinstance(submissions, SubmissionStore):
                 from submissions.private_part import keep
 
                 keep(submissions, submission.id, metrics["private"])
-            else:
-                log.warning("%s: private-part score not kept (remote worker)", submission.id)
+            else:  # a remote worker: sent to the web node, which keeps it (submissions/remote.py)
+                submissions.keep_private(submission.id, metrics["private"])
         return release.released_metrics(metrics)
     withheld = release.Withheld(best=best, step=step, metric=metrics["metric"])
     n = metrics["n_items"]

@@ -9,7 +9,9 @@ private score, rounded to the private part's own step, as the tier column `part/
 `part/public` on the board (the board ranks by it with tier=private), once: a result's private
 score is released in one release and never again, so probing later releases teaches nothing.
 
-Results decided by a remote worker (submissions/remote.py) are not kept here yet.
+A result decided by a remote worker (submissions/remote.py) is kept here too: the worker sends its
+private score to the web node as a Redis event (RemoteLedger.keep_private), which the web node's
+EventFolder keeps with `keep` and then deletes from the stream.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ through the worker's own outbox; hidden splits come from the Hub at the commit t
 (`SplitPins`), installed on first use.
 
     personaboard:events          stream: {"id": submission id, "changes": JSON of column -> value}
+                                 (or {"private_score": ...}: deleted once the web node kept it)
     personaboard:attempt:<id>    attempts counter (the web node's count is folded from events)
     personaboard:finished:<id>   set once a submission finished: a duplicate delivery does nothing
     personaboard:split-pins      hash: suite -> JSON {source, revision, secret}
@@ -44,6 +45,9 @@ EVENTS_MAX = 100_000  # the stream is trimmed to about this many events
 GROUP = "web"
 FINISHED_TTL_S = 30 * 24 * 3600
 PINS = "personaboard:split-pins"
+PRIVATE_SCORE = (
+    "private_score"  # the event's key for a private-part score (RemoteLedger.keep_private)
+)
 
 
 class RemoteLedger:
@@ -130,6 +134,13 @@ class RemoteLedger:
         )
         return released, shown
 
+    def keep_private(self, submission_id: str, private: dict[str, Any]) -> None:
+        """A released result's private-part score (submissions/private_part.py), for the web node
+        to keep: sent as its own event, which the web node deletes from the stream once kept.
+        Never in a record, a log line or an error: Redis is as private as the workers, which hold
+        the gold anyway (they score)."""
+        send_event(self.redis, submission_id, {PRIVATE_SCORE: private})
+
     def update(self, submission_id: str, **changes: Any) -> None:
         for name, value in changes.items():
             setattr(self.submission, name, value)
@@ -183,21 +194,30 @@ class EventFolder:
             )
             for _, entries in answer or []:
                 for event_id, fields_ in entries:
-                    self._apply(fields_)
+                    kept_private = self._apply(fields_)
                     self.redis.xack(EVENTS, GROUP, event_id)
+                    if kept_private:  # kept in the records now: no copy left in the stream
+                        self.redis.xdel(EVENTS, event_id)
                     applied += 1
             if applied:
                 break
         return applied
 
-    def _apply(self, fields_: dict) -> None:
+    def _apply(self, fields_: dict) -> bool:
+        """Fold one event; True when it carried a private-part score (kept now)."""
         submission_id = _text(fields_.get(b"id") or fields_.get("id"))
         try:
             changes = json.loads(_text(fields_.get(b"changes") or fields_.get("changes")))
         except (TypeError, ValueError):
             log.error("malformed worker event for %s ignored", submission_id)
-            return
+            return False
         current = self.records.get(submission_id)
+        if PRIVATE_SCORE in changes:  # kept for a named release, as a web-node job's (jobs.py)
+            from submissions.private_part import keep
+
+            if current is not None:
+                keep(self.records, submission_id, changes[PRIVATE_SCORE])
+            return True
         withheld = changes.pop("withheld_record", None)
         if (
             "ladder" in changes
@@ -212,7 +232,7 @@ class EventFolder:
             )
         if current is None:
             log.warning("worker event for unknown submission %s ignored", submission_id)
-            return
+            return False
         if (
             withheld is not None
         ):  # not published: the submission was hidden when the worker's outbox asked
@@ -228,9 +248,9 @@ class EventFolder:
             "running",
             "queued",
         ):
-            return  # a late event from an attempt that was superseded; the outcome stands
+            return False  # a late event from an attempt that was superseded; the outcome stands
         if current.state == "cancelled" and "state" in changes:
-            return  # an operator stopped it: a worker's late report does not bring it back
+            return False  # an operator stopped it: a worker's late report does not bring it back
         allowed = {f.name for f in fields(Submission)} - {
             "id",
             "created_at",
@@ -248,6 +268,7 @@ class EventFolder:
         ):
             # published by a worker elsewhere after an operator hid it (after the worker's last check): out now
             withdraw_result(self.outbox, submission_id, "hidden")
+        return False
 
 
 def ladder_best_key(submitter: str, scope: str) -> str:

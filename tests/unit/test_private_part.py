@@ -116,3 +116,214 @@ def test_a_named_release_publishes_each_private_score_once(tmp_path):
     assert shown["private"]["accuracy"]["value"] == 0.8  # 0.83 rounded to the 0.1 step of 100
     assert shown["public"]["accuracy"]["value"] == 0.7
     assert release_private_part(records, store, "final-2") == []  # once
+
+
+# -- RealPref and PersonaFeedback: their manifests declare a private part too ----------------------
+
+SPLITS = Path(__file__).resolve().parents[1] / "fixtures" / "splits"
+
+
+def realpref_hidden(folder: Path, copies: int = 4) -> None:
+    """The RealPref fixture (2 users) as `copies` x 2 users, without its PUBLIC marker: every
+    line of a user copied under a new user id (the random sessions, shared, once)."""
+    shutil.copytree(SPLITS / "realpref", folder)
+    (folder / "PUBLIC").unlink()
+    for name in ("users.jsonl", "preferences.jsonl", "sessions.jsonl"):
+        lines = (SPLITS / "realpref" / name).read_text().splitlines()
+        out = [line for line in lines if '"user_id"' not in line]  # random sessions
+        for c in range(copies):
+            out += [
+                line.replace("u001", f"c{c}u001").replace("u002", f"c{c}u002")
+                for line in lines
+                if '"user_id"' in line
+            ]
+        (folder / name).write_text("\n".join(out) + "\n")
+
+
+def personafeedback_hidden(folder: Path, per_cell: int = 20) -> None:
+    """The PersonaFeedback fixture (4 items per type/difficulty cell) grown to `per_cell` items
+    per cell (questions numbered apart), without its PUBLIC marker."""
+    shutil.copytree(SPLITS / "personafeedback", folder)
+    (folder / "PUBLIC").unlink()
+    for path in (folder / "data").glob("*/*.jsonl"):
+        lines = path.read_text().splitlines()
+        grown = []
+        for i in range(per_cell):
+            record = json.loads(lines[i % len(lines)])
+            record["question"] += f" (variant {i})"
+            grown.append(json.dumps(record))
+        path.write_text("\n".join(grown) + "\n")
+
+
+@pytest.fixture
+def splits_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERSONABOARD_SPLITS_DIR", str(tmp_path / "splits"))
+    clear_split_cache()
+    yield tmp_path
+    clear_split_cache()
+
+
+def user_of(item) -> str:
+    return item.unit[0]
+
+
+def test_realpref_divides_whole_users_and_the_same_users_in_every_task(splits_dir):
+    realpref_hidden(splits_dir / "src")
+    info = install(get_suite("realpref"), str(splits_dir / "src"))
+    private_users = None
+    for name in ("mcq", "true_false", "open_ended"):
+        task = get_task("realpref", name)
+        assert task.suite.split_hidden and private_fraction(task.suite) == 0.5
+        items = task.load_split().items
+        private = private_item_ids(task)
+        users = {user_of(i) for i in items}
+        chosen = {user_of(i) for i in items if i.id in private}
+        # whole users: none of a private user's items is public (its preferences' gold is shared by
+        # 24 items, and its multiple-choice options are its true/false statements)
+        assert {i.id for i in items if user_of(i) in chosen} == private
+        assert len(users) == 8 and len(chosen) == 4
+        private_users = private_users or chosen
+        assert chosen == private_users  # the same users in every task
+        # every user spans every expression type and context configuration: each tier is divided
+        # as the whole is
+        for group in ("expression", "context"):
+            for tier in task.tier_group(group).tiers:
+                members = [i for i in items if i.tiers[group] == tier]
+                share = sum(i.id in private for i in members) / len(members)
+                assert share == pytest.approx(len(private) / len(items))
+        parts = info["tasks"][name]["parts"]
+        assert parts == {**parts, "public": len(items) - len(private), "private": len(private)}
+
+
+def test_personafeedback_halves_every_cell_and_small_public_tiers_are_withheld(splits_dir):
+    personafeedback_hidden(splits_dir / "src", per_cell=20)
+    info = install(get_suite("personafeedback"), str(splits_dir / "src"))
+    task = get_task("personafeedback", "binary_choice")
+    assert task.suite.split_hidden and private_fraction(task.suite) == 0.5
+    split = task.load_split()
+    private = private_item_ids(task)
+    assert len(split.items) == 120 and len(private) == 60
+    for cell in task.tier_group("cell").tiers:
+        members = {i.id for i in split.items if i.tiers["cell"] == cell}
+        assert len(members & private) == 10  # stratified: half of each cell
+    assert info["tasks"]["binary_choice"]["parts"] == {
+        "public": 60,
+        "private": 60,
+        # 10 public items per cell and 30 per type: below the release minimum of 50
+        "public_tiers_under_min": sorted(
+            [f"cell/{c}" for c in task.tier_group("cell").tiers] + ["type/specific", "type/general"]
+        ),
+    }
+    answers = {item.id: item.gold for item in split.items}  # all right
+    metrics = score_answers(task, split, answers)
+    assert metrics["parts"] == {"public": 60, "private": 60}
+    # a type tier of 60 items would be released whole; its public 30 items are not
+    assert metrics["tiers"]["type"]["specific"]["accuracy"]["n"] == 30
+    released = release.released_metrics(metrics)
+    assert released["tiers"] == {} and released["total"]["accuracy"]["n"] == 60
+    assert "private" not in released
+
+
+@pytest.mark.parametrize(
+    ("suite", "task_name", "build"),
+    [
+        ("realpref", "mcq", realpref_hidden),
+        ("realpref", "true_false", realpref_hidden),
+        ("personafeedback", "binary_choice", personafeedback_hidden),
+    ],
+)
+def test_live_scores_are_of_the_public_part_and_a_release_reranks_on_the_private_part(
+    splits_dir, suite, task_name, build
+):
+    """Right on every private item and wrong on every public one: 0 live, 1 once released."""
+    from leaderboard.store import LocalDatasetStore
+    from submissions.private_part import keep, release_private_part
+    from submissions.records import Submission, SubmissionStore
+
+    build(splits_dir / "src")
+    install(get_suite(suite), str(splits_dir / "src"))
+    task = get_task(suite, task_name)
+    split = task.load_split()
+    private = private_item_ids(task)
+    labels = task.answer_labels
+
+    def wrong(gold):
+        return next(label for label in labels if label != gold)
+
+    answers = {i.id: i.gold if i.id in private else wrong(i.gold) for i in split.items}
+    metrics = score_answers(task, split, answers)
+    assert metrics["n_items"] == len(split.items) - len(private) >= release.MIN_ITEMS
+    assert metrics["total"]["accuracy"]["value"] == 0.0
+    assert metrics["private"]["total"]["accuracy"]["value"] == 1.0
+    released = release.released_metrics(metrics)
+    assert "private" not in released and "1.0" not in json.dumps(released["total"])
+
+    records = SubmissionStore(splits_dir / "s.sqlite3")
+    store = LocalDatasetStore(splits_dir / "results")
+    records.add(
+        Submission(
+            id="r1",
+            created_at="2026-11-25T00:00:00+00:00",
+            kind="predictions",
+            suite=suite,
+            task=task_name,
+            setting="zero_shot",
+            model_name="m",
+            state="finished",
+        )
+    )
+    record = minimal_record("r1", 0.0, n=metrics["n_items"])
+    record["metrics"] = {"metric": "accuracy", "total": released["total"], "tiers": {}}
+    store.publish(record)
+    keep(records, "r1", metrics["private"])
+    assert release_private_part(records, store, "final-1") == ["r1"]
+    shown = store.current_record("r1")["metrics"]["tiers"]["part"]
+    assert shown["public"]["accuracy"]["value"] == 0.0
+    assert shown["private"]["accuracy"]["value"] == 1.0
+
+
+def test_a_remote_workers_private_score_is_kept_by_the_web_node_and_leaves_the_stream(
+    tmp_path, redis_server
+):
+    """The worker's side (RemoteLedger) and the web node's (EventFolder) over a real Redis: the
+    private score is kept in the web node's records, released by a named release, and no copy is
+    left in the event stream. (tests/test_remote_worker.py runs it through a worker process.)"""
+    import redis
+
+    from leaderboard.store import LocalDatasetStore
+    from submissions.private_part import pending, release_private_part
+    from submissions.records import Submission, SubmissionStore
+    from submissions.remote import EVENTS, EventFolder, RemoteLedger
+
+    submission = Submission(
+        id="w1",
+        created_at="2026-11-25T00:00:00+00:00",
+        kind="model",
+        suite="prefeval",
+        task="mcq",
+        setting="zero_shot",
+        model_name="m",
+        state="running",
+    )
+    records = SubmissionStore(tmp_path / "s.sqlite3")
+    records.add(submission)
+    store = LocalDatasetStore(tmp_path / "results")
+    connection = redis.Redis.from_url(redis_server)
+    ledger = RemoteLedger(connection, {**submission.__dict__})
+    private = {
+        "metric": "accuracy",
+        "total": {"accuracy": {"value": 0.7345, "ci95": [0.64, 0.82], "n": 100}},
+        "n_items": 100,
+    }
+    ledger.keep_private("w1", private)
+    ledger.update("w1", state="finished")
+    assert EventFolder(connection, records).fold(block_ms=10) == 2
+    kept = pending(records)
+    assert [(r["submission_id"], json.loads(r["stats"])["value"]) for r in kept] == [("w1", 0.7345)]
+    assert records.get("w1").state == "finished"
+    left = repr(connection.xrange(EVENTS))
+    assert connection.xlen(EVENTS) == 1 and "0.7345" not in left and "private" not in left
+    store.publish(minimal_record("w1", 0.6, n=100))
+    assert release_private_part(records, store, "final-1") == ["w1"]
+    shown = store.current_record("w1")["metrics"]["tiers"]["part"]["private"]["accuracy"]
+    assert shown["value"] == 0.7  # rounded to the 0.1 step of 100 items
