@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -272,6 +273,141 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(
         with svc.http(timeout=60) as http:  # submits as the fixture user "tester"
             names = {w["name"] for w in http.get("/api/v1/workers").json()["workers"]}
         assert WORKER not in names
+    finally:
+        if worker is not None and worker.poll() is None:
+            processes.kill_group(worker)
+
+
+def hidden_recentering(folder: Path, n_relevance: int = 120) -> None:
+    """The Re-Centering fixture without its PUBLIC marker (a hidden split, whose manifest declares
+    a private half), relevance grown to `n_relevance` items: 60 public and 60 private items, both
+    at or above the 50-item release minimum."""
+    import random
+    import shutil
+
+    shutil.copytree(SPLIT_FIXTURE, folder)
+    (folder / "PUBLIC").unlink()
+    rng = random.Random(11)
+    lines = [
+        json.dumps(
+            {
+                "id": f"p{i:03d}",
+                "prompt": f"Prompt {i}.",
+                "attribute": "Likes hiking.",
+                "votes": [rng.choice(("YES", "NO")) for _ in range(3)],
+            }
+        )
+        for i in range(n_relevance)
+    ]
+    (folder / "relevance.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_a_remote_workers_result_is_reranked_on_its_private_part(
+    hub_server, hub_env, tmp_path, start_service
+):
+    """A hidden split with a private part, scored by a worker on another machine: its private score
+    reaches the web node (and nothing else: not the Hub, a log or the event stream), and
+    `personaboard release` re-ranks the result on it, once."""
+    import sqlite3
+
+    upload(
+        hub_server.url,
+        MODEL_REPO,
+        build_tiny_model(tmp_path / "tiny", "generative", seed=5),
+        "model",
+        private=False,
+    )
+    hidden_recentering(tmp_path / "hidden-split")
+    upload(hub_server.url, SPLIT_REPO, tmp_path / "hidden-split", "dataset", private=True)
+    svc = start_service(tmp_path / "web", n_workers=0)  # the web node runs no worker of its own
+    remote_dir = tmp_path / "remote" / "data"
+    remote_dir.mkdir(parents=True)
+    worker = None
+    try:
+        installed = run_cli("splits", "install", "recentering", "--source", SPLIT_REPO, env=svc.env)
+        assert installed.returncode == 0, installed.stderr
+        info = json.loads(installed.stdout)
+        assert info["visibility"] == "hidden"
+        assert info["tasks"]["relevance"]["parts"]["private"] == 60
+        assert info["tasks"]["relevance"]["parts"]["public"] == 60
+        remote_env = processes.child_env(
+            remote_dir,
+            svc.redis_url,
+            extra={**hub_env, "HF_HOME": str(tmp_path / "remote" / "hf-home")},
+        )
+        log = tmp_path / "remote" / "worker.log"
+        with open(log, "ab") as out:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "backend.cli", "worker", "--hardware", "cpu"],
+                cwd=ROOT,
+                env=remote_env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        with svc.http(timeout=60) as http:
+            wait_until(
+                lambda: http.get("/api/v1/workers").json()["workers"], 120, "the remote worker"
+            )
+            answer = http.post(
+                "/api/v1/submissions",
+                json={
+                    "model": MODEL_REPO,
+                    "suite": "recentering",
+                    "task": "relevance",
+                    "setting": "zero_shot",
+                    "protocol": "choice_logprobs",
+                },
+            )
+            assert answer.status_code == 201, answer.text
+            sid = answer.json()["id"]
+            final = wait_finished(
+                http, sid, timeout=300, logs=lambda: log.read_text()[-4000:] + svc.logs()
+            )
+            assert final["result"]["total"]["accuracy"]["n"] == 60  # live: the public part only
+            revision = wait_until(
+                lambda: http.get(f"/api/v1/submissions/{sid}").json()["revision"],
+                60,
+                "the published revision to be folded in",
+            )
+
+            def kept():
+                with closing(sqlite3.connect(svc.data_dir / "submissions.sqlite3")) as db:
+                    return db.execute(
+                        "SELECT stats, n_items FROM private_scores WHERE submission_id = ?", (sid,)
+                    ).fetchone()
+
+            # kept on the web node (the worker has no records database), from the worker's event
+            stats, n_private = wait_until(kept, 60, "the private score to be kept")
+            exact = json.loads(stats)["value"]
+            assert n_private == 60 and not (remote_dir / "submissions.sqlite3").exists()
+            # ...and nowhere else: not on the Hub, not in a log, not left in the event stream
+            results = DatasetRepo(RESULTS_REPO, TEST_TOKEN, hub_server.url, tmp_path / "reader")
+            path = result_path("recentering", "relevance", sid)
+            record = json.loads(_online(lambda: results.read(path, revision)))
+            assert "private" not in record["metrics"] and "part" not in record["metrics"]["tiers"]
+            shown = repr(exact)
+            assert shown not in json.dumps(record)
+            assert shown not in log.read_text() and shown not in svc.logs(lines=100_000)
+            events = repr(svc.redis_client().xrange("personaboard:events"))
+            assert "private_score" not in events and shown not in events
+
+        # the operator names a release: the remote result is re-ranked on its private part, once
+        proc = run_cli("release", "final-1", env=svc.env)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["reranked_on_private_part"] == [sid]
+        with svc.http(timeout=60) as http:
+            rows = http.get(
+                "/api/v1/leaderboard",
+                params={"suite": "recentering", "task": "relevance", "complete": "true"},
+            ).json()
+        row = {r["submission_id"]: r for r in rows}[sid]
+        step = 0.2  # the noise step of 60 items (evaluator/release.py)
+        assert row["part/public"] == row["total"]
+        assert row["part/private"] == pytest.approx(round(exact / step) * step)
+        again = run_cli("release", "final-2", env=svc.env)
+        assert again.returncode == 0 and json.loads(again.stdout)["reranked_on_private_part"] == []
     finally:
         if worker is not None and worker.poll() is None:
             processes.kill_group(worker)
