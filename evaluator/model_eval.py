@@ -411,6 +411,19 @@ def select_items(split: Split, limit: int | None, seed: int = 0) -> Split:
     return Split(name=f"{split.name}[{limit} of {len(split.items)}]", items=chosen)
 
 
+def _public_part(task: Task, split: Split) -> Split:
+    """What a smoke run (`limit`) draws from: on a hidden split with a private part, the public
+    part only. `limit` then counts the items its live score is of (at least the 50 a hidden split
+    releases from: submissions/intake.py), and no item is run for a private score that would never
+    be released (a partial row is never ranked, so never re-ranked)."""
+    from evaluator.scoring import private_part_ids
+
+    private = private_part_ids(task)
+    if not private:
+        return split
+    return Split(name=split.name, items=[item for item in split.items if item.id not in private])
+
+
 def uncovered_tiers(full: Split, chosen: Split) -> dict[str, list[str]]:
     """Tiers present in the full split that a limited run has no item of: group -> tiers."""
     have = {pair for item in chosen.items for pair in item.tiers.items()}
@@ -472,7 +485,7 @@ def run_model(
     full = task.load_split()
     # a suite may skip items the model cannot run (n/a, never truncated)
     full, not_applicable = task.hooks.fit_model(task, full, setting, backend)
-    split = select_items(full, limit)
+    split = select_items(_public_part(task, full) if limit else full, limit)
     tools = tools or ModelTools(backend, protocol)
     done = _by_item(checkpoint.load().values()) if checkpoint else {}
     answers: dict[str, Any] = {i.id: done[i.id] for i in split.items if i.id in done}

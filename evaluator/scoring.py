@@ -88,7 +88,7 @@ def _aggregate(
     return total, tiers
 
 
-def _private_ids(task: Task, split: Split) -> frozenset[str]:
+def private_part_ids(task: Task) -> frozenset[str]:
     """The private part's ids (divided over the whole installed split, also for a partial run's
     subset). A split not installed here (given directly: the CLI on a folder) has none: the
     division is an installation's, salted with its secret."""
@@ -112,7 +112,7 @@ def score_answers(
     arrays = item_arrays(task, split, answers, judge)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     units = item_units(task, split)
-    private = _private_ids(task, split)
+    private = private_part_ids(task)
     in_private = np.fromiter(
         (item.id in private for item in split.items), dtype=bool, count=len(split.items)
     )

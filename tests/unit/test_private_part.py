@@ -327,3 +327,22 @@ def test_a_remote_workers_private_score_is_kept_by_the_web_node_and_leaves_the_s
     assert release_private_part(records, store, "final-1") == ["w1"]
     shown = store.current_record("w1")["metrics"]["tiers"]["part"]["private"]["accuracy"]
     assert shown["value"] == 0.7  # rounded to the 0.1 step of 100 items
+
+
+@pytest.mark.model
+def test_a_smoke_run_draws_its_limit_from_the_public_part(hidden):
+    """`limit` items of the public part: the 50 a hidden split releases from are 50 live items
+    (drawn from the whole split, about half would be private and the run withheld)."""
+    from tiny_models import build_tiny_model
+
+    from evaluator.backends import ModelSpec, load_backend
+    from evaluator.model_eval import run_model
+
+    task, _, tmp_path = hidden
+    folder = build_tiny_model(tmp_path / "tiny", "generative", seed=3)
+    backend = load_backend(ModelSpec("tiny", str(folder), "generative", "r0"), device="cpu")
+    run = run_model(task, "zero_shot", backend, protocol="choice_logprobs", limit=50)
+    ran = {item.id for item in run.split.items}
+    assert len(ran) == 50 and not ran & private_item_ids(task)
+    metrics = score_answers(task, run.split, run.answers)
+    assert metrics["n_items"] == release.MIN_ITEMS and "private" not in metrics
