@@ -346,3 +346,32 @@ def test_a_smoke_run_draws_its_limit_from_the_public_part(hidden):
     assert len(ran) == 50 and not ran & private_item_ids(task)
     metrics = score_answers(task, run.split, run.answers)
     assert metrics["n_items"] == release.MIN_ITEMS and "private" not in metrics
+
+
+def test_realpref_open_ended_is_judged_on_the_public_part_live(splits_dir):
+    """The judge-scored task too: every item is judged, the live means are of the public part, the
+    private part's mean of the primary rubric is kept apart (the scripted judge of the RealPref
+    suite's tests rates private items' answers 5 and public ones 1)."""
+    from test_suite_realpref import WritingJudge
+
+    from evaluator.judge import Judge
+
+    realpref_hidden(splits_dir / "src", copies=2)
+    install(get_suite("realpref"), str(splits_dir / "src"))
+    task = get_task("realpref", "open_ended")
+    split = task.load_split()
+    private = private_item_ids(task)
+    answers = {i.id: f"answer to {i.id}" for i in split.items}
+
+    def script(rubric, response, attempt):
+        return f"Score: {5 if response.removeprefix('answer to ') in private else 1}\nRationale: -"
+
+    metrics = score_answers(task, split, answers, Judge("judge-x", "r1", WritingJudge(script)))
+    assert metrics["metric"] == "alignment"
+    assert metrics["parts"] == {"public": len(split.items) - len(private), "private": len(private)}
+    assert metrics["total"]["alignment"]["value"] == 1.0
+    assert metrics["total"]["quality"]["value"] == 1.0
+    assert metrics["private"]["total"] == {"alignment": metrics["private"]["total"]["alignment"]}
+    assert metrics["private"]["total"]["alignment"]["value"] == 5.0
+    released = release.released_metrics(metrics)
+    assert "private" not in released and "5.0" not in json.dumps(released)
