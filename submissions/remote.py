@@ -215,8 +215,12 @@ class EventFolder:
         if PRIVATE_SCORE in changes:  # kept for a named release, as a web-node job's (jobs.py)
             from submissions.private_part import keep
 
-            if current is not None:
-                keep(self.records, submission_id, changes[PRIVATE_SCORE])
+            try:
+                if current is not None:
+                    keep(self.records, submission_id, changes[PRIVATE_SCORE])
+            except (KeyError, TypeError, AttributeError, ValueError):  # not the scorer's block
+                # dropped, not retried (it would stop every later event); the score stays unsaid
+                log.error("malformed private score for %s dropped", submission_id)
             return True
         withheld = changes.pop("withheld_record", None)
         if (

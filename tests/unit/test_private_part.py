@@ -315,9 +315,10 @@ def test_a_remote_workers_private_score_is_kept_by_the_web_node_and_leaves_the_s
         "total": {"accuracy": {"value": 0.7345, "ci95": [0.64, 0.82], "n": 100}},
         "n_items": 100,
     }
+    ledger.keep_private("w1", {"metric": "accuracy", "total": None})  # malformed: dropped
     ledger.keep_private("w1", private)
     ledger.update("w1", state="finished")
-    assert EventFolder(connection, records).fold(block_ms=10) == 2
+    assert EventFolder(connection, records).fold(block_ms=10) == 3
     kept = pending(records)
     assert [(r["submission_id"], json.loads(r["stats"])["value"]) for r in kept] == [("w1", 0.7345)]
     assert records.get("w1").state == "finished"
