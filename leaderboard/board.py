@@ -53,7 +53,10 @@ SIZE_BUCKETS = ((1e9, "< 1B"), (1e10, "1B-10B"), (1e11, "10B-100B"), (float("inf
 def ranks_from_intervals(low: Iterable[float], high: Iterable[float]) -> list[int]:
     """1 + the number of rows whose lower bound exceeds this row's upper bound (see the module doc)."""
     low, high = np.asarray(list(low), dtype=float), np.asarray(list(high), dtype=float)
-    return [int(1 + np.sum(low > h)) for h in high]
+    # rows whose lower bound is above h: those after h in the sorted lower bounds (n log n, not n^2)
+    bounds = np.sort(low[~np.isnan(low)])  # a missing bound is above nothing
+    above = len(bounds) - np.searchsorted(bounds, high, side="right")
+    return [int(1 + count) for count in above]
 
 
 def size_bucket(parameters: Any) -> str:

@@ -28,10 +28,10 @@ from typing import Any, Sequence
 import pandas as pd
 
 from evaluator.hub import DatasetRepo, HubCommitConflict, HubNotFound, HubUnavailable
+from leaderboard.boards import BOARDS_DIR, board_changes, board_path, board_tasks, task_of_path
 from leaderboard.head_signal import UNKNOWN
 from leaderboard.result_record import validate_record
 from leaderboard.store import (
-    DATASET_CARD,
     SCORES_DIR,
     SHARD_RECORDS,
     Release,
@@ -39,7 +39,9 @@ from leaderboard.store import (
     StoreUnavailable,
     Version,
     as_json,
+    card_is_current,
     check_release_name,
+    dataset_card,
     flat_record_paths,
     record_files,
     record_path,
@@ -102,13 +104,13 @@ class HubDatasetStore:
                 if card is None:
                     self._commit(
                         {
-                            "README.md": DATASET_CARD.encode(),
+                            "README.md": dataset_card().encode(),
                             FIRST_PART: _parquet(records_to_scores([])),
                         },
                         "Create the results dataset",
                         head,
                     )
-                elif card != DATASET_CARD.encode():
+                elif not card_is_current(card):
                     self._shard_flat_records(head)
                 break
             except HubCommitConflict:
@@ -128,7 +130,9 @@ class HubDatasetStore:
             return
         snapshot = self._hub(self.repo.download, head)
         files = {new: (snapshot / old).read_bytes() for old, new in moves}
-        files["README.md"] = DATASET_CARD.encode()
+        files["README.md"] = dataset_card(
+            board_tasks(self._hub(self.repo.files, head, BOARDS_DIR))
+        ).encode()
         self._commit(
             files,
             "Shard the records folders by id (a commit rehashes small trees only)",
@@ -181,12 +185,13 @@ class HubDatasetStore:
                 return self._published_in(record["submission_id"]) or head
             part_path, part = self._tail_part(head)
             rows = records_to_scores([record])
-            files = {
-                path: as_json(record).encode(),
-                part_path: _parquet(
-                    pd.concat([part, rows], ignore_index=True) if len(part) else rows
-                ),
-            }
+            tail = pd.concat([part, rows], ignore_index=True) if len(part) else rows
+            files = {path: as_json(record).encode(), part_path: _parquet(tail)}
+            files.update(
+                self._board_files(
+                    head, record["suite"], record["task"], {part_path: tail}, added=[record]
+                )
+            )
             if request is not None:
                 current = self._hub(self.repo.read, request_path(request), head)
                 if supersedes(request, json.loads(current) if current is not None else None):
@@ -213,13 +218,17 @@ class HubDatasetStore:
             ]
             if not removed:
                 return None
-            files = {}
+            files: dict[str, bytes] = {}
+            parts = {}
             for path, blob in self._part_blobs(head).items():
                 frame = self._part(path, blob, head)
                 if (frame["submission_id"] == submission_id).any():
-                    files[path] = _parquet(
-                        frame[frame["submission_id"] != submission_id].reset_index(drop=True)
+                    parts[path] = frame[frame["submission_id"] != submission_id].reset_index(
+                        drop=True
                     )
+                    files[path] = _parquet(parts[path])
+            for suite, task in {task_of_path(p) for p in removed if p.startswith("results/")}:
+                files.update(self._board_files(head, suite, task, parts, removed=[submission_id]))
             return self._commit(files, message, head, removed)
 
         return self._retrying(attempt)
@@ -279,10 +288,50 @@ class HubDatasetStore:
                 self._part(tail_path, parts[tail_path], head) if parts else records_to_scores([]),
             )
             files[tail_path] = pd.concat([tail, records_to_scores(records)], ignore_index=True)
+            # the group's tasks' boards, ranked afresh from the new table (a rare path)
+            new_parts = {p: v for p, v in files.items() if isinstance(v, pd.DataFrame)}
+            tasks = {(r["suite"], r["task"]) for r in records} | {task_of_path(p) for p in removed}
+            listed = board_tasks(self._hub(self.repo.files, head, BOARDS_DIR))
+            scores = self._scores_with(head, new_parts)
+            for suite, task in sorted(tasks):
+                files.update(board_changes(suite, task, None, listed, lambda: scores))
+                listed = sorted({*listed, (suite, task)})
             files = {p: _parquet(v) if isinstance(v, pd.DataFrame) else v for p, v in files.items()}
             return self._commit(files, message, head, removed)
 
         return self._retrying(attempt)
+
+    def _board_files(
+        self,
+        head: str,
+        suite: str,
+        task: str,
+        new_parts: dict[str, pd.DataFrame],
+        added: list[dict[str, Any]] = (),  # type: ignore[assignment]
+        removed: Sequence[str] = (),
+    ) -> dict[str, bytes]:
+        """The task's board (and the card, for a new board) as this change leaves it
+        (leaderboard/boards.py): from the task's board at `head`, one file's download; the whole
+        table (`new_parts` replacing the parts this change rewrites) only for a task's first board."""
+        listed = self._hub(self.repo.files, head, BOARDS_DIR)
+        path = board_path(suite, task)
+        previous = self._hub(self.repo.read, path, head) if path in listed else None
+        return board_changes(
+            suite,
+            task,
+            previous,
+            board_tasks(listed),
+            lambda: self._scores_with(head, new_parts),
+            added,
+            removed,
+        )
+
+    def _scores_with(self, head: str, new_parts: dict[str, pd.DataFrame]) -> pd.DataFrame:
+        """The table at `head` with some parts replaced (or added) by a change."""
+        parts = {p: self._part(p, b, head) for p, b in self._part_blobs(head).items()}
+        parts.update(new_parts)
+        frames = [parts[p] for p in sorted(parts) if len(parts[p])]
+        return pd.concat(frames, ignore_index=True) if frames else records_to_scores([])
 
     def release(self, name: str, notes: str = "") -> Release:
         check_release_name(name)

@@ -7,6 +7,9 @@
     releases/<name>.json                         a named release's notes (the release is a tag)
     data/scores/part-NNNNN.parquet               the leaderboard table (one row per result and tier),
                                                  in parts of at most SHARD_RECORDS results
+    boards/<suite>/<task>.parquet                the task's board as the API downloads it (ranks,
+                                                 reference verdicts: leaderboard/boards.py), derived,
+                                                 rewritten by every publish into that task
 
 Every publish is one git commit, so every version is immutable and can be read back by its
 commit sha, exactly as a Hub revision; a release is a git tag, as on the Hub. The Hub store
@@ -35,10 +38,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Protocol, runtime_checkable
+from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
 
 import pandas as pd
 
+from leaderboard.boards import BOARDS_DIR, board_changes, board_path, board_tasks, task_of_path
 from leaderboard.result_record import validate_record
 from leaderboard.table import records_to_scores
 
@@ -53,21 +57,45 @@ AUTO_GC_EVERY = (
     50  # a publish that brings a table part to a multiple of this many results runs `git gc --auto`
 )
 
-DATASET_CARD = """---
-license: other
-pretty_name: PersonaBoard results
-configs:
-- config_name: scores
-  data_files: data/scores/*.parquet
----
-# PersonaBoard results
+CARD_BODY = """# PersonaBoard results
 
-One JSON record per evaluated submission under `results/<suite>/<task>/<xx>/` (`<xx>`: the first two
-hex digits of the sha256 of the submission id, so no folder grows past a few hundred files), with its provenance
-(suite version, split hash, predictions sha256 or model revision, setting, scorer version, timings),
-and the leaderboard table in `data/scores/*.parquet`. Every publish is a new revision.
-Each suite's data keeps its own license; see the PersonaBoard README.
+- `results/<suite>/<task>/<xx>/<submission id>.json`: one JSON record per evaluated submission
+  (`<xx>`: the first two hex digits of the sha256 of the submission id, so no folder grows past a few
+  hundred files), with its provenance (suite version, split hash, predictions sha256 or model
+  revision, setting, scorer version, timings).
+- `data/scores/*.parquet` (config `scores`, the default): the long table, one row per result, tier
+  and metric.
+- `boards/<suite>/<task>.parquet` (config `board-<suite>-<task>`): the task's board as the
+  leaderboard shows and downloads it: rank, rank group, above the reference line, model facts, one
+  column per tier; each setting ranked on its own.
+- `details/<suite>/<task>/<xx>/<submission id>.parquet`: per-item answers of a result on a public
+  split (never for a hidden split).
+
+Every publish is a new revision. Each suite's data keeps its own license; see the PersonaBoard README.
 """
+
+
+def dataset_card(boards: Iterable[tuple[str, str]] = ()) -> str:
+    """The dataset card: its YAML `configs` name the scores table (the default config) and each
+    task's board (leaderboard/boards.py), so `datasets.load_dataset(repo, "board-<suite>-<task>")`
+    reads a board."""
+    from leaderboard.boards import board_path, config_name
+
+    configs = ["- config_name: scores\n  data_files: data/scores/*.parquet\n  default: true"]
+    configs += [
+        f"- config_name: {config_name(suite, task)}\n  data_files: {board_path(suite, task)}"
+        for suite, task in sorted(set(boards))
+    ]
+    front = "license: other\npretty_name: PersonaBoard results\nconfigs:\n" + "\n".join(configs)
+    return f"---\n{front}\n---\n{CARD_BODY}"
+
+
+def card_is_current(card: bytes) -> bool:
+    """Whether a dataset card describes this layout (whatever boards its configs list)."""
+    return card.decode("utf-8", errors="replace").endswith("\n---\n" + CARD_BODY)
+
+
+DATASET_CARD = dataset_card()  # a dataset without boards yet
 
 
 @dataclass(frozen=True)
@@ -339,7 +367,8 @@ class LocalDatasetStore:
         for old, new in flat_record_paths(flat()):
             (self.root / new).parent.mkdir(parents=True, exist_ok=True)
             os.replace(self.root / old, self.root / new)
-        (self.root / "README.md").write_text(DATASET_CARD, encoding="utf-8")
+        boards = board_tasks(str(p.relative_to(self.root)) for p in self.root.glob("boards/*/*"))
+        (self.root / "README.md").write_text(dataset_card(boards), encoding="utf-8")
         self._git("add", "-A")
         self._git(
             "commit",
@@ -368,7 +397,7 @@ class LocalDatasetStore:
             # sharded and the table has few parts), not what is on disk: a failed writer's files there
             # are overwritten, never read.
             wanted = [relative] + ([request_path(request)] if request is not None else [])
-            committed = self._blobs(head, SCORES_DIR, *wanted)
+            committed = self._blobs(head, SCORES_DIR, BOARDS_DIR, *wanted)
             if relative in committed:  # a retried job: the first result stands
                 # the commit that added it (--follow: past the one that moved it into its shard folder)
                 return (
@@ -381,6 +410,7 @@ class LocalDatasetStore:
             self._write(relative, as_json(record))
             part, results_in_part = self._append_scores(records_to_scores([record]), committed)
             paths = [relative, part]
+            paths += self._write_board(head, committed, record["suite"], record["task"], [record])
             if request is not None and self._request_changes(request, committed):
                 # its requests/ record in the same version: a job that finishes before the web
                 # node's publisher pass would otherwise leave the submission without one
@@ -393,6 +423,40 @@ class LocalDatasetStore:
                 # It returns at once unless loose objects piled up, and then packs in the background.
                 self._git("gc", "--auto", "--quiet")
             return commit
+
+    def _write_board(
+        self,
+        head: str,
+        committed: dict[str, str],
+        suite: str,
+        task: str,
+        added: list[dict[str, Any]] = (),  # type: ignore[assignment]
+        removed: Iterable[str] = (),
+    ) -> list[str]:
+        """Write the task's board (and the card, for a new board) as the change leaves it
+        (leaderboard/boards.py); returns the paths written. `committed`: the blobs of the last
+        version under boards/ and data/scores/ (the table's parts written for this change are on
+        disk already)."""
+        blob = committed.get(board_path(suite, task))
+        files = board_changes(
+            suite,
+            task,
+            self._git("cat-file", "blob", blob) if blob else None,
+            board_tasks(committed),
+            self.scores_on_disk,
+            added,
+            removed,
+        )
+        for path, data in files.items():
+            self._write_bytes(path, data)
+        return list(files)
+
+    def scores_on_disk(self) -> pd.DataFrame:
+        """The table as the files being written hold it (the lock held): a change's own parts."""
+        parts = sorted((self.root / SCORES_DIR).glob("part-*.parquet"))
+        if not parts:
+            return records_to_scores([])
+        return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
 
     def _commit_paths(self, head: str, paths: list[str], message: str) -> str:
         """Commit the files written at `paths` on top of `head` (the lock held); returns the commit.
@@ -423,7 +487,7 @@ class LocalDatasetStore:
                 parts[-1],
                 pd.concat([tail, rows], ignore_index=True) if len(tail) else rows,
             )
-        data = _parquet_bytes(frame)
+        data = parquet_bytes(frame)
         self._write_bytes(path, data)
         self._remember_part(_blob_id(data), data)  # the next publish (and reader) finds it parsed
         for stray in (self.root / SCORES_DIR).glob(
@@ -473,6 +537,11 @@ class LocalDatasetStore:
                         frame[frame["submission_id"] != submission_id].reset_index(drop=True), part
                     )
                     changed.append(str(part.relative_to(self.root)))
+            head = self.head_revision()
+            committed = self._blobs(head, BOARDS_DIR)
+            for path in records:
+                suite, task = path.relative_to(self.root).parts[1:3]
+                changed += self._write_board(head, committed, suite, task, removed=[submission_id])
             self._git("add", "-A", "--", *changed)
             self._git("commit", "-q", "-m", message)
             return self.head_revision()
@@ -510,6 +579,17 @@ class LocalDatasetStore:
             if not changed:
                 return None
             self._write_scores(self._read_records_from_disk())
+            # the group's tasks' boards, ranked afresh from the new table (a rare path)
+            head = self.head_revision()
+            listed = board_tasks(self._blobs(head, BOARDS_DIR))
+            tasks = {(r["suite"], r["task"]) for r in records}
+            tasks |= {task_of_path(p) for p in present if p not in wanted}
+            for suite, task in sorted(tasks):
+                for written, data in board_changes(
+                    suite, task, None, listed, self.scores_on_disk
+                ).items():
+                    self._write_bytes(written, data)
+                listed = sorted({*listed, (suite, task)})
             self._git("add", "-A")
             self._git("commit", "-q", "-m", message)
             return self._git("rev-parse", "HEAD").decode().strip()
@@ -743,7 +823,7 @@ def _stat_key(path: str) -> tuple:
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _parquet_bytes(frame: pd.DataFrame) -> bytes:
+def parquet_bytes(frame: pd.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()

@@ -17,7 +17,13 @@ from hub_server import TEST_TOKEN as HUB_TEST_TOKEN  # noqa: E402
 from evaluator.hub import DatasetRepo
 from leaderboard.hub_store import HubDatasetStore
 from leaderboard.outbox import Outbox
-from leaderboard.store import LocalDatasetStore, StoreError, request_path, result_path
+from leaderboard.store import (
+    LocalDatasetStore,
+    StoreError,
+    dataset_card,
+    request_path,
+    result_path,
+)
 from leaderboard.table import records_to_scores
 
 pytestmark = pytest.mark.service
@@ -400,6 +406,7 @@ def test_a_hub_repo_with_flat_record_folders_is_sharded_once(
     hub_server, tmp_path, online, monkeypatch
 ):
     from leaderboard import hub_store as hub_store_module
+    from leaderboard import store as store_module
 
     def flat_path(record: dict) -> str:  # where stores made before id_shard kept a record
         folder = "results" if "metrics" in record else "requests"
@@ -409,9 +416,12 @@ def test_a_hub_repo_with_flat_record_folders_is_sharded_once(
     with monkeypatch.context() as old_code:
         for name in ("record_path", "request_path"):
             old_code.setattr(hub_store_module, name, flat_path)
-        old_code.setattr(
-            hub_store_module, "DATASET_CARD", "---\npretty_name: the card before sharding\n---\n"
-        )
+        for module in (hub_store_module, store_module):  # the card's writers, before sharding
+            old_code.setattr(
+                module,
+                "dataset_card",
+                lambda boards=(): "---\npretty_name: the card before sharding\n---\n",
+            )
         old = hub_store(hub_server, tmp_path, "old")
         first = old.publish(make_record("s1", 0.5), request=request)
         flat_head = old.publish(make_record("s2", 0.75))
@@ -430,7 +440,7 @@ def test_a_hub_repo_with_flat_record_folders_is_sharded_once(
         request_path(request),
     } <= files
     assert not any(p.count("/") == 3 for p in files if p.startswith(("results/", "requests/")))
-    assert store.repo.read("README.md", head).decode() == hub_store_module.DATASET_CARD
+    assert store.repo.read("README.md", head).decode() == dataset_card([("prefeval", "mcq")])
     assert (
         [r["submission_id"] for r in store.records()]
         == [r["submission_id"] for r in store.records(flat_head)]

@@ -187,7 +187,8 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(
             )
             # the gold never enters the results repo
             assert all(
-                p.split("/")[0] in ("README.md", ".gitattributes", "data", "results", "requests")
+                p.split("/")[0]
+                in ("README.md", ".gitattributes", "data", "results", "requests", "boards")
                 for p in files
             ), files
             # in the web node's leaderboard at once: the worker renewed the results head signal in Redis

@@ -54,7 +54,9 @@ def test_layout(store):
     readme = (store.root / "README.md").read_text()
     assert readme.startswith("---\n")
     card = yaml.safe_load(readme.split("---\n")[1])
-    assert card["configs"] == [{"config_name": "scores", "data_files": SCORES_GLOB}]
+    assert card["configs"] == [
+        {"config_name": "scores", "data_files": SCORES_GLOB, "default": True}
+    ]
     assert [p.name for p in store.root.glob(SCORES_GLOB)] == ["part-00000.parquet"]
     assert store.scores().empty
 
@@ -69,9 +71,15 @@ def test_layout(store):
     ).stdout.split()
     assert sorted(tracked) == [
         "README.md",
+        "boards/prefeval/mcq.parquet",  # the task's board (leaderboard/boards.py)
         "data/scores/part-00000.parquet",
         result_path("prefeval", "mcq", "s1"),
     ]
+    card = yaml.safe_load((store.root / "README.md").read_text().split("---\n")[1])
+    assert card["configs"][1] == {
+        "config_name": "board-prefeval-mcq",
+        "data_files": "boards/prefeval/mcq.parquet",
+    }
 
 
 def test_each_publish_is_a_version_newest_first(store):
@@ -199,6 +207,7 @@ def test_a_dead_publishers_record_is_never_committed_under_another_submission(st
         check=True,
     ).stdout.split()
     assert sorted(changed) == [
+        "boards/prefeval/mcq.parquet",
         "data/scores/part-00000.parquet",
         result_path("prefeval", "mcq", "second"),
     ]
@@ -259,6 +268,7 @@ def test_a_writer_killed_after_staging_leaves_nothing_in_the_next_commit(store):
         check=True,
     ).stdout.split()
     assert sorted(changed) == [
+        "boards/prefeval/mcq.parquet",
         "data/scores/part-00000.parquet",
         result_path("prefeval", "mcq", "second"),
     ]
@@ -475,6 +485,8 @@ def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp
     assert sorted(git_files(root, moved)) == sorted(
         [
             "README.md",
+            "boards/prefeval/mcq.parquet",
+            "boards/recentering/relevance.parquet",
             "data/scores/part-00000.parquet",
             result_path("prefeval", "mcq", "s1"),
             result_path("recentering", "relevance", "s2"),
@@ -499,6 +511,8 @@ def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp
     assert sorted(git_files(root, store.head())) == sorted(
         [
             "README.md",
+            "boards/prefeval/mcq.parquet",
+            "boards/recentering/relevance.parquet",
             "data/scores/part-00000.parquet",
             result_path("recentering", "relevance", "s2"),
             result_path("prefeval", "mcq", "s3"),
