@@ -584,9 +584,10 @@ class LocalDatasetStore:
             listed = board_tasks(self._blobs(head, BOARDS_DIR))
             tasks = {(r["suite"], r["task"]) for r in records}
             tasks |= {task_of_path(p) for p in present if p not in wanted}
+            scores = self.scores_on_disk()
             for suite, task in sorted(tasks):
                 for written, data in board_changes(
-                    suite, task, None, listed, self.scores_on_disk
+                    suite, task, None, listed, lambda: scores
                 ).items():
                     self._write_bytes(written, data)
                 listed = sorted({*listed, (suite, task)})
