@@ -16,7 +16,7 @@ from backend.health import health_report
 from backend.leaderboard_http import MAX_OFFSET, accepts_gzip, leaderboard_response, page_of
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from evaluator.splits import SplitNotInstalled
-from leaderboard.overview import OVERVIEW_NOTE
+from leaderboard.overview import OVERVIEW_NOTE, SIZE_CHOICES, TYPE_CHOICES
 from leaderboard.readpath import (
     DEFAULT_PAGE_ROWS,
     MAX_PAGE_ROWS,
@@ -521,21 +521,26 @@ def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
     return {"submissions": [s.public() for s in svc.recent_submissions(limit)]}
 
 
+def unknown_filter(exc: UnknownFilter) -> HTTPException:
+    """A 422 naming the unknown parameter and its allowed values."""
+    return HTTPException(
+        422,
+        {
+            "message": str(exc),
+            "problems": [
+                {"line": None, "field": exc.parameter, "message": str(exc)},
+            ],
+            "allowed": exc.allowed,
+        },
+    )
+
+
 def checked(filters: Filters) -> Filters:
     """`filters`, or a 422 naming the unknown parameter and its allowed values."""
     try:
         check_filters(filters)
     except UnknownFilter as exc:
-        raise HTTPException(
-            422,
-            {
-                "message": str(exc),
-                "problems": [
-                    {"line": None, "field": exc.parameter, "message": str(exc)},
-                ],
-                "allowed": exc.allowed,
-            },
-        ) from None
+        raise unknown_filter(exc) from None
     return filters
 
 
@@ -556,6 +561,8 @@ async def read_table(request: Request, filters: Filters, format: str, revision, 
         ) from exc
     except StoreError as exc:
         raise not_found(str(exc)) from None
+    except UnknownFilter as exc:  # a value known only from the data (the overview's licenses)
+        raise unknown_filter(exc) from None
 
 
 @router.get(
@@ -629,6 +636,10 @@ async def leaderboard(
     summary="The overview across suites: one row per model, one column per suite/task; "
     "JSON, CSV or parquet",
     description=OVERVIEW_NOTE
+    + " Per model: `model_name`, `model_key` (its identity: two models sharing a display name are "
+    "two rows), `source` (model run or predictions file), `model_link`, `model_type`, "
+    "`parameters`, `size`, `license`, `tasks`. The filters (type, size, license, search) keep "
+    "models and leave ranks as they are over all models."
     + " Per task column `S/T`: the value, then `S/T ci_low`, `ci_high`, `rank` (only among rows "
     "of that column that ran the same items; none for a copy of another row's predictions file), "
     "`n` (items), `setting`, `note` (why a row is not ranked), `submission_id`. Paged and cached "
@@ -651,6 +662,19 @@ async def overview(
     search: str | None = Query(
         None, max_length=200, description="models whose name contains this (any case)"
     ),
+    type: str | None = Query(
+        None, max_length=100, description=f"models of this type: {', '.join(TYPE_CHOICES)}"
+    ),
+    size: str | None = Query(
+        None,
+        max_length=100,
+        description=f"models of this size (parameters): {', '.join(SIZE_CHOICES)}",
+    ),
+    license: str | None = Query(
+        None,
+        max_length=200,
+        description="models of this license (one the overview's models have; a 422 lists them)",
+    ),
     revision: str | None = Query(
         None,
         description="a results-dataset revision (commit sha) or release name; default the newest",
@@ -664,7 +688,17 @@ async def overview(
         raise HTTPException(
             422, {"message": "limit and offset page the JSON; this asks for the whole table"}
         )
-    filters = checked(Filters(suite, task, None, None, OVERVIEW, (search or "").strip() or None))
+    filters = checked(
+        Filters(
+            suite or None,
+            task or None,
+            view=OVERVIEW,
+            search=(search or "").strip() or None,
+            model_type=type or None,
+            size=size or None,
+            license=license or None,
+        )
+    )
     body = await read_table(
         request, filters, format, revision, page_of(format, limit, offset, complete)
     )

@@ -5,6 +5,12 @@ declared setting, and the task's default protocol for model runs; an uploaded pr
 counts too, its method being the submitter's own): the primary metric's total with its 95%
 interval. The rules, each tested in tests/unit/test_overview.py:
 
+- One row per model, told apart by its identity, not its display name alone (`model_key`): the
+  name as the ownership rule reads it (case and spacing folded), how the result was produced (a
+  model run here, or an uploaded predictions file: the board's Source), and the model's link
+  (its repository, any revision). A result without a link joins the one linked model of its name
+  and kind, if there is exactly one. Rows that share a display name say what tells them apart in
+  the model cell (its source, its link), as the boards do.
 - Which rows count: verified results only (`computed`: a full run scored here). Partial runs, the
   papers' reported numbers and reference lines are left out; so are hidden or deleted results,
   which are withdrawn from the published table this view is built from.
@@ -16,12 +22,16 @@ interval. The rules, each tested in tests/unit/test_overview.py:
   version or judge is shown unranked with the reason.
 - Identical predictions rank once: a row whose uploaded file (or model run's answers) has the same
   sha256 as an earlier row's in that column is marked as its duplicate and not ranked.
+- Filters like the boards': model type, size bucket, license and a name search keep models (by
+  the model's facts from its newest result that states them); ranks are those of the whole
+  column, so a filtered model keeps its place among all models, as on the boards.
 - Nothing is averaged across columns: the tasks have different metrics (accuracy, Spearman's rho,
   ratings), scales, item counts and splits (OVERVIEW_NOTE).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
@@ -30,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from evaluator.registry import all_suites
-from leaderboard.board import RANKED_KIND, ranks_from_intervals
+from leaderboard.board import RANKED_KIND, SIZE_BUCKETS, ranks_from_intervals, size_bucket
+from leaderboard.table import UNKNOWN
 
 UPLOADED = "uploaded predictions"  # the protocol an uploaded predictions file records
 OVERVIEW_NOTE = (
@@ -42,6 +53,22 @@ OVERVIEW_NOTE = (
 )
 # per task column: value, interval, rank, and the facts behind them
 CELL_FIELDS = ("ci_low", "ci_high", "rank", "n", "setting", "note", "submission_id")
+# per model: who it is and the facts the filters read (its newest result that states each)
+MODEL_FIELDS = (
+    "model_name",
+    "model_key",
+    "source",
+    "model_link",
+    "model_type",
+    "parameters",
+    "size",
+    "license",
+    "tasks",
+)
+MODEL_RUN = "model run"
+# the filters' fixed choices: what a verified row's type can be, and the boards' size buckets
+TYPE_CHOICES = ("generative", "reward", "predictions file", UNKNOWN)
+SIZE_CHOICES = (*(label for _, label in SIZE_BUCKETS), UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -79,13 +106,54 @@ def conditions() -> tuple[Condition, ...]:
     return tuple(found)
 
 
+def producer(source: str) -> str:
+    """How a result was produced, without the protocol ("model run (loglik)" -> "model run"): a
+    model's runs on tasks of different default protocols are one model."""
+    return MODEL_RUN if str(source).startswith(MODEL_RUN) else str(source)
+
+
+def link_key(link) -> str:
+    """A model link as an identity: no scheme, `www.`, revision (`/tree/<rev>`) or trailing slash;
+    case folded ("https://huggingface.co/Org/M/tree/abc" -> "huggingface.co/org/m")."""
+    text = str(link or "").strip().casefold()
+    text = re.sub(r"^[a-z][a-z0-9+.-]*://", "", text).removeprefix("www.")
+    return re.sub(r"/(tree|blob|resolve|commit)/.*$", "", text).rstrip("/")
+
+
+def name_key(name: str) -> str:
+    """A model name as the name-ownership rule reads it (submissions/names.py): case folded, inner
+    whitespace collapsed."""
+    return " ".join(name.casefold().split())
+
+
+def model_keys(rows: pd.DataFrame) -> pd.Series:
+    """Per result, its model's identity (see the module doc): "name key · producer[ · link]"."""
+    base = [
+        f"{name_key(str(name))} · {producer(source)}"
+        for name, source in zip(rows["model_name"], rows["source"])
+    ]
+    links = [link_key(link) for link in rows.get("model_link", pd.Series("", index=rows.index))]
+    linked: dict[str, set[str]] = {}
+    for b, link in zip(base, links):
+        if link:
+            linked.setdefault(b, set()).add(link)
+    keys = []
+    for b, link in zip(base, links):
+        if not link and len(linked.get(b, ())) == 1:
+            link = next(iter(linked[b]))  # the one linked model of this name and kind
+        keys.append(f"{b} · {link}" if link else b)
+    return pd.Series(keys, index=rows.index, dtype=object)
+
+
 def counted_rows(rows: pd.DataFrame, wanted: Iterable[Condition]) -> pd.DataFrame:
     """The results that count in the overview (one per result; see the module doc), with their
     column; at most one per model and column, the newest."""
     by_task = {(c.suite, c.task): c for c in wanted}
     if rows.empty or not by_task:
         return rows.iloc[0:0].assign(column=pd.Series(dtype=str), model_key=pd.Series(dtype=str))
-    rows = rows.reindex(columns=sorted(set(rows.columns) | {"protocol", "predictions_sha256"}))
+    rows = rows.reindex(
+        columns=sorted(set(rows.columns) | {"protocol", "predictions_sha256", "model_link"})
+    )
     conds = [by_task.get((s, t)) for s, t in zip(rows["suite"], rows["task"])]
     keep = [
         c is not None and kind == RANKED_KIND and c.counts(str(setting), str(protocol or ""))
@@ -96,7 +164,7 @@ def counted_rows(rows: pd.DataFrame, wanted: Iterable[Condition]) -> pd.DataFram
     counted = rows[keep].drop_duplicates("submission_id")
     counted = counted.assign(
         column=counted["suite"] + "/" + counted["task"],
-        model_key=counted["model_name"].astype(str).str.strip().str.casefold(),
+        model_key=model_keys(counted),
     )
     counted = counted.sort_values(["submitted_at", "submission_id"], ascending=False)
     return counted.drop_duplicates(["model_key", "column"]).reset_index(drop=True)
@@ -138,29 +206,25 @@ def rank_column(cells: pd.DataFrame) -> pd.DataFrame:
     return cells
 
 
-def build_overview(
+def overview_table(
     rows: pd.DataFrame,
     suite: str | None = None,
     task: str | None = None,
-    search: str | None = None,
     wanted: Iterable[Condition] | None = None,
 ) -> pd.DataFrame:
-    """One row per model: `model_name`, `tasks` (how many columns it has a result in), then per
-    task column `S/T` its value and `S/T ci_low`, `ci_high`, `rank`, `n`, `setting`, `note`,
-    `submission_id`. `rows`: one row per result with the wide view's ids, `total`, its interval,
-    `n_items`, and the provenance columns (leaderboard.table.wide_rows). `suite`/`task` keep those
-    columns; `search` keeps models whose name contains it (case-insensitive)."""
+    """One row per model (MODEL_FIELDS), then per task column `S/T` its value and `S/T ci_low`,
+    `ci_high`, `rank`, `n`, `setting`, `note`, `submission_id`. `rows`: one row per result with the
+    wide view's ids, `total`, its interval, `n_items`, and the provenance columns
+    (leaderboard.table.wide_rows). `suite`/`task` keep those columns. Unfiltered: the filters
+    (filter_overview) keep rows of it, with the ranks made here."""
     chosen = [
         c
         for c in (conditions() if wanted is None else wanted)
         if (not suite or c.suite == suite) and (not task or c.task == task)
     ]
     counted = counted_rows(rows, chosen)
-    needle = (search or "").strip().casefold()
-    if needle:
-        counted = counted[counted["model_key"].str.contains(needle, regex=False)]
     columns = [c.column for c in chosen if c.column in set(counted["column"])]
-    header = ["model_name", "tasks"] + [
+    header = list(MODEL_FIELDS) + [
         name for c in columns for name in (c, *(f"{c} {f}" for f in CELL_FIELDS))
     ]
     if counted.empty:
@@ -170,8 +234,7 @@ def build_overview(
     ranked = pd.concat(
         [rank_column(cells) for _, cells in counted.groupby("column", sort=False)]
     ).sort_values(["submitted_at", "submission_id"])
-    models = ranked.groupby("model_key", sort=False)["model_name"].last()
-    frame = pd.DataFrame({"model_name": models})
+    frame = model_facts(ranked)
     for column in columns:
         cells = ranked[ranked["column"] == column].set_index("model_key")
         frame[column] = cells["total"].astype(float)
@@ -184,7 +247,7 @@ def build_overview(
     frame["tasks"] = frame[columns].notna().sum(axis=1).astype("int64")
     # most tasks first, then by name: no order that would read as an average
     frame = frame.assign(_name=frame["model_name"].str.casefold())
-    frame = frame.sort_values(["tasks", "_name"], ascending=[False, True]).drop(columns="_name")
+    frame = frame.sort_values(["tasks", "_name", "model_key"], ascending=[False, True, True])
     frame = frame.reindex(columns=header).reset_index(drop=True)
     by_column = {c.column: c for c in chosen}
     frame.attrs["columns"] = [
@@ -197,6 +260,75 @@ def build_overview(
         for column in columns
     ]
     return frame
+
+
+def model_facts(ranked: pd.DataFrame) -> pd.DataFrame:
+    """Per model (indexed by `model_key`): its newest name, the facts of its newest result that
+    states each (type, parameters, license; `unknown` where none does), how its results were
+    produced and its link (what tells it apart from another model of the same name).
+    `ranked`: its counted results, oldest first."""
+
+    def newest_known(column: str):
+        values = ranked[column].where(~ranked[column].isin(["", UNKNOWN]))
+        return values.groupby(ranked["model_key"], sort=False).last()
+
+    grouped = ranked.groupby("model_key", sort=False)
+    frame = pd.DataFrame({"model_name": grouped["model_name"].last()})
+    frame["model_key"] = frame.index
+    frame.index.name = None  # the key is also a column (sorted on)
+    frame["model_type"] = newest_known("model_type").reindex(frame.index).fillna(UNKNOWN)
+    parameters = pd.to_numeric(ranked["parameters"], errors="coerce")
+    frame["parameters"] = parameters.groupby(ranked["model_key"]).last().reindex(frame.index)
+    frame["size"] = [size_bucket(p) for p in frame["parameters"]]
+    frame["license"] = newest_known("license").reindex(frame.index).fillna(UNKNOWN)
+    frame["source"] = grouped["source"].last().map(producer)
+    frame["model_link"] = newest_known("model_link").reindex(frame.index).fillna("")
+    return frame
+
+
+def filter_overview(
+    frame: pd.DataFrame,
+    model_type: str | None = None,
+    size: str | None = None,
+    license: str | None = None,
+    search: str | None = None,
+) -> pd.DataFrame:
+    """The boards' filters on an overview (`overview_table`): models of this type, size bucket and
+    license, whose name contains `search` (any case). Ranks stay those of the whole column; a
+    column no kept model has a result in is dropped."""
+    keep = pd.Series(True, index=frame.index)
+    for column, wanted in (("model_type", model_type), ("size", size), ("license", license)):
+        if wanted:
+            keep &= frame[column] == wanted
+    needle = (search or "").strip().casefold()
+    if needle:
+        keep &= frame["model_name"].astype(str).str.casefold().str.contains(needle, regex=False)
+    if keep.all():
+        return frame
+    shown = frame[keep].reset_index(drop=True)
+    columns = [c for c in frame.attrs["columns"] if shown[c["column"]].notna().any()]
+    dropped = {c["column"] for c in frame.attrs["columns"]} - {c["column"] for c in columns}
+    shown = shown.drop(
+        columns=[name for c in dropped for name in (c, *(f"{c} {f}" for f in CELL_FIELDS))]
+    )
+    shown.attrs["columns"] = columns
+    return shown
+
+
+def build_overview(
+    rows: pd.DataFrame,
+    suite: str | None = None,
+    task: str | None = None,
+    search: str | None = None,
+    wanted: Iterable[Condition] | None = None,
+    model_type: str | None = None,
+    size: str | None = None,
+    license: str | None = None,
+) -> pd.DataFrame:
+    """The overview of `rows` (overview_table), filtered (filter_overview)."""
+    return filter_overview(
+        overview_table(rows, suite, task, wanted), model_type, size, license, search
+    )
 
 
 def counts_of(frame: pd.DataFrame) -> dict[str, int]:

@@ -36,7 +36,7 @@ from typing import Any, Callable, Hashable, NamedTuple, Protocol
 import pandas as pd
 
 from leaderboard.board import board_download
-from leaderboard.overview import build_overview
+from leaderboard.overview import SIZE_CHOICES, TYPE_CHOICES, filter_overview, overview_table
 from leaderboard.table import (
     CELL_COLUMNS,
     EXPORT_FORMATS,
@@ -94,6 +94,14 @@ class Filters(NamedTuple):
     tier: str | None = None
     view: str = BOARD  # OVERVIEW: one row per model across suites (leaderboard/overview.py)
     search: str | None = None  # OVERVIEW: models whose name contains this
+    model_type: str | None = None  # OVERVIEW: models of this type (TYPE_CHOICES)
+    size: str | None = None  # OVERVIEW: models of this size bucket (SIZE_CHOICES)
+    license: str | None = None  # OVERVIEW: models of this license (one the view's models have)
+
+    @property
+    def overview_base(self) -> "Filters":
+        """The unfiltered overview these filters keep models of (built once, filtered cheaply)."""
+        return Filters(self.suite, self.task, view=OVERVIEW)
 
 
 class UnknownFilter(ValueError):
@@ -129,6 +137,18 @@ def check_filters(filters: Filters) -> None:
         bare = {name.split("/", 1)[1] for name in tiers}
         if filters.tier not in tiers | bare:
             raise UnknownFilter("tier", filters.tier, sorted(tiers))
+    for parameter, value, allowed in (
+        ("type", filters.model_type, TYPE_CHOICES),
+        ("size", filters.size, SIZE_CHOICES),
+    ):
+        if value is not None and value not in allowed:
+            raise UnknownFilter(parameter, value, list(allowed))
+
+
+def check_license(frame: pd.DataFrame, license: str | None) -> None:
+    """A license filter names one the view's models have (licenses are data, not manifests)."""
+    if license is not None and license not in set(frame["license"]):
+        raise UnknownFilter("license", license, sorted(set(frame["license"])))
 
 
 @dataclass(frozen=True)
@@ -242,8 +262,17 @@ class RevisionTable:
         with self._lock:
             frame = self._views.get_fresh(filters)
             if frame is None and filters.view == OVERVIEW:
-                frame = build_overview(self.all_rows(), filters.suite, filters.task, filters.search)
-                self._views.put(filters, frame)
+                base = filters.overview_base
+                frame = self._views.get_fresh(base)
+                if frame is None:
+                    frame = overview_table(self.all_rows(), filters.suite, filters.task)
+                    self._views.put(base, frame)
+                if filters != base:
+                    check_license(frame, filters.license)
+                    frame = filter_overview(
+                        frame, filters.model_type, filters.size, filters.license, filters.search
+                    )
+                    self._views.put(filters, frame)
             if frame is None:
                 frame = finish_view(
                     self.parts,

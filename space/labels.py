@@ -8,8 +8,11 @@ row, and last the submission id.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import pandas as pd
 
+from leaderboard.overview import link_key
 from space.display import ROW_KINDS
 
 DISTINGUISHERS = ("setting", "source", "row_kind")
@@ -23,23 +26,28 @@ def _text(row, column: str) -> str:
         return ROW_KINDS.get(str(value), str(value))
     if column == "source":  # "reported (paper), Table 7" -> "Table 7"
         return str(value).removeprefix("reported (paper), ")
+    if column == "model_link":  # "https://huggingface.co/org/m/tree/abc" -> "org/m"
+        return link_key(value).removeprefix("huggingface.co/") or "no link"
     return str(value)
 
 
-def distinctions(board: pd.DataFrame) -> dict[str, str]:
-    """submission id -> what tells the row apart from other rows of its model name ("" if the name is
-    unique): the fewest of DISTINGUISHERS that make every label of that name distinct, else the id."""
+def distinctions(
+    board: pd.DataFrame, by: Sequence[str] = DISTINGUISHERS, key: str = "submission_id"
+) -> dict[str, str]:
+    """row id (`key`) -> what tells the row apart from other rows of its model name ("" if the
+    name is unique): the fewest of `by` that make every label of that name distinct, else the id.
+    The overview's rows (one per model) are told apart by source and link."""
     found: dict[str, str] = {}
     if board.empty:
         return found
     for _, rows in board.groupby(board["model_name"].astype(str), sort=False):
-        ids = list(rows["submission_id"].astype(str))
+        ids = list(rows[key].astype(str))
         if len(rows) == 1:
             found[ids[0]] = ""
             continue
         records = [row for _, row in rows.iterrows()]
         chosen: list[str] = []
-        for column in DISTINGUISHERS:
+        for column in by:
             values = [_text(r, column) for r in records]
             if len(set(values)) > 1:
                 chosen.append(column)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ def service(module_live_service):
 
     store = LocalDatasetStore(module_live_service.data_dir / "results-dataset")
     split = get_task("prefeval", "mcq").load_split().sha256  # the upload's: ranked together
-    store.publish(record("bo-a1", "Alpha 7B", 0.81, split=split))
+    alpha = {"model_type": "generative", "parameters": 7e9, "license": "apache-2.0"}
+    beta = {"model_type": "generative", "parameters": 3e9, "license": "mit"}
+    first = store.publish(record("bo-a1", "Alpha 7B", 0.81, split=split, facts=alpha))
     store.publish(
         record(
             "bo-a2",
@@ -56,12 +59,26 @@ def service(module_live_service):
             suite="personafeedback",
             task="binary_choice",
             setting="persona",
+            facts=alpha,
         )
     )
-    store.publish(record("bo-b1", "Beta <i>3B</i>", 0.52, split=split))
+    store.publish(record("bo-b1", "Beta <i>3B</i>", 0.52, split=split, facts=beta))
+    # another model under the same display name: someone's uploaded predictions file
+    store.publish(
+        record(
+            "bo-a3",
+            "Alpha 7B",
+            0.45,
+            split=split,
+            protocol="uploaded predictions",
+            predictions="f" * 64,
+            link="https://huggingface.co/someone/alpha-preds",
+        )
+    )
     with module_live_service.http() as http:
         sid = submit_ok(http, explicit_only().body, model_name="Uploader explicit-only")
         wait_finished(http, sid)
+    module_live_service.first_revision = first
     return module_live_service, sid
 
 
@@ -114,30 +131,132 @@ def test_overview_tab_at_both_widths(service, browser, tmp_path, width):
         expect(table).to_be_visible()
         expect(page.locator("#overview-note")).to_contain_text("do not average them")
         rows = {r[0]: r for r in cell_texts(page, "overview-table")}
-        assert {"Alpha 7B", "Beta <i>3B</i>", "Uploader explicit-only"} <= set(rows)  # inert text
+        # inert text; two models named Alpha 7B, each cell saying which it is (as on the boards)
+        assert {"Beta <i>3B</i>", "Uploader explicit-only"} <= set(rows)
+        assert {"Alpha 7B\nmodel run", "Alpha 7B\npredictions file"} <= set(rows), set(rows)
+        rows["Alpha 7B"] = rows["Alpha 7B\nmodel run"]
         headers = table.locator("thead th").all_inner_texts()
         assert any("PrefEval" in h and "Accuracy" in h for h in headers), headers
         alpha = rows["Alpha 7B"]
         assert any(c.startswith("81.0#1") for c in alpha), alpha  # value, rank badge, interval
         assert any("79.0–83.0" in c for c in alpha), alpha
-        assert any(c.startswith("33.3#3") for c in rows["Uploader explicit-only"])
+        assert any(c.startswith("33.3#4") for c in rows["Uploader explicit-only"])
         # the model column stays in view and its header text is not cut
         model = table.locator("tbody th").first.bounding_box()
         assert model["x"] >= 0 and model["x"] + model["width"] <= width
-        for th in table.locator("thead th").all():
+        for th in table.locator("thead th").all() + table.locator("tbody th").all():
             clipped = th.evaluate("h => h.scrollWidth > h.clientWidth + 1")
-            assert not clipped, th.inner_text()
+            assert not clipped, th.inner_text()  # headers and model names whole, at 390 px too
         no_page_overflow(page)
         screenshot(page, tmp_path, f"overview-{width}")
 
         choose(page, "overview-suite", "PersonaFeedback")
         expect(page.locator("#overview-table tbody tr")).to_have_count(1)
+        expect(page.locator("#overview-downloads a", has_text="CSV")).to_have_attribute(
+            "download", re.compile(r"^overview-personafeedback-[0-9a-f]{12}\.csv$")
+        )
         link = page.locator("#overview-downloads a", has_text="CSV")
         response = page.request.get(link.get_attribute("href"))
         assert response.ok
         rows = list(csv.DictReader(io.StringIO(response.text())))
         assert [r["model_name"] for r in rows] == ["Alpha 7B"]
         assert float(rows[0]["personafeedback/binary_choice"]) == pytest.approx(0.66)
+
+
+def overview_models(page) -> list[str]:
+    return [r[0] for r in cell_texts(page, "overview-table")]
+
+
+def control_value(page, elem_id: str):
+    return page.locator(f"#{elem_id} input").first
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_overview_filters_and_url_round_trip(service, browser, tmp_path, width):
+    """Type, license, size and name filters narrow the overview; the filters, the header sort and
+    the tab itself go into the URL; a reload and a link opened elsewhere show the same overview,
+    and the Leaderboard's own view is kept apart from it."""
+    service, _ = service
+    wanted = """() => { const p = new URLSearchParams(location.search);
+        return p.get('tab') === 'overview' && p.get('suite') === 'prefeval'
+            && p.get('type') === 'generative' && p.get('license') === 'apache-2.0'
+            && p.get('q') === 'alpha' && p.get('sort') === 'prefeval/mcq:asc'; }"""
+
+    def same_view(page):
+        expect(page.locator("#overview-table tbody tr")).to_have_count(1)
+        assert overview_models(page) == ["Alpha 7B"]  # the run; the upload of its name is no type
+        expect(control_value(page, "overview-type")).to_have_value("generative")
+        expect(control_value(page, "overview-license")).to_have_value("apache-2.0")
+        expect(control_value(page, "overview-suite")).to_have_value("PrefEval")
+        expect(
+            page.locator("#overview-search textarea, #overview-search input").first
+        ).to_have_value("alpha")
+        expect(page.locator("#overview-table th[data-col='prefeval/mcq']")).to_have_attribute(
+            "aria-sort", "ascending"
+        )
+        no_page_overflow(page)
+
+    with open_page(browser, service.base_url) as page:
+        page.set_viewport_size({"width": width, "height": 900})
+        open_tab_anywhere(page, "Overview")
+        page.wait_for_function(
+            "() => new URLSearchParams(location.search).get('tab') === 'overview'"
+        )
+        choose(page, "overview-type", "reward")
+        expect(page.locator("#overview-empty")).to_contain_text("No model matches these filters")
+        choose(page, "overview-type", "generative")
+        expect(page.locator("#overview-table tbody tr")).to_have_count(2)  # Alpha's run, Beta
+        choose(page, "overview-size", "1B-10B")
+        expect(page.locator("#overview-table tbody tr")).to_have_count(2)
+        choose(page, "overview-size", "(all)")
+        choose(page, "overview-license", "mit")
+        assert overview_models(page) == ["Beta <i>3B</i>"]
+        choose(page, "overview-license", "apache-2.0")
+        choose(page, "overview-suite", "PrefEval")
+        page.locator("#overview-search textarea, #overview-search input").first.fill("alpha")
+        expect(page.locator("#overview-table tbody tr")).to_have_count(1)
+        header = page.locator("#overview-table th[data-col='prefeval/mcq']")
+        header.click()  # descending
+        header.click()  # ascending
+        page.wait_for_function(wanted)
+        shared = page.url
+        screenshot(page, tmp_path, f"overview-url-{width}")
+
+        # the Leaderboard's view is its own: switching there and back keeps both
+        open_tab_anywhere(page, "Leaderboard")
+        page.wait_for_function("() => !new URLSearchParams(location.search).has('tab')")
+        assert "type=generative" not in page.url and "q=alpha" not in page.url, page.url
+        open_tab_anywhere(page, "Overview")
+        page.wait_for_function(wanted)
+
+        page.reload()
+        expect(
+            page.get_by_role("tab", name="Overview")
+            .or_(page.locator(".overflow-dropdown button.selected", has_text="Overview"))
+            .first
+        ).to_be_attached()
+        same_view(page)
+        page.wait_for_function(wanted)  # the reload's own redraw wrote the same view back
+
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, base_url=service.base_url
+    )
+    context.set_default_timeout(30_000)
+    try:
+        page = context.new_page()
+        page.goto(shared.split(service.base_url, 1)[1])  # someone else opens the link
+        same_view(page)
+        screenshot(page, tmp_path, f"overview-url-shared-{width}")
+        # an older version: the first publish alone, and said so
+        page.goto(f"/?tab=overview&revision={service.first_revision[:12]}")
+        expect(page.locator("#overview-version-note")).to_contain_text("not the newest")
+        expect(page.locator("#overview-table tbody tr")).to_have_count(1)
+        assert overview_models(page) == ["Alpha 7B"]
+        # a link's license no model has: said so, with those there are
+        page.goto("/?tab=overview&license=no-such")
+        expect(page.locator("#overview-empty")).to_contain_text("apache-2.0, mit")
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("width", WIDTHS)

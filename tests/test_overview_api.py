@@ -35,6 +35,19 @@ def published(service):
         )
     )
     store.publish(record("ov-b1", "Overview Beta", 0.5))
+    facts = {"model_type": "reward", "parameters": 5e8, "license": "mit"}
+    store.publish(record("ov-r1", "Overview Judge", 0.6, facts=facts))
+    # the same display name uploaded as a predictions file: another model, its own row
+    store.publish(
+        record(
+            "ov-u1",
+            "Overview Judge",
+            0.55,
+            protocol="uploaded predictions",
+            predictions="e" * 64,
+            link="https://huggingface.co/someone/judge-preds",
+        )
+    )
     return store.publish(record("ov-p", "Overview Partial", 0.99, row_kind="partial", n=30))
 
 
@@ -43,11 +56,12 @@ def test_overview_json_csv_parquet_agree_and_follow_the_revision(service, publis
         first = http.get(OVERVIEW, params={"search": "overview"})
         assert first.status_code == 200, first.text
         assert first.headers["x-results-revision"] == published
-        rows = {r["model_name"]: r for r in first.json()}
+        rows = {r["model_name"]: r for r in first.json() if r["model_name"] != "Overview Judge"}
         assert set(rows) == {"Overview Alpha", "Overview Beta"}  # the partial run does not count
         alpha = rows["Overview Alpha"]
         assert alpha["prefeval/mcq"] == pytest.approx(0.8)
-        assert alpha["prefeval/mcq rank"] == 1 and rows["Overview Beta"]["prefeval/mcq rank"] == 2
+        assert alpha["prefeval/mcq rank"] == 1
+        assert rows["Overview Beta"]["prefeval/mcq rank"] == 4  # both Judge models are above it
         assert alpha["personafeedback/binary_choice"] == pytest.approx(0.7)
         assert alpha["tasks"] == 2
 
@@ -61,9 +75,11 @@ def test_overview_json_csv_parquet_agree_and_follow_the_revision(service, publis
         csv = http.get(OVERVIEW, params={"search": "overview", "format": "csv"})
         assert csv.headers["content-disposition"].startswith('attachment; filename="overview-')
         frame = pd.read_csv(io.StringIO(csv.text))
-        assert set(frame["model_name"]) == set(rows)
+        assert set(frame["model_name"]) == set(rows) | {"Overview Judge"}
         parquet = http.get(OVERVIEW, params={"search": "overview", "format": "parquet"})
-        assert set(pd.read_parquet(io.BytesIO(parquet.content))["model_name"]) == set(rows)
+        assert set(pd.read_parquet(io.BytesIO(parquet.content))["model_name"]) == set(
+            frame["model_name"]
+        )
 
         only = http.get(OVERVIEW, params={"search": "overview", "suite": "personafeedback"}).json()
         assert [r["model_name"] for r in only] == ["Overview Alpha"]
@@ -81,3 +97,45 @@ def test_an_unknown_suite_or_task_is_a_422_naming_it(service, params, field):
     detail = response.json()["detail"]
     assert detail["problems"][0]["field"] == field
     assert detail["allowed"] and "allowed:" in detail["message"]
+
+
+def test_type_size_and_license_filter_models_and_keep_their_ranks(service, published):
+    with service.http() as http:
+        judges = http.get(OVERVIEW, params={"search": "overview judge"}).json()
+        assert len(judges) == 2  # one name, two models: a run and an uploaded file
+        assert {r["source"] for r in judges} == {"model run", "predictions file"}
+        assert len({r["model_key"] for r in judges}) == 2
+        for params in ({"type": "reward"}, {"size": "< 1B"}, {"license": "mit"}):
+            found = http.get(OVERVIEW, params={"search": "overview", **params})
+            assert found.status_code == 200, found.text
+            rows = found.json()
+            assert [(r["model_name"], r["source"]) for r in rows] == [
+                ("Overview Judge", "model run")
+            ], params
+            assert rows[0]["prefeval/mcq rank"] == 2  # below Alpha, as among all models
+            assert "personafeedback/binary_choice" not in rows[0]  # no kept model has it
+        uploads = http.get(OVERVIEW, params={"search": "overview", "type": "predictions file"})
+        assert {r["model_name"] for r in uploads.json()} >= {"Overview Judge"}
+        csv = http.get(OVERVIEW, params={"type": "reward", "format": "csv"})
+        assert list(pd.read_csv(io.StringIO(csv.text))["license"]) == ["mit"]
+
+
+@pytest.mark.parametrize(
+    "params, field, allowed",
+    [
+        ({"type": "bogus"}, "type", "generative"),
+        ({"size": "huge"}, "size", "1B-10B"),
+        ({"license": "no-such-license"}, "license", "mit"),
+        ({"suite": "prefeval", "license": "no-such-license", "format": "csv"}, "license", "mit"),
+    ],
+)
+def test_an_unknown_type_size_or_license_is_a_422_naming_it(
+    service, published, params, field, allowed
+):
+    """Type and size: the fixed choices; license: the ones this overview's models have."""
+    with service.http() as http:
+        response = http.get(OVERVIEW, params=params)
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert detail["problems"][0]["field"] == field
+    assert allowed in detail["allowed"] and f"{field}: unknown value" in detail["message"]

@@ -1,6 +1,11 @@
 """The Overview tab: every model across suites, one column per suite/task (leaderboard/overview.py
-decides what counts and what is ranked; this file only draws it). Read through the same read path
-as the API's /api/v1/overview, so the page and its downloads show the same table.
+decides what counts, what is ranked, which results are one model, and what the filters keep; this
+file only draws it). Read through the same read path as the API's /api/v1/overview, so the page
+and its downloads show the same table.
+
+Filters like the Leaderboard's (suite, task, model type, size, license, name) and a Version
+selector; header clicks sort. The view lives in the URL (`?tab=overview&...`, space/url_state.py):
+a reloaded or shared link opens the same overview.
 
 Every text from a record is escaped here before it is shown.
 """
@@ -8,36 +13,75 @@ Every text from a record is escaped here before it is shown.
 from __future__ import annotations
 
 import html
+import re
 from urllib.parse import quote, urlencode
 
 import gradio as gr
 import pandas as pd
 
 from evaluator.registry import all_suites
-from leaderboard.overview import OVERVIEW_NOTE
-from leaderboard.readpath import OVERVIEW, Filters
+from leaderboard.overview import OVERVIEW_NOTE, SIZE_CHOICES, TYPE_CHOICES
+from leaderboard.readpath import OVERVIEW, Filters, UnknownFilter
 from leaderboard.store import StoreError, StoreUnavailable
-from space.choices import ALL
+from leaderboard.table import UNKNOWN
+from space.board_view import sort_js
+from space.choices import ALL, task_choices
+from space.data import LATEST, LATEST_LABEL, version_choices
 from space.display import format_interval, format_value, metric_label
+from space.labels import distinctions
+from space.url_state import tab_params, url_writer_js
+
+TAB = "overview"
+# the view's URL parameters, in the order of the controls the writer is given (space/url_state.py)
+URL_FIELDS = [
+    ("suite", ALL),
+    ("task", ALL),
+    ("type", ALL),
+    ("size", ALL),
+    ("license", ALL),
+    ("q", None),
+    ("revision", LATEST),
+]
 
 STYLE = """<style>
 .pb-ov-wrap{overflow-x:auto;max-height:75vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
 table.pb-ov{border-collapse:separate;border-spacing:0;font-size:14px;width:max-content}
 table.pb-ov th,table.pb-ov td{padding:4px 10px;border-bottom:1px solid var(--border-color-primary,#eee);white-space:nowrap;text-align:right;background:var(--background-fill-primary,#fff);vertical-align:top}
-table.pb-ov thead th{position:sticky;top:0;z-index:3;background:var(--background-fill-secondary,#f6f6f6);white-space:normal;min-width:8em;max-width:16em;text-align:center}
+table.pb-ov thead th{position:sticky;top:0;z-index:3;padding-right:16px;background:var(--background-fill-secondary,#f6f6f6);white-space:normal;min-width:8em;max-width:16em;text-align:center;cursor:pointer;user-select:none}
+table.pb-ov thead th[aria-sort]::after{position:absolute;top:4px;right:3px;font-size:11px}
+table.pb-ov thead th[aria-sort=ascending]::after{content:"\\25B2"}
+table.pb-ov thead th[aria-sort=descending]::after{content:"\\25BC"}
 table.pb-ov .pb-ov-model{position:sticky;left:0;z-index:2;text-align:left;min-width:12em;max-width:20em;overflow:hidden;text-overflow:ellipsis}
 table.pb-ov thead .pb-ov-model{z-index:4}
 table.pb-ov .pb-ov-ci{display:block;color:#6b7280;font-size:11px}
 table.pb-ov .pb-ov-rank{display:inline-block;margin-left:4px;padding:0 5px;border-radius:8px;background:#e0e7ff;color:#3730a3;font-size:11px}
 table.pb-ov .pb-ov-unranked{display:inline-block;margin-left:4px;color:#b45309;font-size:11px}
 table.pb-ov .pb-ov-sub{display:block;font-weight:400;color:#6b7280;font-size:11px}
-@media (max-width:600px){table.pb-ov{font-size:13px} table.pb-ov .pb-ov-model{min-width:8em;max-width:8em} table.pb-ov thead th{max-width:12em}}
+table.pb-ov .pb-distinct{display:block;font-size:11px;font-weight:400;color:#6b7280;overflow:hidden;text-overflow:ellipsis}
+@media (max-width:600px){table.pb-ov{font-size:13px} table.pb-ov .pb-ov-model{min-width:8em;max-width:8em;white-space:normal;overflow-wrap:anywhere} table.pb-ov thead th{max-width:12em}}
 </style>"""
 
 
-def overview_frame(services, suite=None, search=None, revision=None) -> pd.DataFrame:
-    filters = Filters(None if suite in (None, "", ALL) else suite, None, None, None, OVERVIEW)
-    filters = filters._replace(search=(search or "").strip() or None)
+def chosen(value) -> str | None:
+    """A control's value as a filter: None for "(all)" and empty."""
+    return None if value in (None, "", ALL) else str(value)
+
+
+def overview_filters(suite=None, task=None, model_type=None, size=None, license_=None, search=None):
+    return Filters(
+        chosen(suite),
+        chosen(task) if chosen(suite) else None,  # a task is chosen within its suite
+        view=OVERVIEW,
+        search=(search or "").strip() or None,
+        model_type=chosen(model_type),
+        size=chosen(size),
+        license=chosen(license_),
+    )
+
+
+def overview_frame(services, filters: Filters, version=None) -> pd.DataFrame:
+    """The overview these filters keep, at `version` (LATEST: the newest)."""
+    revision = None if version in (None, "", LATEST) else version
     return services.board.table(revision).view(filters)
 
 
@@ -48,9 +92,9 @@ def column_title(column: dict) -> str:
     title = f"{suite.title if suite else suite_name} · {task.title if task else task_name}"
     under = f"{metric_label(column['metric'])}, {column['setting']}"
     return (
-        f'<th scope="col" data-col="{html.escape(column["column"])}" '
-        f'title="{html.escape(column["column"])}: {html.escape(under)}">{html.escape(title)}'
-        f'<span class="pb-ov-sub">{html.escape(under)}</span></th>'
+        f'<th scope="col" data-col="{html.escape(column["column"])}" data-type="num" '
+        f'title="{html.escape(column["column"])}: {html.escape(under)}. Click to sort.">'
+        f'{html.escape(title)}<span class="pb-ov-sub">{html.escape(under)}</span></th>'
     )
 
 
@@ -58,7 +102,7 @@ def _cell(row: dict, column: dict) -> str:
     key, metric = column["column"], column["metric"]
     value = row.get(key)
     if value is None or pd.isna(value):
-        return '<td role="gridcell"></td>'
+        return '<td role="gridcell" data-sort=""></td>'
     interval = format_interval(row.get(f"{key} ci_low"), row.get(f"{key} ci_high"), metric)
     rank, note = row.get(f"{key} rank"), row.get(f"{key} note") or ""
     badge = (
@@ -71,29 +115,49 @@ def _cell(row: dict, column: dict) -> str:
     title = f"{interval} (95% CI), {int(n)} items" if n is not None and not pd.isna(n) else interval
     sid = html.escape(str(row.get(f"{key} submission_id") or ""))
     return (
-        f'<td role="gridcell" data-id="{sid}" title="{html.escape(title)}">'
+        f'<td role="gridcell" data-id="{sid}" data-sort="{float(value)!r}" '
+        f'title="{html.escape(title)}">'
         f"{html.escape(format_value(value, metric))}{badge}"
         f'<span class="pb-ov-ci">{html.escape(interval)}</span></td>'
     )
 
 
-def render_overview(frame: pd.DataFrame) -> str:
+def _model_cell(row: dict, extra: str) -> str:
+    """The model's name (a link to its page) and, where another row has the same name, what tells
+    them apart (how its results were produced, its link), as the boards' model cells do."""
+    name = str(row["model_name"])
+    title = f"{name} ({extra})" if extra else name
+    link = f'<a href="/model/{quote(name, safe="")}">{html.escape(name)}</a>'
+    if extra:
+        link += f'<span class="pb-distinct">{html.escape(extra)}</span>'
+    return (
+        f'<th scope="row" class="pb-ov-model" title="{html.escape(title)}" '
+        f'data-sort="{html.escape(title.casefold())}">{link}</th>'
+    )
+
+
+def render_overview(frame: pd.DataFrame, empty: str = "") -> str:
     if frame.empty:
-        return (
-            STYLE + '<p class="pb-empty"><em>No verified results under the suites\' default '
-            "settings yet: the Leaderboard tab lists every row, papers' numbers and partial runs "
-            "included.</em></p>"
+        return STYLE + (
+            f'<p class="pb-empty" id="overview-empty"><em>{empty}</em></p>'
+            if empty
+            else '<p class="pb-empty" id="overview-empty"><em>No verified results under the '
+            "suites' default settings yet: the Leaderboard tab lists every row, papers' numbers "
+            "and partial runs included.</em></p>"
         )
     columns = frame.attrs["columns"]
-    head = '<th scope="col" class="pb-ov-model">Model</th>' + "".join(map(column_title, columns))
+    head = (
+        '<th scope="col" class="pb-ov-model" data-col="model_name" data-type="text" '
+        'title="Sort by model">Model</th>' + "".join(map(column_title, columns))
+    )
+    distinct = distinctions(frame, by=("source", "model_link"), key="model_key")
     rows = []
     for row in frame.to_dict(orient="records"):
-        name = str(row["model_name"])
-        link = f'<a href="/model/{quote(name, safe="")}">{html.escape(name)}</a>'
         cells = "".join(_cell(row, c) for c in columns)
+        key = html.escape(str(row["model_key"]))
         rows.append(
-            f'<tr role="row"><th scope="row" class="pb-ov-model" title="{html.escape(name)}">'
-            f"{link}</th>{cells}</tr>"
+            f'<tr role="row" data-model="{key}">'
+            f"{_model_cell(row, distinct.get(str(row['model_key']), ''))}{cells}</tr>"
         )
     return (
         STYLE + '<div class="pb-ov-wrap"><table class="pb-ov" role="grid">'
@@ -101,43 +165,185 @@ def render_overview(frame: pd.DataFrame) -> str:
     )
 
 
-def download_links(suite, search) -> str:
+def download_name(filters: Filters, revision: str, fmt: str) -> str:
+    """`overview-prefeval-generative-3f2a9c1d.csv`: what the file holds, at which revision."""
+    parts = [
+        "overview",
+        filters.suite or "all-suites",
+        filters.task,
+        filters.model_type,
+        filters.size,
+        filters.license,
+        f"q-{filters.search}" if filters.search else None,
+        revision[:12] if revision else None,
+    ]
+    return "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", p) for p in parts if p) + f".{fmt}"
+
+
+def download_links(filters: Filters, version=None, shown_revision: str = "") -> str:
     params = {
-        k: v
-        for k, v in {"suite": suite, "search": (search or "").strip()}.items()
-        if v and v != ALL
+        "suite": filters.suite,
+        "task": filters.task,
+        "type": filters.model_type,
+        "size": filters.size,
+        "license": filters.license,
+        "search": filters.search,
+        "revision": None if version in (None, "", LATEST) else version,
     }
+    params = {k: v for k, v in params.items() if v}
     links = []
     for fmt in ("csv", "json", "parquet"):
         extra = {"complete": "true"} if fmt == "json" else {}
         url = "/api/v1/overview?" + urlencode({**params, "format": fmt, **extra})
-        links.append(f'<a class="pb-download" href="{html.escape(url)}" download>{fmt.upper()}</a>')
+        name = download_name(filters, params.get("revision") or shown_revision, fmt)
+        links.append(
+            f'<a class="pb-download" href="{html.escape(url)}" download="{html.escape(name)}">'
+            f"{fmt.upper()}</a>"
+        )
     return "Download this overview (full precision, every column's interval, rank and note): " + (
         " · ".join(links)
     )
 
 
+def license_choices(services, filters: Filters, version=None) -> list[str]:
+    """The licenses of the models in this suite/task's overview (the filter's choices)."""
+    try:
+        base = overview_frame(services, filters.overview_base, version)
+    except StoreError:
+        return [ALL]
+    found = {str(v) for v in base["license"].dropna()} - {UNKNOWN}
+    return [ALL, *sorted(found), *([UNKNOWN] if UNKNOWN in set(base["license"]) else [])]
+
+
 def build_overview_tab(ui: gr.Blocks, services) -> None:
     suites = [(ALL, ALL)] + [(s.title, name) for name, s in all_suites().items()]
 
-    def show(suite, search):
+    def tasks_of(suite) -> list:
+        return [(ALL, ALL), *task_choices(chosen(suite))]
+
+    def show(suite, task, model_type, size, license_, search, version):
+        filters = overview_filters(suite, task, model_type, size, license_, search)
+        version = None if version in (None, "", LATEST) else version
+        licenses = gr.update(
+            choices=[
+                *license_choices(services, filters, version),
+                *([filters.license] if filters.license else []),
+            ]
+        )
         try:
-            frame = overview_frame(services, suite, search)
+            frame = overview_frame(services, filters, version)
         except StoreUnavailable:
             return (
-                "<p><em>The results store cannot be reached right now; try again shortly.</em></p>",
+                '<p class="pb-empty"><em>The results store cannot be reached right now; try '
+                "again shortly.</em></p>",
                 "",
+                gr.skip(),
             )
-        except StoreError as exc:
-            return f"<p><em>{html.escape(str(exc))}</em></p>", ""
-        return render_overview(frame), download_links(suite, search)
+        except UnknownFilter as exc:  # a link's license no model of this view has
+            return (
+                STYLE + f'<p class="pb-empty" id="overview-empty"><em>No model here has that '
+                f"{html.escape(exc.parameter)} ({html.escape(exc.value)}); the models here have: "
+                f"{html.escape(', '.join(exc.allowed))}.</em></p>",
+                "",
+                licenses,
+            )
+        except StoreError:
+            return (
+                f'<p class="pb-empty" id="version-missing"><em>There is no leaderboard version '
+                f"{html.escape(str(version))}; choose another.</em></p>",
+                "",
+                gr.skip(),
+            )
+        narrowed = any((filters.model_type, filters.size, filters.license, filters.search))
+        table = render_overview(
+            frame,
+            "No model matches these filters; widen them (Type, Size, License, Model)."
+            if narrowed
+            else "",
+        )
+        if version:  # an older version: say so above it, so no one takes it for the current one
+            table = (
+                f'<p class="pb-version-note" id="overview-version-note">Showing the overview as '
+                f"of <code>{html.escape(str(version))}</code>, not the newest.</p>"
+            ) + table
+        shown_revision = version or services.results_head() or ""
+        return table, download_links(filters, version, shown_revision), licenses
 
-    with gr.Tab("Overview", id="overview"):
+    def versions_update(current=None):
+        try:
+            choices = version_choices(services)
+        except StoreError:
+            return gr.skip()
+        if current and current not in {value for _, value in choices}:
+            choices.append((current, current))  # a link's revision, or one that left the list
+        return gr.update(choices=choices, value=current or LATEST)
+
+    def on_suite(suite):
+        return gr.update(choices=tasks_of(suite), value=ALL)
+
+    def on_load(request: gr.Request):
+        """The view a link to this tab names (every control's value), else the defaults."""
+        params = tab_params(request, TAB)
+
+        def pick(name, allowed):
+            value = params.get(name)
+            return value if value in allowed else ALL
+
+        suite = pick("suite", set(all_suites()))
+        task = pick("task", {name for _, name in task_choices(chosen(suite))})
+        wanted_license = (params.get("license") or ALL)[:200]
+        return (
+            gr.update(value=suite),
+            gr.update(choices=tasks_of(suite), value=task),
+            gr.update(value=pick("type", set(TYPE_CHOICES))),
+            gr.update(value=pick("size", set(SIZE_CHOICES))),
+            # the license choices come with the table; take the link's value meanwhile
+            gr.update(
+                choices=[ALL, *([wanted_license] if wanted_license != ALL else [])],
+                value=wanted_license,
+            ),
+            (params.get("q") or "")[:200],
+            versions_update((params.get("revision") or "")[:100] or None),
+        )
+
+    with gr.Tab("Overview", id=TAB):
         gr.Markdown("**Across suites.** " + OVERVIEW_NOTE, elem_id="overview-note")
         with gr.Row():
-            suite = gr.Dropdown(suites, value=ALL, label="Suite", scale=1, elem_id="overview-suite")
-            search = gr.Textbox(label="Model", placeholder="part of a model name", scale=2)
-        table = gr.HTML(elem_id="overview-table")
+            f_suite = gr.Dropdown(suites, value=ALL, label="Suite", elem_id="overview-suite")
+            f_task = gr.Dropdown([(ALL, ALL)], value=ALL, label="Task", elem_id="overview-task")
+            f_version = gr.Dropdown(
+                [(LATEST_LABEL, LATEST)],
+                value=LATEST,
+                label="Version",
+                elem_id="overview-version",
+                info="the newest, a release, or an earlier revision",
+            )
+        with gr.Row():
+            f_type = gr.Dropdown(
+                [ALL, *TYPE_CHOICES], value=ALL, label="Model type", elem_id="overview-type"
+            )
+            f_size = gr.Dropdown(
+                [ALL, *SIZE_CHOICES], value=ALL, label="Size (parameters)", elem_id="overview-size"
+            )
+            f_license = gr.Dropdown([ALL], value=ALL, label="License", elem_id="overview-license")
+            f_search = gr.Textbox(
+                label="Model", placeholder="part of a model name", elem_id="overview-search"
+            )
+        table = gr.HTML(elem_id="overview-table", js_on_load=sort_js(TAB))
         links = gr.HTML(elem_id="overview-downloads")
-    for event in (suite.change, search.submit, ui.load):
-        event(show, [suite, search], [table, links])
+
+    view = [f_suite, f_task, f_type, f_size, f_license, f_search, f_version]
+    outputs = [table, links, f_license]
+    url_js = url_writer_js(TAB, URL_FIELDS)
+
+    def redraw(trigger, **options):
+        return trigger(show, view, outputs, **options).then(None, view, None, js=url_js)
+
+    # .input (the reader's own choices), not .change: the page's own updates must not cascade;
+    # always_last: a change made while the table is drawn is drawn after it, never dropped
+    redraw(f_suite.input(on_suite, f_suite, f_task).then)
+    for control in (f_task, f_type, f_size, f_license, f_version):
+        redraw(control.input, trigger_mode="always_last")
+    redraw(f_search.input, trigger_mode="always_last", show_progress="hidden")
+    load = ui.load(on_load, None, view)
+    load.then(show, view, outputs).then(None, view, None, js=url_js)

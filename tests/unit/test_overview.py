@@ -30,18 +30,25 @@ def record(
     ci=0.02,
     predictions=None,
     at="2026-01-01T00:00:00+00:00",
+    facts=None,
+    link="",
 ):
+    """`facts`: a model run's resolved model (model_type, parameters, license)."""
     stats = {"accuracy": {"value": value, "ci95": [value - ci, value + ci], "n": n}}
     provenance = {"protocol": protocol, "split": {"sha256": split, "n_items": n}}
     if predictions:
         provenance["predictions_sha256"] = predictions
+    if facts:
+        provenance["model"] = {"name": model, **facts}
+    uploaded = protocol == "uploaded predictions"
     return {
         "submission_id": sid,
         "suite": suite,
         "task": task,
         "setting": setting,
         "model_name": model,
-        "source": "predictions file" if protocol == "uploaded predictions" else "model run",
+        "model_link": link,
+        "source": "predictions file" if uploaded else f"model run ({protocol})",
         "row_kind": row_kind,
         "submitted_at": at,
         "provenance": provenance,
@@ -208,6 +215,171 @@ def test_filters_keep_columns_and_models():
     assert overview(records, search="nobody").empty
 
 
+GEN_7B = {"model_type": "generative", "parameters": 7e9, "license": "apache-2.0"}
+GEN_70B = {"model_type": "generative", "parameters": 7e10, "license": "llama3"}
+REWARD_1B = {"model_type": "reward", "parameters": 5e8, "license": "mit"}
+
+
+def facts_records():
+    return [
+        record("s1", "Small", 0.80, ci=0.01, facts=GEN_7B),
+        record("b1", "Big", 0.70, ci=0.01, facts=GEN_70B),
+        record("r1", "Judge", 0.60, ci=0.01, facts=REWARD_1B),
+        record(
+            "u1", "Upload", 0.50, ci=0.01, protocol="uploaded predictions", predictions="1" * 64
+        ),
+        record(
+            "b2",
+            "Big",
+            0.66,
+            suite="personafeedback",
+            task="binary_choice",
+            setting="persona",
+            protocol="pairwise_logprobs",
+            facts=GEN_70B,
+        ),
+    ]
+
+
+def test_model_facts_come_with_each_row():
+    rows = by_model(overview(facts_records()))
+    assert (rows["Small"]["model_type"], rows["Small"]["size"]) == ("generative", "1B-10B")
+    assert rows["Small"]["license"] == "apache-2.0" and rows["Small"]["parameters"] == 7e9
+    assert (rows["Judge"]["model_type"], rows["Judge"]["size"]) == ("reward", "< 1B")
+    assert rows["Upload"]["model_type"] == "predictions file"
+    assert (rows["Upload"]["size"], rows["Upload"]["license"]) == ("unknown", "unknown")
+    assert (rows["Upload"]["source"], rows["Small"]["source"]) == ("predictions file", "model run")
+
+
+@pytest.mark.parametrize(
+    "kwargs, models",
+    [
+        ({"model_type": "generative"}, {"Small", "Big"}),
+        ({"model_type": "reward"}, {"Judge"}),
+        ({"model_type": "predictions file"}, {"Upload"}),
+        ({"size": "10B-100B"}, {"Big"}),
+        ({"size": "unknown"}, {"Upload"}),
+        ({"license": "mit"}, {"Judge"}),
+        ({"model_type": "generative", "size": "1B-10B"}, {"Small"}),
+        ({"model_type": "reward", "license": "llama3"}, set()),
+    ],
+)
+def test_type_size_and_license_keep_models(kwargs, models):
+    frame = overview(facts_records(), **kwargs)
+    assert set(frame["model_name"]) == models
+
+
+def test_a_filtered_model_keeps_its_rank_among_all_models_and_empty_columns_go():
+    """As on the boards: the filters keep rows, the ranks are those of the whole column."""
+    frame = overview(facts_records(), model_type="reward")
+    rows = by_model(frame)
+    assert rows["Judge"]["prefeval/mcq rank"] == 3  # Small and Big are above it, though hidden
+    assert [c["column"] for c in frame.attrs["columns"]] == ["prefeval/mcq"]
+    assert not any(c.startswith("personafeedback/") for c in frame.columns)
+    big = by_model(overview(facts_records(), search="big"))["Big"]
+    assert big["prefeval/mcq rank"] == 2 and big["tasks"] == 2
+
+
+def test_models_sharing_a_name_are_told_apart_by_identity():
+    """A model run and an uploaded file of one name, and two uploads linking different models,
+    are different models: separate rows, never one row mixing their cells."""
+    frame = overview(
+        [
+            record(
+                "run",
+                "Shared",
+                0.80,
+                facts=GEN_7B,
+                link="https://huggingface.co/org/shared/tree/abc",
+            ),
+            record(
+                "up-a",
+                "Shared",
+                0.60,
+                protocol="uploaded predictions",
+                predictions="a" * 64,
+                link="https://huggingface.co/alice/shared",
+            ),
+            record(
+                "up-b",
+                "Shared",
+                0.70,
+                suite="personafeedback",
+                task="binary_choice",
+                setting="persona",
+                protocol="uploaded predictions",
+                predictions="b" * 64,
+                link="https://huggingface.co/bob/shared",
+            ),
+        ]
+    )
+    assert list(frame["model_name"]) == ["Shared"] * 3
+    assert frame["model_key"].is_unique
+    cells = {
+        row["model_key"]: tuple(
+            None if pd.isna(x) else x
+            for x in (
+                row["prefeval/mcq submission_id"],
+                row["personafeedback/binary_choice submission_id"],
+            )
+        )
+        for row in frame.to_dict(orient="records")
+    }
+    assert sorted(map(str, cells.values())) == sorted(
+        map(str, [("run", None), ("up-a", None), (None, "up-b")])
+    ), cells
+    by_id = {row["prefeval/mcq submission_id"]: row for row in frame.to_dict(orient="records")}
+    assert by_id["run"]["source"] == "model run" and by_id["up-a"]["source"] == "predictions file"
+    assert by_id["up-a"]["model_link"] == "https://huggingface.co/alice/shared"
+    # both uploads and the run ranked in their column, as the separate models they are
+    assert by_id["run"]["prefeval/mcq rank"] == 1 and by_id["up-a"]["prefeval/mcq rank"] == 2
+
+
+def test_one_model_across_tasks_stays_one_row():
+    """Runs of one model on tasks with different default protocols, its link at any revision,
+    and a result without a link beside the one linked model of its name: one row."""
+    frame = overview(
+        [
+            record("m1", "Org/M", 0.8, link="https://huggingface.co/Org/M/tree/aaa"),
+            record(
+                "m2",
+                "org/m",
+                0.7,
+                suite="personafeedback",
+                task="binary_choice",
+                setting="persona",
+                protocol="pairwise_logprobs",
+                link="https://huggingface.co/org/m/tree/bbb",
+            ),
+        ]
+    )
+    assert len(frame) == 1 and frame.iloc[0]["tasks"] == 2
+    uploads = overview(
+        [
+            record(
+                "u1",
+                "Mine",
+                0.6,
+                protocol="uploaded predictions",
+                predictions="c" * 64,
+                link="https://example.org/mine/",
+            ),
+            record(
+                "u2",
+                "Mine",
+                0.7,
+                suite="personafeedback",
+                task="binary_choice",
+                setting="persona",
+                protocol="uploaded predictions",
+                predictions="d" * 64,
+            ),
+        ]
+    )
+    assert len(uploads) == 1 and uploads.iloc[0]["tasks"] == 2
+    assert uploads.iloc[0]["model_link"] == "https://example.org/mine/"
+
+
 def test_a_hidden_result_withdrawn_from_the_store_leaves_the_overview(tmp_path):
     """Hidden and deleted rows are withdrawn from the published table; the overview is built from
     that table, so they are gone from it too (the store, as the read path reads it)."""
@@ -250,3 +422,19 @@ def test_the_tab_draws_every_cell_with_its_rank_or_why_not_and_escapes_names():
     assert "<script>alert" not in page and "&lt;script&gt;" in page
     assert "#1" in page and "same predictions as &lt;script&gt;" in page
     assert "80.0" in page and "78.0–82.0" in page  # percent, one decimal, with its interval
+
+
+def test_the_model_cell_says_what_tells_models_of_one_name_apart():
+    from space.tabs.overview import render_overview
+
+    frame = overview(
+        [
+            record("run", "Shared", 0.80, facts=GEN_7B),
+            record("up", "Shared", 0.60, protocol="uploaded predictions", predictions="a" * 64),
+            record("solo", "Solo", 0.50),
+        ]
+    )
+    page = render_overview(frame)
+    assert page.count('class="pb-distinct"') == 2
+    assert '<span class="pb-distinct">model run</span>' in page
+    assert '<span class="pb-distinct">predictions file</span>' in page
