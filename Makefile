@@ -55,8 +55,9 @@ install: $(STAMP)
 serve: $(STAMP)
 	$(SERVE_ENV) $(PY) -m backend.serve
 
+# --durations: CI's log names the slowest tests, where time is won first
 test: $(STAMP) browser-deps
-	$(OFFLINE_ENV) $(PY) -m pytest -q
+	$(OFFLINE_ENV) $(PY) -m pytest -q --durations=25
 
 # The development loop: every unit test that runs in-process (no redis-server, web app, browser,
 # model or container; `pytest -m service` etc. runs those apart).
