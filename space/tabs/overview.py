@@ -20,8 +20,14 @@ import gradio as gr
 import pandas as pd
 
 from evaluator.registry import all_suites
-from leaderboard.overview import OVERVIEW_NOTE, SIZE_CHOICES, TYPE_CHOICES
-from leaderboard.readpath import OVERVIEW, Filters, UnknownFilter
+from leaderboard.overview import (
+    OVERVIEW_NOTE,
+    SIZE_CHOICES,
+    TYPE_CHOICES,
+    filter_overview,
+    overview_table,
+)
+from leaderboard.readpath import OVERVIEW, Filters, UnknownFilter, check_license
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.table import UNKNOWN
 from space.board_view import sort_js
@@ -80,9 +86,20 @@ def overview_filters(suite=None, task=None, model_type=None, size=None, license_
 
 
 def overview_frame(services, filters: Filters, version=None) -> pd.DataFrame:
-    """The overview these filters keep, at `version` (LATEST: the newest)."""
+    """The overview these filters keep, at `version` (LATEST: the newest). An older version is
+    shown without the results an operator withdrew since (as the Leaderboard tab shows it): built
+    here from that version's rows less those, ranked without them."""
     revision = None if version in (None, "", LATEST) else version
-    return services.board.table(revision).view(filters)
+    table = services.board.table(revision)
+    if revision is None:
+        return table.view(filters)
+    rows = table.all_rows()
+    withdrawn = rows["submission_id"].isin(set(services.records.withdrawn_ids()))
+    if not withdrawn.any():
+        return table.view(filters)
+    base = overview_table(rows[~withdrawn], filters.suite, filters.task)
+    check_license(base, filters.license)
+    return filter_overview(base, filters.model_type, filters.size, filters.license, filters.search)
 
 
 def column_title(column: dict) -> str:

@@ -395,6 +395,36 @@ def test_a_hidden_result_withdrawn_from_the_store_leaves_the_overview(tmp_path):
     assert set(build_overview(rows, wanted=[MCQ])["model_name"]) == {"Kept"}
 
 
+def test_an_older_version_in_the_tab_leaves_out_results_withdrawn_since(tmp_path):
+    """The tab's Version selector opens a past revision without what an operator withdrew
+    since, ranked without it (as the Leaderboard tab does); the newest is the read path's."""
+    from types import SimpleNamespace
+
+    from leaderboard.readpath import Filters, LeaderboardCache
+    from leaderboard.store import LocalDatasetStore
+    from space.tabs.overview import overview_filters, overview_frame
+
+    store = LocalDatasetStore(tmp_path / "results")
+    store.publish(default_record("keep", "Kept", 0.5, ci=0.01))  # the real conditions count it
+    old = store.publish(default_record("hide", "Hidden", 0.9, ci=0.01))
+    withdrawn: list[str] = []
+    services = SimpleNamespace(
+        board=LeaderboardCache(store, lambda: []),
+        records=SimpleNamespace(withdrawn_ids=lambda: list(withdrawn)),
+    )
+    everything = overview_filters()
+    assert isinstance(everything, Filters)
+    before = by_model(overview_frame(services, everything, old))
+    assert set(before) == {"Kept", "Hidden"} and before["Kept"]["prefeval/mcq rank"] == 2
+    store.withdraw("hide", "Withdraw result hide (hidden by an operator)")
+    withdrawn.append("hide")
+    after = by_model(overview_frame(services, everything, old))
+    assert set(after) == {"Kept"} and after["Kept"]["prefeval/mcq rank"] == 1
+    assert set(by_model(overview_frame(services, everything))) == {"Kept"}  # the newest
+    mine = overview_frame(services, overview_filters(search="kep"), old)
+    assert list(mine["model_name"]) == ["Kept"]
+
+
 def test_the_tab_draws_every_cell_with_its_rank_or_why_not_and_escapes_names():
     from space.tabs.overview import render_overview
 
