@@ -29,12 +29,13 @@ from space.data import (
     board_inputs,
     default_board,
     manifest_tier_order,
-    version_choices,
 )
 from space.interactive_plots import MAX_SERIES
 from space.interactive_plots import TAB_JS as PLOTS_JS
 from space.labels import row_labels
 from space.url_state import FIRST_TAB, tab_params, url_writer_js
+from space.versions import older_version_note
+from space.versions import versions_update as version_selector
 
 RANKING_HELP = (
     "**Rank**: verified rows only (full runs scored here on the hidden split). A row's rank is 1 + the number of "
@@ -218,11 +219,8 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
                 'style="outline:3px solid #f59e0b" aria-current="true"',
                 1,
             )
-        if version:  # an older version: say so above it, so no one takes it for the current board
-            table = (
-                f'<p class="pb-version-note" id="version-note">Showing the leaderboard as of '
-                f"<code>{html.escape(str(version))}</code>, not the newest.</p>"
-            ) + table
+        if version:
+            table = older_version_note(version, "leaderboard", "version-note") + table
         shown_revision = version or services.results_head() or ""
         return (
             table,
@@ -231,17 +229,7 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         )
 
     def versions_update(current=None):
-        """The Version selector's choices (releases and recent revisions), keeping the reader's choice."""
-        try:
-            choices = version_choices(services)
-        except StoreError:
-            return gr.skip()  # the store unreachable for now: keep what is offered
-        values = {value for _, value in choices}
-        if (
-            current and current not in values
-        ):  # a deep link's revision, or one that left the recent list
-            choices.append((current, current))
-        return gr.update(choices=choices, value=current or LATEST)
+        return version_selector(services, current)
 
     def refresh_choices(board):
         if board is None:

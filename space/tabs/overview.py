@@ -32,10 +32,11 @@ from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.table import UNKNOWN
 from space.board_view import sort_js
 from space.choices import ALL, task_choices
-from space.data import LATEST, LATEST_LABEL, version_choices
+from space.data import LATEST, LATEST_LABEL
 from space.display import format_interval, format_value, metric_label
 from space.labels import distinctions
 from space.url_state import tab_params, url_writer_js
+from space.versions import older_version_note, versions_update
 
 TAB = "overview"
 # the view's URL parameters, in the order of the controls the writer is given (space/url_state.py)
@@ -278,22 +279,10 @@ def build_overview_tab(ui: gr.Blocks, services) -> None:
             if narrowed
             else "",
         )
-        if version:  # an older version: say so above it, so no one takes it for the current one
-            table = (
-                f'<p class="pb-version-note" id="overview-version-note">Showing the overview as '
-                f"of <code>{html.escape(str(version))}</code>, not the newest.</p>"
-            ) + table
+        if version:
+            table = older_version_note(version, "overview", "overview-version-note") + table
         shown_revision = version or services.results_head() or ""
         return table, download_links(filters, version, shown_revision), licenses
-
-    def versions_update(current=None):
-        try:
-            choices = version_choices(services)
-        except StoreError:
-            return gr.skip()
-        if current and current not in {value for _, value in choices}:
-            choices.append((current, current))  # a link's revision, or one that left the list
-        return gr.update(choices=choices, value=current or LATEST)
 
     def on_suite(suite):
         return gr.update(choices=tasks_of(suite), value=ALL)
@@ -320,7 +309,7 @@ def build_overview_tab(ui: gr.Blocks, services) -> None:
                 value=wanted_license,
             ),
             (params.get("q") or "")[:200],
-            versions_update((params.get("revision") or "")[:100] or None),
+            versions_update(services, (params.get("revision") or "")[:100] or None),
         )
 
     with gr.Tab("Overview", id=TAB):
