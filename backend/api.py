@@ -16,7 +16,7 @@ from backend.health import health_report
 from backend.leaderboard_http import MAX_OFFSET, accepts_gzip, leaderboard_response, page_of
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from evaluator.splits import SplitNotInstalled
-from leaderboard.overview import OVERVIEW_NOTE, SIZE_CHOICES, TYPE_CHOICES
+from leaderboard.overview import OVERVIEW_NOTE, SIZE_CHOICES, TYPE_CHOICES, download_stem
 from leaderboard.readpath import (
     DEFAULT_PAGE_ROWS,
     MAX_PAGE_ROWS,
@@ -703,7 +703,15 @@ async def overview(
         request, filters, format, revision, page_of(format, limit, offset, complete)
     )
     pinned = revision is not None and revision.lower() == body.revision
-    name = "-".join(["overview", *(p for p in (suite, task) if p), body.revision[:12]])
+    name = download_stem(
+        body.revision,
+        filters.suite,
+        filters.task,
+        filters.model_type,
+        filters.size,
+        filters.license,
+        filters.search,
+    )
     return leaderboard_response(
         body,
         format,

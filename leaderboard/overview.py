@@ -331,6 +331,30 @@ def build_overview(
     )
 
 
+def download_stem(
+    revision: str,
+    suite: str | None = None,
+    task: str | None = None,
+    model_type: str | None = None,
+    size: str | None = None,
+    license: str | None = None,
+    search: str | None = None,
+) -> str:
+    """A download's file name without its extension, saying what it holds and at which revision
+    (`overview-prefeval-generative-3f2a9c1d4e5f`); safe in a header and on any file system."""
+    parts = [
+        "overview",
+        suite or "all-suites",
+        task,
+        model_type,
+        size,
+        license,
+        f"q-{search}" if search else None,
+        revision[:12] if revision else None,
+    ]
+    return "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", p)[:60] for p in parts if p)
+
+
 def counts_of(frame: pd.DataFrame) -> dict[str, int]:
     """Models per column (for captions)."""
     return {c["column"]: int(np.sum(frame[c["column"]].notna())) for c in frame.attrs["columns"]}

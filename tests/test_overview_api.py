@@ -116,8 +116,12 @@ def test_type_size_and_license_filter_models_and_keep_their_ranks(service, publi
             assert "personafeedback/binary_choice" not in rows[0]  # no kept model has it
         uploads = http.get(OVERVIEW, params={"search": "overview", "type": "predictions file"})
         assert {r["model_name"] for r in uploads.json()} >= {"Overview Judge"}
-        csv = http.get(OVERVIEW, params={"type": "reward", "format": "csv"})
+        csv = http.get(OVERVIEW, params={"type": "reward", "size": "< 1B", "format": "csv"})
         assert list(pd.read_csv(io.StringIO(csv.text))["license"]) == ["mit"]
+        revision = csv.headers["x-results-revision"][:12]
+        assert csv.headers["content-disposition"] == (
+            f'attachment; filename="overview-all-suites-reward-__1B-{revision}.csv"'
+        )
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,6 @@ Every text from a record is escaped here before it is shown.
 from __future__ import annotations
 
 import html
-import re
 from urllib.parse import quote, urlencode
 
 import gradio as gr
@@ -24,6 +23,7 @@ from leaderboard.overview import (
     OVERVIEW_NOTE,
     SIZE_CHOICES,
     TYPE_CHOICES,
+    download_stem,
     filter_overview,
     overview_table,
 )
@@ -184,18 +184,17 @@ def render_overview(frame: pd.DataFrame, empty: str = "") -> str:
 
 
 def download_name(filters: Filters, revision: str, fmt: str) -> str:
-    """`overview-prefeval-generative-3f2a9c1d.csv`: what the file holds, at which revision."""
-    parts = [
-        "overview",
-        filters.suite or "all-suites",
+    """`overview-prefeval-generative-3f2a9c1d4e5f.csv`: the API's own name for the same file."""
+    stem = download_stem(
+        revision,
+        filters.suite,
         filters.task,
         filters.model_type,
         filters.size,
         filters.license,
-        f"q-{filters.search}" if filters.search else None,
-        revision[:12] if revision else None,
-    ]
-    return "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", p) for p in parts if p) + f".{fmt}"
+        filters.search,
+    )
+    return f"{stem}.{fmt}"
 
 
 def download_links(filters: Filters, version=None, shown_revision: str = "") -> str:

@@ -280,6 +280,16 @@ def test_a_filtered_model_keeps_its_rank_among_all_models_and_empty_columns_go()
     assert big["prefeval/mcq rank"] == 2 and big["tasks"] == 2
 
 
+def test_download_names_say_the_view_and_are_safe_in_a_header():
+    from leaderboard.overview import download_stem
+
+    assert download_stem("0123456789abcdef", "prefeval", model_type="generative") == (
+        "overview-prefeval-generative-0123456789ab"
+    )
+    hostile = download_stem("f" * 40, license='x"; evil=/../y', search="a b")
+    assert hostile == "overview-all-suites-x___evil__.._y-q-a_b-ffffffffffff"
+
+
 def test_models_sharing_a_name_are_told_apart_by_identity():
     """A model run and an uploaded file of one name, and two uploads linking different models,
     are different models: separate rows, never one row mixing their cells."""
