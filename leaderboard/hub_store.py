@@ -32,6 +32,7 @@ from leaderboard.boards import BOARDS_DIR, board_changes, board_path, board_task
 from leaderboard.head_signal import UNKNOWN
 from leaderboard.result_record import validate_record
 from leaderboard.store import (
+    DETAILS_DIR,
     SCORES_DIR,
     SHARD_RECORDS,
     Release,
@@ -42,6 +43,8 @@ from leaderboard.store import (
     card_is_current,
     check_release_name,
     dataset_card,
+    details_path,
+    details_to_publish,
     flat_record_paths,
     record_files,
     record_path,
@@ -171,8 +174,14 @@ class HubDatasetStore:
     # -- writing --------------------------------------------------------------------------------
     record_path = staticmethod(record_path)
 
-    def publish(self, record: dict[str, Any], request: dict[str, Any] | None = None) -> str:
-        """Add a result record (and its request record) and the table's new rows in one commit.
+    def publish(
+        self,
+        record: dict[str, Any],
+        request: dict[str, Any] | None = None,
+        details: bytes | None = None,
+    ) -> str:
+        """Add a result record (and its request record, and its details file on a public split)
+        and the table's new rows in one commit.
 
         Idempotent per submission: if the record is already at the head, the revision whose
         commit added it is returned and nothing is written.
@@ -192,6 +201,10 @@ class HubDatasetStore:
                     head, record["suite"], record["task"], {part_path: tail}, added=[record]
                 )
             )
+            if (shown := details_to_publish(record, details)) is not None:
+                files[details_path(record["suite"], record["task"], record["submission_id"])] = (
+                    shown
+                )
             if request is not None:
                 current = self._hub(self.repo.read, request_path(request), head)
                 if supersedes(request, json.loads(current) if current is not None else None):
@@ -212,9 +225,9 @@ class HubDatasetStore:
         def attempt(head: str) -> str | None:
             removed = [
                 p
-                for folder in ("results", "requests")
+                for folder in ("results", "requests", DETAILS_DIR)
                 for p in self._hub(self.repo.files, head, folder)
-                if p.endswith(f"/{submission_id}.json")
+                if p.endswith((f"/{submission_id}.json", f"/{submission_id}.parquet"))
             ]
             if not removed:
                 return None
@@ -232,6 +245,13 @@ class HubDatasetStore:
             return self._commit(files, message, head, removed)
 
         return self._retrying(attempt)
+
+    def published_details(
+        self, suite: str, task: str, submission_id: str, revision: str | None = None
+    ) -> bytes | None:
+        """A result's details file at a revision (default: the newest), None if it has none."""
+        sha = self.resolve_revision(revision)
+        return self._hub(self.repo.read, details_path(suite, task, submission_id), sha)
 
     def current_record(self, submission_id: str) -> dict[str, Any] | None:
         head = self.head_revision(fresh=True)

@@ -15,6 +15,7 @@ pass, or the web node's background thread, so the backlog goes out without anyon
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import logging
@@ -59,7 +60,8 @@ class Outbox:
     def put(self, kind: str, payload: dict[str, Any]) -> str:
         """Queue a publish durably; returns the entry's name.
 
-        kind "result": {"record": ..., "request": ... or None}; kind "requests": {"requests": [...]};
+        kind "result": {"record": ..., "request": ... or None, "details": base64 of the per-item
+        details parquet (public splits; optional)}; kind "requests": {"requests": [...]};
         kind "withdraw": {"submission_id": ..., "message": ...} (an operator hid or deleted a result:
         in the outbox so that it can never be overtaken by that result's own pending publish).
         """
@@ -186,7 +188,12 @@ class Outbox:
 
     def _publish(self, entry: dict[str, Any]) -> str | None:
         if entry["kind"] == "result":
-            return self.store.publish(entry["record"], entry.get("request"))
+            details = entry.get("details")  # a public split's per-item file, base64 (JSON entry)
+            return self.store.publish(
+                entry["record"],
+                entry.get("request"),
+                base64.b64decode(details) if details else None,
+            )
         if entry["kind"] == "withdraw":
             return self.store.withdraw(entry["submission_id"], entry["message"])
         return self.store.publish_requests(entry["requests"])

@@ -10,6 +10,8 @@
     boards/<suite>/<task>.parquet                the task's board as the API downloads it (ranks,
                                                  reference verdicts: leaderboard/boards.py), derived,
                                                  rewritten by every publish into that task
+    details/<suite>/<task>/<xx>/<id>.parquet     a result's per-item answers, gold and outcome, on a
+                                                 public split only (submissions/details.py)
 
 Every publish is one git commit, so every version is immutable and can be read back by its
 commit sha, exactly as a Hub revision; a release is a git tag, as on the Hub. The Hub store
@@ -29,6 +31,7 @@ import fcntl
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import subprocess
@@ -45,6 +48,8 @@ import pandas as pd
 from leaderboard.boards import BOARDS_DIR, board_changes, board_path, board_tasks, task_of_path
 from leaderboard.result_record import validate_record
 from leaderboard.table import records_to_scores
+
+log = logging.getLogger(__name__)
 
 SCORES_DIR = "data/scores"
 SCORES_GLOB = f"{SCORES_DIR}/*.parquet"
@@ -149,6 +154,39 @@ def result_glob(submission_id: str, folder: str = "results") -> str:
     return f"{folder}/*/*/{id_shard(submission_id)}/{submission_id}.json"
 
 
+DETAILS_DIR = "details"
+
+
+def details_path(suite: str, task: str, submission_id: str) -> str:
+    """Where a result's per-item details file lives (public splits only: see details_to_publish)."""
+    return f"{DETAILS_DIR}/{suite}/{task}/{id_shard(submission_id)}/{submission_id}.parquet"
+
+
+def details_glob(submission_id: str) -> str:
+    return f"{DETAILS_DIR}/*/*/{id_shard(submission_id)}/{submission_id}.parquet"
+
+
+def details_to_publish(record: dict[str, Any], details: bytes | None) -> bytes | None:
+    """`details` if the record's task may show anything per item (a public split), else None.
+
+    The job builds details only for public splits; this is the store's own check of the same rule
+    (evaluator/release.py item_details_allowed), so nothing per item of a hidden split is ever
+    written to the dataset, whoever asks."""
+    if details is None:
+        return None
+    from evaluator.registry import UnknownSuiteError, get_task
+    from evaluator.release import item_details_allowed
+
+    try:
+        allowed = item_details_allowed(get_task(record["suite"], record["task"]))
+    except UnknownSuiteError:
+        allowed = False
+    if not allowed:
+        log.error("details of %s not published: its split is hidden", record["submission_id"])
+        return None
+    return details
+
+
 def record_path(record: dict[str, Any]) -> str:
     return result_path(record["suite"], record["task"], record["submission_id"])
 
@@ -242,7 +280,15 @@ class ResultsStore(Protocol):
     @property
     def location(self) -> str: ...
     def ensure(self) -> None: ...
-    def publish(self, record: dict[str, Any], request: dict[str, Any] | None = None) -> str: ...
+    def publish(
+        self,
+        record: dict[str, Any],
+        request: dict[str, Any] | None = None,
+        details: bytes | None = None,
+    ) -> str: ...
+    def published_details(
+        self, suite: str, task: str, submission_id: str, revision: str | None = None
+    ) -> bytes | None: ...
     def withdraw(self, submission_id: str, message: str) -> str | None: ...
     def current_record(self, submission_id: str) -> dict[str, Any] | None: ...
     def publish_requests(self, requests: list[dict[str, Any]]) -> str | None: ...
@@ -380,9 +426,15 @@ class LocalDatasetStore:
     # -- writing --------------------------------------------------------------------------------
     record_path = staticmethod(record_path)
 
-    def publish(self, record: dict[str, Any], request: dict[str, Any] | None = None) -> str:
-        """Add one result record (and its submission's request record) and append its rows to the
-        table in a new version; returns its revision.
+    def publish(
+        self,
+        record: dict[str, Any],
+        request: dict[str, Any] | None = None,
+        details: bytes | None = None,
+    ) -> str:
+        """Add one result record (and its submission's request record, and its per-item details
+        file on a public split) and append its rows to the table in a new version; returns its
+        revision.
 
         If this submission was already published (a retried job), nothing is written and the
         revision that first published it is returned.
@@ -411,6 +463,10 @@ class LocalDatasetStore:
             part, results_in_part = self._append_scores(records_to_scores([record]), committed)
             paths = [relative, part]
             paths += self._write_board(head, committed, record["suite"], record["task"], [record])
+            if (details := details_to_publish(record, details)) is not None:
+                path = details_path(record["suite"], record["task"], record["submission_id"])
+                self._write_bytes(path, details)
+                paths.append(path)
             if request is not None and self._request_changes(request, committed):
                 # its requests/ record in the same version: a job that finishes before the web
                 # node's publisher pass would otherwise leave the submission without one
@@ -525,8 +581,9 @@ class LocalDatasetStore:
             )  # its public metadata too
             if not records and not requests:
                 return None
-            changed = [str(p.relative_to(self.root)) for p in records + requests]
-            for path in records + requests:
+            details = list(self.root.glob(details_glob(submission_id)))
+            changed = [str(p.relative_to(self.root)) for p in records + requests + details]
+            for path in records + requests + details:
                 path.unlink()
             for part in sorted(
                 (self.root / SCORES_DIR).glob("part-*.parquet")
@@ -545,6 +602,16 @@ class LocalDatasetStore:
             self._git("add", "-A", "--", *changed)
             self._git("commit", "-q", "-m", message)
             return self.head_revision()
+
+    def published_details(
+        self, suite: str, task: str, submission_id: str, revision: str | None = None
+    ) -> bytes | None:
+        """A result's details file at a revision (default: the newest), None if it has none."""
+        rev = self.resolve_revision(revision)
+        blob = self._blobs(rev, details_path(suite, task, submission_id)).get(
+            details_path(suite, task, submission_id)
+        )
+        return self._git("cat-file", "blob", blob) if blob else None
 
     def current_record(self, submission_id: str) -> dict[str, Any] | None:
         """The result record of a submission in the current version, if it is there."""

@@ -1,15 +1,24 @@
 """Per-item details of a published result on a public split (the Open LLM Leaderboard's "details",
 HELM's instances): each item's inputs, gold, the submission's answer and whether it was right.
 
-Built on request from the answers the service already keeps (an upload's file, a model run's
-checkpoint: as the paired comparison reads them) and the split, never written to the results
-store: a hidden split's per-item outcomes would give its gold away, so `details_allowed` is the one
-rule, checked before anything is read, and a refusal is a 404 for everyone, the submitter included.
+Published with the result: the job that scored it writes its details file into the results
+dataset (`details/<suite>/<task>/<xx>/<id>.parquet`, leaderboard/store.py details_path) in the
+result's own commit, wherever the job ran (a remote worker keeps no checkpoint on the web node).
+The file holds what is the result's own (item id, tiers, gold, answer, score, outcome); the inputs
+are the public split's, the same for every result (about 3 MB for PrefEval mcq, against 25 KB for
+the rest), so they are joined from the installed split when the details are shown. A result
+published before details were (or put back by an unhide) has none: its details are built from the
+answers the service keeps (an upload's file, a model run's checkpoint: as the paired comparison
+reads them). A hidden split's per-item outcomes would give its gold away, so `details_allowed` is
+the one rule, checked before anything is built, written or read, and a refusal is a 404 for
+everyone, the submitter included.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import threading
 from collections import OrderedDict
 from typing import Any, Callable
@@ -23,6 +32,8 @@ from evaluator.suite import Split, Task
 from submissions.compare import _answers
 from submissions.intake import SubmissionError
 from submissions.records import Submission, SubmissionStore
+
+log = logging.getLogger(__name__)
 
 RIGHT, WRONG = "right", "wrong"
 OUTCOMES = (RIGHT, WRONG)
@@ -106,25 +117,73 @@ def build_details(task: Task, answers: dict[str, Any]) -> pd.DataFrame:
                 "outcome": outcome,
             }
         )
+    return _details_frame(rows, task)
+
+
+def _details_frame(rows: list[dict[str, Any]], task: Task) -> pd.DataFrame:
+    groups = [group.name for group in task.tier_groups]
     columns = ["item_id", *groups, "input", "gold", "answer", "score", "outcome"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["score"] = frame["score"].astype("float64")
     return frame
 
 
-def published_split(board) -> Callable[[str], str | None]:
-    """For result_details: the split hash a result's row in the newest published table records
-    ("" if it records none), or None when the table does not hold the result (withdrawn)."""
+def details_file(task: Task, submission: Submission) -> bytes | None:
+    """The details file a job publishes with its result: build_details without the inputs (the
+    split's, joined back by with_inputs), as parquet; None on a hidden split, or when the answers
+    cannot be read (the details are then built on request, if they still can be)."""
+    if not details_allowed(task):
+        return None
+    try:
+        frame = build_details(task, _answers(task, submission))
+    except (SubmissionError, OSError) as exc:
+        log.warning("%s: no details file published: %s", submission.id, exc)
+        return None
+    buffer = io.BytesIO()
+    frame.drop(columns=["input"]).to_parquet(buffer, index=False)
+    return buffer.getvalue()
 
-    def split_of(submission_id: str) -> str | None:
-        rows = board.table().all_rows()
+
+def with_inputs(task: Task, published: pd.DataFrame) -> pd.DataFrame:
+    """A published details file with the installed split's public inputs joined back by item id:
+    the columns and rows build_details gives for the same answers."""
+    inputs = {
+        item.id: json.dumps(
+            {k: v for k, v in item.public.items() if k != "id" and k not in item.tiers},
+            ensure_ascii=False,
+        )
+        for item in task.load_split().items
+    }
+    joined = published.assign(input=[inputs.get(i, "") for i in published["item_id"]])
+    return _details_frame(joined.to_dict("records"), task)
+
+
+class Published:
+    """What the newest published version holds of a result, for result_details: called with a
+    submission id, the split hash its row records ("" if none; None when the table does not hold
+    it: withdrawn); `details(submission)`: its details file, if one was published."""
+
+    def __init__(self, board) -> None:
+        self.board = board  # the read path (LeaderboardCache): its source is the results store
+
+    def __call__(self, submission_id: str) -> str | None:
+        rows = self.board.table().all_rows()
         found = rows.loc[rows["submission_id"] == submission_id]
         if found.empty:
             return None
         value = found.iloc[0].get("split_sha256")
         return value if isinstance(value, str) else ""
 
-    return split_of
+    def details(self, submission: Submission) -> pd.DataFrame | None:
+        reader = getattr(self.board.source, "published_details", None)
+        if reader is None:
+            return None
+        data = reader(submission.suite, submission.task, submission.id)
+        return pd.read_parquet(io.BytesIO(data)) if data is not None else None
+
+
+def published_split(board) -> Published:
+    return Published(board)
 
 
 def result_details(
@@ -155,8 +214,14 @@ def result_details(
         if key in _kept:
             _kept.move_to_end(key)
             return submission, _kept[key]
+    published = getattr(split_of, "details", None)
+    kept = published(submission) if published is not None else None
     try:
-        frame = build_details(task, _answers(task, submission))
+        frame = (
+            with_inputs(task, kept)
+            if kept is not None
+            else build_details(task, _answers(task, submission))
+        )
     except FileNotFoundError:
         raise SubmissionError(
             409, f"the answers of {submission_id} are no longer kept: no per-item details"

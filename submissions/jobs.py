@@ -6,6 +6,7 @@ is idempotent per submission, so a job retried after its worker was killed publi
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
@@ -28,6 +29,7 @@ from leaderboard.result_record import make_record
 from leaderboard.results import open_outbox
 from leaderboard.store import StoreUnavailable
 from submissions import queue
+from submissions.details import details_file
 from submissions.metrics import record_job
 from submissions.moderation import keep_withheld, shared_visibility
 from submissions.records import Submission, SubmissionStore, utc_now
@@ -368,11 +370,10 @@ def evaluate_submission(
         return None
     # Durable in the outbox first; published now unless the store is down (then it waits, in order).
     publish_started = time.time()
-    _, revision = results.publish_now(
-        "result",
-        {"record": record, "request": submission.request_record("finished")},
-        wait_s=PUBLISH_WAIT_S,
-    )
+    entry: dict[str, Any] = {"record": record, "request": submission.request_record("finished")}
+    if (details := details_file(task, submission)) is not None:  # public splits only
+        entry["details"] = base64.b64encode(details).decode("ascii")  # in the result's commit
+    _, revision = results.publish_now("result", entry, wait_s=PUBLISH_WAIT_S)
     record_job(_connection(), "finished", time.time() - started, time.time() - publish_started)
     if (
         submissions.get(submission_id).visibility != "public"

@@ -64,9 +64,35 @@ def test_public_split_details_show_every_item_with_gold_answer_and_outcome(svc, 
         parquet = details(http, public_result, format="parquet", outcome="right")
         assert len(pd.read_parquet(io.BytesIO(parquet.content))) == 1000
 
+        # published with the result: the dataset's details file (item, tiers, gold, answer,
+        # outcome; not the inputs, which are the public split's and are joined back)
+        store = LocalDatasetStore(svc.data_dir / "results-dataset")
+        published = pd.read_parquet(
+            io.BytesIO(store.published_details("prefeval", "mcq", public_result))
+        )
+        assert len(published) == 3000 and "input" not in published.columns
+        assert published["score"].sum() == 1000
+        full = pd.read_csv(io.StringIO(csv.text))
+        assert list(full.columns) == [*published.columns[:3], "input", *published.columns[3:]]
+
         bad = details(http, public_result, tier="form/nope")
         assert bad.status_code == 422 and bad.json()["detail"]["problems"][0]["field"] == "tier"
         assert details(http, "no-such-id").status_code == 404
+
+
+def test_details_are_served_from_the_published_file_once_the_answers_are_gone(svc):
+    """As for a remote worker's run, whose answers the web node never had: the published file."""
+    with svc.http() as http:
+        sid = submit_ok(
+            http, explicit_only().body, setting="reminder", model_name="details-published"
+        )
+        assert wait_finished(http, sid)["revision"]
+        (svc.data_dir / "uploads" / f"{sid}.jsonl").unlink()  # the answers the service kept
+        served = details(http, sid, tier="form/explicit")
+        assert served.status_code == 200, served.text
+        assert served.headers["x-total-count"] == "1000"
+        rows = served.json()
+        assert all(r["outcome"] == "right" and json.loads(r["input"])["question"] for r in rows)
 
 
 def test_hidden_split_details_are_refused_to_everyone_and_never_stored(svc, tmp_path):
@@ -97,7 +123,14 @@ def test_hidden_split_details_are_refused_to_everyone_and_never_stored(svc, tmp_
         check=True,
     ).stdout.split()
     assert any(sid in path and path.startswith("results/") for path in files)
-    assert not any("details" in path for path in files)
+    assert any(path.startswith("details/prefeval/") for path in files)  # public results have one
+    assert not [p for p in files if p.startswith("details/") and ("recentering" in p or sid in p)]
+    # nor does the store take one for a hidden split, whoever hands it one
+    record = store.current_record(sid)
+    record["submission_id"] = "handed-details"
+    store.publish(record, details=b"per-item rows of a hidden split")
+    assert store.published_details("recentering", "relevance", "handed-details") is None
+    assert store.current_record("handed-details") is not None  # the result itself went out
     dataset = subprocess.run(
         ["git", "-C", str(store.root), "grep", "-c", "-e", "h000", "-e", "h199", head],
         capture_output=True,

@@ -28,7 +28,7 @@ from tiny_models import build_tiny_model  # noqa: E402
 
 from backend import processes  # noqa: E402
 from evaluator.hub import DatasetRepo  # noqa: E402
-from leaderboard.store import result_path  # noqa: E402
+from leaderboard.store import details_path, result_path  # noqa: E402
 from submissions.settings import FAULT_GATE_ENV  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
@@ -185,12 +185,33 @@ def test_remote_worker_runs_a_hub_model_on_a_private_split(
                 record["provenance"]["model"]["revision"]
                 == answer.json()["details"]["model"]["revision"]
             )
-            # the gold never enters the results repo
+            # the split's files never enter the results repo; per item only the details file of
+            # this run (the fixture split is public: tests/fixtures/splits/recentering/PUBLIC)
             assert all(
                 p.split("/")[0]
-                in ("README.md", ".gitattributes", "data", "results", "requests", "boards")
+                in (
+                    "README.md",
+                    ".gitattributes",
+                    "data",
+                    "results",
+                    "requests",
+                    "boards",
+                    "details",
+                )
                 for p in files
-            ), files
+            ), sorted({p.split("/")[0] for p in files})
+            details = [p for p in files if p.startswith("details/")]
+            assert details == [details_path("recentering", "relevance", sid)], details
+            # served by the web node from the published file: the answers are on the other machine
+            assert not (svc.data_dir / "checkpoints" / f"{sid}.jsonl").exists()
+            assert (remote_dir / "checkpoints" / f"{sid}.jsonl").exists()
+            shown = http.get(f"/api/v1/submissions/{sid}/details")
+            assert shown.status_code == 200, shown.text
+            assert shown.headers["x-total-count"] == "10"
+            for row in shown.json():
+                assert json.loads(row["input"]) and row["gold"] not in ("", None)
+                assert row["outcome"] in ("right", "wrong")
+                assert (row["outcome"] == "right") == (row["score"] == 1.0)
             # in the web node's leaderboard at once: the worker renewed the results head signal in Redis
             # before its publish returned, so before it sent the revision the web node folded
             # (leaderboard/head_signal.py); the web node does not wait for its kept Hub head to expire

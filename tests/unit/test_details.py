@@ -3,13 +3,15 @@ and outcome, the one visibility rule, and the explorer's table escaping what it 
 
 from __future__ import annotations
 
+import io
 import json
 
+import pandas as pd
 import pytest
 
 from evaluator.registry import get_task
 from space.tabs.explorer import render_items
-from submissions.details import build_details, details_allowed, filter_details
+from submissions.details import build_details, details_allowed, filter_details, with_inputs
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +34,20 @@ def test_details_recompute_each_items_outcome(mcq):
         assert row["outcome"] == ("right" if row["form"] == "explicit" else "wrong")
         assert row["score"] == (1.0 if row["outcome"] == "right" else 0.0)
         assert "question" in json.loads(row["input"]) and "form" not in json.loads(row["input"])
+
+
+def test_the_published_file_with_the_splits_inputs_is_the_details(mcq):
+    """What a job publishes (no inputs) joined back with the installed split: the same table."""
+    frame = build_details(mcq, answers_right_on_explicit(mcq))
+    published = pd.read_parquet(io.BytesIO(details_bytes(frame)))
+    assert "input" not in published.columns and len(published) == 60
+    pd.testing.assert_frame_equal(with_inputs(mcq, published), frame)
+
+
+def details_bytes(frame) -> bytes:
+    buffer = io.BytesIO()
+    frame.drop(columns=["input"]).to_parquet(buffer, index=False)
+    return buffer.getvalue()
 
 
 def test_filters_by_tier_and_outcome_and_name_what_is_unknown(mcq):
