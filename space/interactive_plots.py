@@ -2,11 +2,13 @@
 from the plotly package and is served by the app, so it works offline).
 
 Readable at 1,400 and at 390 px: bars are horizontal (labels never rotated, Plotly's automargin keeps
-them whole), one figure per tier group (PrefEval's 20 topics are one figure, its 3 forms another,
-not 23 bars in a row), the legend below the plot, and every series named by a distinct label (two
-GPT-4.1 rows from Tables 3 and 7 are two legend entries, space/labels.py). Values follow the display
-schema (percent for shares); a partial run's cell under the minimum item count is left out, as in
-the table. Hovering a bar gives its value, 95% interval and item count.
+them whole), one figure per tier group (PrefEval's 3 forms one figure, its 20 topics another, not
+23 bars in a row), a group of more than TIERS_PER_FIGURE tiers cut into pieces ("Topic (1 of 2)",
+each with every series in its colour and one value axis), the legend below the plot, and every
+series named by a distinct label (two GPT-4.1 rows from Tables 3 and 7 are two legend entries,
+space/labels.py). Values follow the display schema (percent for shares); a partial run's cell
+under the minimum item count is left out, as in the table. Hovering a bar gives its value, 95% interval
+and item count.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from space.display import MIN_CELL_ITEMS, column_labels, metric_format, metric_l
 from space.labels import row_labels
 
 MAX_SERIES = 8
+# tiers (bar groups) in one figure: PrefEval's 20 topics as one figure are 20 x 3 bars, taller than a
+# phone's screen, so a longer group is cut into pieces of about equal size (20 -> 10 + 10)
+TIERS_PER_FIGURE = 12
 BAR_PX = 18  # height of one bar; a figure's height follows its bars
 PALETTE = [
     "#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7", "#84cc16", "#f97316",
@@ -115,7 +120,8 @@ def _stats(cells: pd.DataFrame) -> dict:
 def tier_figures(
     board: pd.DataFrame, cells: pd.DataFrame, submission_ids: list[str], title: str
 ) -> list[dict]:
-    """Per tier group one figure: the chosen results' scores per tier (and the total, in the first)."""
+    """Per tier group one figure, a group of more than TIERS_PER_FIGURE tiers in pieces (pieces()):
+    the chosen results' scores per tier (and the total, in the first)."""
     chosen = board[board["submission_id"].isin(submission_ids)].head(MAX_SERIES)
     if chosen.empty:
         return []
@@ -148,21 +154,57 @@ def tier_figures(
         keep = [k for k in range(len(shown)) if any(d["x"][k] is not None for d in data)]
         if not keep:
             continue
-        for d in data:
-            for key in ("y", "x", "customdata"):
-                d[key] = [d[key][k] for k in keep]
-            for key in ("array", "arrayminus"):
-                d["error_x"][key] = [d["error_x"][key][k] for k in keep]
-        shown = [shown[k] for k in keep]
         # short: the page above names the suite and task, and a phone has 390 px for it
         heading = group_titles.get(group, group) if group else "Total"
-        figures.append(
-            {
-                "data": data,
-                "layout": _layout(heading, _axis_title(metric), len(shown), len(data)),
-            }
-        )
+        parts = pieces(keep)
+        # one value axis for the pieces of a group, so a bar reads the same in each
+        span = _span(data, keep) if len(parts) > 1 else None
+        for p, part in enumerate(parts):
+            piece = [_slice(d, part) for d in data]  # every series in each piece: one legend
+            name = f"{heading} ({p + 1} of {len(parts)})" if len(parts) > 1 else heading
+            layout = _layout(name, _axis_title(metric), len(part), len(piece))
+            if span:
+                layout["xaxis"]["range"] = span
+            figures.append({"data": piece, "layout": layout})
     return figures
+
+
+def pieces(items: list, limit: int = TIERS_PER_FIGURE) -> list[list]:
+    """`items` in order, cut into the fewest pieces of at most `limit` whose sizes differ by at most
+    one (45 -> 12, 11, 11, 11; 13 -> 7, 6 rather than 12 and a lone 1)."""
+    count = max(1, math.ceil(len(items) / limit))
+    size, extra = divmod(len(items), count)
+    out, start = [], 0
+    for k in range(count):
+        end = start + size + (1 if k < extra else 0)
+        out.append(items[start:end])
+        start = end
+    return out
+
+
+def _slice(trace: dict, keep: list[int]) -> dict:
+    """A bar series with only the categories at `keep` (its name and colour unchanged)."""
+    trace = {**trace, "error_x": dict(trace["error_x"])}
+    for key in ("y", "x", "customdata"):
+        trace[key] = [trace[key][k] for k in keep]
+    for key in ("array", "arrayminus"):
+        trace["error_x"][key] = [trace["error_x"][key][k] for k in keep]
+    return trace
+
+
+def _span(data: list[dict], keep: list[int]) -> list[float]:
+    """The value axis's range over every bar and interval at `keep`, zero included, 5% spare."""
+    ends = [0.0]
+    for d in data:
+        for k in keep:
+            if d["x"][k] is not None:
+                ends += [
+                    d["x"][k] - d["error_x"]["arrayminus"][k],
+                    d["x"][k] + d["error_x"]["array"][k],
+                ]
+    low, high = min(ends), max(ends)
+    spare = 0.05 * ((high - low) or 1.0)
+    return [low - spare if low < 0 else 0.0, high + spare]
 
 
 def _group_titles(board: pd.DataFrame) -> dict[str, str]:
