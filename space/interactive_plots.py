@@ -28,6 +28,11 @@ MAX_SERIES = 8
 # phone's screen, so a longer group is cut into pieces of about equal size (20 -> 10 + 10)
 TIERS_PER_FIGURE = 12
 BAR_PX = 18  # height of one bar; a figure's height follows its bars
+LINE_PX = 16  # height of one line of a tick label
+# a longer tier label is wrapped at spaces: "Professional work location style" on one line leaves a
+# 390 px phone about 100 px for the bars
+WRAP_AT = 18
+CHAR_PX = 6.5  # about the width of one character of a 12 px label (the pieces' shared left margin)
 PALETTE = [
     "#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7", "#84cc16", "#f97316",
     "#64748b", "#ec4899", "#14b8a6", "#eab308",
@@ -49,9 +54,17 @@ def _number(value) -> float | None:
 
 
 def _layout(
-    title: str, axis_title: str, categories: int, series: int, note: str = "", **extra
+    title: str,
+    axis_title: str,
+    categories: int,
+    series: int,
+    note: str = "",
+    lines: int = 1,
+    **extra,
 ) -> dict:
-    height = 140 + max(1, categories) * max(1, series) * BAR_PX + 30 * math.ceil(series / 2)
+    """`lines`: the most lines a category's label takes (a wrapped label needs room beside its bars)."""
+    per_category = max(max(1, series) * BAR_PX, lines * LINE_PX)
+    height = 140 + max(1, categories) * per_category + 30 * math.ceil(series / 2)
     return {
         # the metric goes in the title, not an axis title (which the legend below would overlap)
         "title": {
@@ -146,7 +159,7 @@ def tier_figures(
                 if row.get("row_kind") == "partial" and n and n < MIN_CELL_ITEMS:
                     value = None  # too few items to show, as in the table
                 points.append((value, low, high, n))
-            ticks = [labels.get(c, c) if c != TOTAL else "Total" for c in shown]
+            ticks = [wrap(labels.get(c, c)) if c != TOTAL else "Total" for c in shown]
             data.append(
                 _bar(names[str(row["submission_id"])], ticks, points, scale, PALETTE[j % 12])
             )
@@ -157,16 +170,37 @@ def tier_figures(
         # short: the page above names the suite and task, and a phone has 390 px for it
         heading = group_titles.get(group, group) if group else "Total"
         parts = pieces(keep)
-        # one value axis for the pieces of a group, so a bar reads the same in each
-        span = _span(data, keep) if len(parts) > 1 else None
+        lines = [data[0]["y"][k].split("<br>") for k in keep]
         for p, part in enumerate(parts):
             piece = [_slice(d, part) for d in data]  # every series in each piece: one legend
             name = f"{heading} ({p + 1} of {len(parts)})" if len(parts) > 1 else heading
-            layout = _layout(name, _axis_title(metric), len(part), len(piece))
-            if span:
-                layout["xaxis"]["range"] = span
+            layout = _layout(
+                name,
+                _axis_title(metric),
+                len(part),
+                len(piece),
+                lines=max(len(lines[keep.index(k)]) for k in part),
+            )
+            if len(parts) > 1:
+                # the pieces of a group share the value axis and the left margin (the longest
+                # label's; automargin only widens it), so their bars line up and read alike
+                layout["xaxis"]["range"] = _span(data, keep)
+                longest = max(len(line) for label in lines for line in label)
+                layout["margin"]["l"] = 10 + math.ceil(CHAR_PX * longest)
             figures.append({"data": piece, "layout": layout})
     return figures
+
+
+def wrap(label: str, width: int = WRAP_AT) -> str:
+    """`label` in lines of at most `width` characters, broken at spaces (a longer word stays whole),
+    joined by Plotly's <br>."""
+    lines: list[str] = []
+    for word in label.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
 
 
 def pieces(items: list, limit: int = TIERS_PER_FIGURE) -> list[list]:
@@ -199,6 +233,7 @@ def _span(data: list[dict], keep: list[int]) -> list[float]:
         for k in keep:
             if d["x"][k] is not None:
                 ends += [
+                    d["x"][k],
                     d["x"][k] - d["error_x"]["arrayminus"][k],
                     d["x"][k] + d["error_x"]["array"][k],
                 ]

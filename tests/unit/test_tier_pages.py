@@ -15,7 +15,7 @@ from board_fixture import SUITE, TASK, board_record  # noqa: E402
 from evaluator.registry import all_suites  # noqa: E402
 from leaderboard.board import manifest_tier_order, model_facts, ranked_board  # noqa: E402
 from leaderboard.table import records_to_scores  # noqa: E402
-from space.interactive_plots import TIERS_PER_FIGURE, pieces, tier_figures  # noqa: E402
+from space.interactive_plots import TIERS_PER_FIGURE, WRAP_AT, pieces, tier_figures  # noqa: E402
 
 BULK = [f"t{k:02d}" for k in range(45)]  # a synthetic group far longer than one figure holds
 TOPICS = all_suites()[SUITE].tasks[TASK].tier_groups[1].tiers  # PrefEval's 20 topics
@@ -106,6 +106,11 @@ def test_a_45_tier_group_is_paged_with_every_tier_once_and_one_colour_per_result
     assert len({tuple(f["layout"]["xaxis"]["range"]) for f in bulk}) == 1
     low, high = bulk[0]["layout"]["xaxis"]["range"]
     assert low == 0 and 85 < high < 95, (low, high)  # alpha's 80 + its interval, and some room
+    for f in bulk:  # no bar or interval runs past the shared axis
+        for trace in f["data"]:
+            for x, plus in zip(trace["x"], trace["error_x"]["array"]):
+                assert x is None or x + plus <= high, (x, plus, high)
+    assert len({f["layout"]["margin"]["l"] for f in bulk}) == 1  # the pieces' bars line up
     # the values are the cells': alpha's t44 (0.8 - 0.44), and gamma's missing t07 is a gap
     last = bulk[-1]["data"][0]
     assert last["y"][-1] == "bulk/t44" and last["x"][-1] == pytest.approx(36.0)
@@ -134,5 +139,9 @@ def test_prefeval_topics_are_two_figures_and_short_groups_stay_whole():
     assert figures[0]["data"][0]["y"] == ["Total", "Explicit", "Implicit (choice)"]
     assert "xaxis" not in figures[0]["layout"] or "range" not in figures[0]["layout"]["xaxis"]
     assert [len(f["data"][0]["y"]) for f in figures[1:]] == [10, 10]
+    # long labels wrap at spaces (a phone keeps room for the bars), short ones stay on one line
+    ticks = [tick for f in figures[1:] for tick in f["data"][0]["y"]]
+    assert "Professional work<br>location style" in ticks and "Shop home" in ticks, ticks
+    assert all(len(line) <= WRAP_AT for tick in ticks for line in tick.split("<br>")), ticks
     # a piece of 10 tiers is shorter than the group's one figure was
     assert all(f["layout"]["height"] < 140 + 20 * 2 * 18 for f in figures[1:])
