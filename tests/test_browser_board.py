@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 
-from board_fixture import EXPECTED_RANKS, SUITE, TASK, board_records  # noqa: E402
+from board_fixture import EXPECTED_RANKS, SUITE, TASK, board_record, board_records  # noqa: E402
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
     choose,
@@ -37,6 +37,29 @@ pytestmark = [
 ]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
 EARLY_RELEASE = "fx-early"
+LONG_TASK = "mcq_turns"  # "Multiple choice behind distractor turns (0-300)"
+PAGED_SETTING = "reminder"  # two results with every PrefEval topic: the Topic plot comes in pieces
+
+
+def topic_records() -> list[dict]:
+    from evaluator.registry import all_suites
+
+    topics = next(g for g in all_suites()[SUITE].tasks[TASK].tier_groups if g.name == "topic")
+    records = []
+    for sid, model, value in (
+        ("fx-topics-1", "topics-one", 0.6),
+        ("fx-topics-2", "topics-two", 0.4),
+    ):
+        found = board_record(sid, model, value, value - 0.04, value + 0.04, setting=PAGED_SETTING)
+        found["metrics"]["tiers"]["topic"] = {
+            tier: {"accuracy": {"value": v, "ci95": [v - 0.08, v + 0.08], "n": 50}}
+            for tier, v in ((t, value + k / 100) for k, t in enumerate(topics.tiers))
+        }
+        records.append(found)
+    # a result of the task with the longest title, so its board opens (the Task label's test)
+    turns = board_record("fx-turns", "turns-one", 0.5, 0.45, 0.55, parameters=1_000_000)
+    records.append({**turns, "task": LONG_TASK})
+    return records
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +74,8 @@ def service(module_live_service):
             i == 1
         ):  # a release naming the board with alpha and beta only (the Version selector's test)
             store.release(EARLY_RELEASE, notes="the first two")
+    for record in topic_records():  # in another setting: the default view keeps its five rows
+        store.publish(record)
     return module_live_service
 
 
@@ -311,6 +336,81 @@ def test_plot_labels_tell_rows_of_one_model_apart(page):
     legend = figures[0]["legend"]  # the three best rows are compared by default
     assert {"GPT-4.1 (Table 7)", "GPT-4.1 (Table 3)"} <= set(legend), legend
     assert len(legend) == len(set(legend)), legend
+
+
+def task_label_bounds(page) -> dict:
+    """The Task dropdown's input: where its text may run (content box), where the arrow starts."""
+    return page.locator("#filter-task").evaluate("""box => {
+        const input = box.querySelector('input'), style = getComputedStyle(input);
+        const r = input.getBoundingClientRect();
+        const arrow = box.querySelector('.icon-wrap, svg').getBoundingClientRect();
+        return {value: input.value, textEnd: r.right - parseFloat(style.paddingRight),
+                arrowStart: arrow.left, overflow: style.textOverflow,
+                cut: input.scrollWidth > input.clientWidth, page: innerWidth};
+    }""")
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_long_task_label_ends_before_the_arrow(browser, service, tmp_path, width):
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, base_url=service.base_url
+    )
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        page.goto(f"/?suite={SUITE}&task={LONG_TASK}")
+        wait_table(page, lambda h, r: "turns-one" in [x["Model"] for x in r], "turns-one's row")
+        found = task_label_bounds(page)
+        assert found["value"] == "Multiple choice behind distractor turns (0-300)", found
+        # the text stops short of the arrow; what does not fit ends in an ellipsis
+        assert found["textEnd"] <= found["arrowStart"], found
+        assert found["overflow"] == "ellipsis", found
+        if width == 390:  # a line of its own, yet still too long for a phone: cut
+            assert found["cut"], found
+            assert page.locator("#filter-task").bounding_box()["width"] > width / 2, found
+        else:  # the Task is wider than the other filters: whole
+            assert not found["cut"], found
+        shot(page, tmp_path, f"board-task-label-{width}")
+    finally:
+        context.close()
+
+
+def test_a_long_tier_group_is_paged_on_a_phone(browser, service, tmp_path):
+    """PrefEval's 20 topics: two figures of 10 at 390 px, every topic once, the same legend in
+    each, nothing clipped."""
+    from evaluator.registry import all_suites
+    from space.display import column_labels
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=service.base_url)
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        page.goto(f"/?suite={SUITE}&task={TASK}&setting={PAGED_SETTING}")
+        wait_table(
+            page,
+            lambda h, r: {"topics-one", "topics-two"} <= {x["Model"] for x in r},
+            "the two results with topics",
+        )
+        figures = [f for f in plot_texts(page, "#plots") if not f["title"].startswith("Total ")]
+        titles = [f["title"].split(" · ")[0] for f in figures]
+        assert titles == ["Preference form", "Topic (1 of 2)", "Topic (2 of 2)"], titles
+        topics = next(g for g in all_suites()[SUITE].tasks[TASK].tier_groups if g.name == "topic")
+        # a wrapped label is one tick of several lines (tspans): compare without the breaks
+        ticks = [t.replace(" ", "") for f in figures[1:] for t in f["ticks"] if t[:1].isalpha()]
+        labels = column_labels()
+        wanted = [labels[f"topic/{t}"].replace(" ", "") for t in topics.tiers]
+        assert sorted(ticks) == sorted(wanted), ticks  # each topic once
+        for figure in figures:
+            assert figure["legend"] == ["topics-one", "topics-two"], figure
+            assert not figure["clipped"] and figure["right"] <= 391, figure
+        assert [len([t for t in f["ticks"] if t[:1].isalpha()]) for f in figures[1:]] == [10, 10]
+        page.locator("#plot-tiers").scroll_into_view_if_needed()
+        shot(page, tmp_path, "board-plots-paged-390")
+        page.locator("#plot-tiers .js-plotly-plot").nth(2).screenshot(
+            path=str(ARTIFACTS / "board-plots-paged-390-piece2.png")
+        )
+    finally:
+        context.close()
 
 
 def test_model_and_result_pages(page, tmp_path):

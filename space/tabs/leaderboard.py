@@ -66,6 +66,20 @@ URL_JS = url_writer_js(
         ("revision", LATEST),
     ],
 )
+# A long choice ("Multiple choice behind distractor turns (0-300)") is cut with an ellipsis before the
+# dropdown's arrow, which Gradio lays over the input's right end (24 px of it); the open list shows
+# it whole. The Task gets twice a filter's width, so at 1,400 px its longest title is whole; on a
+# phone the Task, the Tier and the Version take a line each (half of 390 px holds 12 characters).
+FILTERS = ("suite", "task", "setting", "tier", "type", "size", "license", "version")
+FILTER_STYLE = (
+    "<style>#leaderboard-style{display:none}"
+    + ",".join(f"#filter-{name} input" for name in FILTERS)
+    + "{text-overflow:ellipsis;overflow:hidden;white-space:nowrap;"
+    "padding-right:calc(var(--size-5, 20px) + var(--size-2, 8px))!important}"
+    "#filter-task{flex-grow:2!important}"
+    "@media (max-width:640px){#filter-task,#filter-tier,#filter-version{min-width:100%!important}}"
+    "</style>"
+)
 HEAD_POLL_S = 3.0  # a publish shows on the board within this (when the newest version is shown)
 DEFAULT_COMPARED = 3  # results in the per-tier plot until the reader picks others
 
@@ -346,6 +360,7 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
         )
 
     with gr.Tab("Leaderboard", id="leaderboard"):
+        gr.HTML(FILTER_STYLE, elem_id="leaderboard-style", padding=False)
         with gr.Row():
             f_suite = gr.Dropdown(suite_choices(), label="Suite", elem_id="filter-suite")
             f_task = gr.Dropdown([], label="Task", elem_id="filter-task")
