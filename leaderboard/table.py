@@ -163,7 +163,17 @@ def column_name(
     return f"{group}/{tier}" if primary else None
 
 
-EMPTY_VIEW_COLUMNS = [*ID_COLUMNS, TOTAL, "n_items", "submitted_at", "submission_id", "model_link"]
+# An empty view has the columns a non-empty one always has, provenance included: the board ranks by
+# `protocol` whether or not any row is there (a task with no results answered a KeyError).
+EMPTY_VIEW_COLUMNS = [
+    *ID_COLUMNS,
+    TOTAL,
+    "n_items",
+    "submitted_at",
+    "submission_id",
+    "model_link",
+    *PROVENANCE_COLUMNS,
+]
 SLICE_COLUMNS = ["suite", "task", "setting"]  # what a view filters rows by (one value per result)
 
 

@@ -18,8 +18,8 @@ from space.board_view import render_board  # noqa: E402
 from space.display import format_interval, format_value  # noqa: E402
 
 
-def board_of(records, **kwargs):
-    return ranked_board(records_to_scores(records), model_facts(records), SUITE, TASK, **kwargs)
+def board_of(records, task=TASK, **kwargs):
+    return ranked_board(records_to_scores(records), model_facts(records), SUITE, task, **kwargs)
 
 
 def test_ranks_from_intervals_rule():
@@ -215,3 +215,11 @@ def test_rows_of_another_protocol_are_ranked_only_among_themselves():
     ]
     html_text = render_board(board, cells)
     assert "ranked only among choice_logprobs rows" in html_text
+
+
+def test_a_task_without_results_is_an_empty_board_not_an_error():
+    # another task of the suite has results, this one none: its board is empty, with the columns
+    # a board always has (ranking reads `protocol`; it raised KeyError and the page showed "Error")
+    board, cells = board_of(board_records(), task="mcq_turns")  # PrefEval's other mcq task
+    assert board.empty and cells.empty
+    assert {"rank", "rank_group", "protocol", "above_reference", "model_type"} <= set(board.columns)
