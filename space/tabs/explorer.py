@@ -3,6 +3,10 @@ right or wrong), filtered by tier and outcome, with the same table as a download
 /api/v1/submissions/{id}/details). submissions/details.py decides what may be shown: on a hidden
 split nothing per item is, to anyone.
 
+The view lives in the URL (`?tab=items&submission=...&tier=...&outcome=...&pg=...`,
+space/url_state.py): a reloaded or shared link opens the same items. A link's id is checked like
+a chosen one: an unknown or hidden-split result says so and shows nothing per item.
+
 Every text of an item or an answer is escaped here before it is shown.
 """
 
@@ -17,18 +21,28 @@ import pandas as pd
 
 from evaluator.registry import UnknownSuiteError, get_task
 from space.choices import ALL, tier_choices
+from space.url_state import tab_params, url_writer_js
 from submissions.details import (
     details_allowed,
     filter_details,
     published_split,
+    published_submission,
     result_details,
 )
 from submissions.intake import SubmissionError
+
+TAB = "items"
+# the view's URL parameters, in the order of the controls the writer is given (space/url_state.py).
+# The page is `pg`: Gradio's own page route reads `page` (a multi-page app's), and answers 500 to
+# a page it does not have. It is a number in the browser, so its default is one too (the writer
+# compares them as they are).
+URL_FIELDS = [("submission", None), ("tier", ALL), ("outcome", ALL), ("pg", 1)]
 
 PAGE_ITEMS = 50
 SHOWN_CHARS = 160  # an input field longer than this is cut in the cell; the whole text unfolds
 OUTCOMES = [("all", ALL), ("right", "right"), ("wrong", "wrong")]
 RESULTS_LISTED = 200
+MAX_PAGE = 10**6  # a link's page beyond this is read as the first
 
 STYLE = """<style>
 .pb-items-wrap{overflow-x:auto;max-height:75vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
@@ -42,6 +56,7 @@ table.pb-items .pb-right{color:#15803d;font-weight:600}
 table.pb-items .pb-wrong{color:#b91c1c;font-weight:600}
 table.pb-items .pb-mono{font-family:var(--font-mono,monospace);overflow-wrap:anywhere;max-width:16em}
 table.pb-items .pb-item-id{min-width:11em;max-width:16em;overflow-wrap:break-word;font-size:12px}
+#items-result input[role=combobox],#items-tier input[role=combobox]{padding-right:24px}
 @media (max-width:600px){table.pb-items{font-size:12px} table.pb-items .pb-item-input{min-width:14em} table.pb-items .pb-item-id{min-width:9em}}
 </style>"""
 
@@ -73,8 +88,17 @@ def _field(key: str, value) -> str:
 
 
 def render_items(frame: pd.DataFrame, groups: list[str], offset: int, total: int) -> str:
+    if frame.empty and total:  # a page past the last (a link's, or one typed)
+        last = (total + PAGE_ITEMS - 1) // PAGE_ITEMS
+        return (
+            STYLE + f'<p class="pb-empty" id="items-empty"><em>Page {offset // PAGE_ITEMS + 1} is '
+            f"past the last: these filters keep {total} items, on pages 1–{last}.</em></p>"
+        )
     if frame.empty:
-        return STYLE + "<p><em>No items match these filters.</em></p>"
+        return (
+            STYLE
+            + '<p class="pb-empty" id="items-empty"><em>No items match these filters.</em></p>'
+        )
     head = "".join(
         f'<th scope="col">{html.escape(c)}</th>'
         for c in ["Item", "Input", "Gold", "Answer", "Outcome"]
@@ -118,18 +142,49 @@ def download_links(submission_id: str, tier, outcome) -> str:
     return "Download these items (the details file of this result): " + " · ".join(links)
 
 
+def tier_options(services, submission_id) -> list[tuple[str, str]]:
+    """The Tier filter's choices: the tiers of the result's task, where its items may be shown
+    (published_submission's rule: an unknown or hidden result names no task here)."""
+    tiers = [("all tiers", ALL)]
+    if submission_id:
+        try:
+            submission, _ = published_submission(services.records, submission_id)
+        except SubmissionError:
+            return tiers
+        tiers += tier_choices(submission.suite, submission.task)
+    return tiers
+
+
+def link_view(services, params: dict[str, str]) -> tuple[str, str, str, int]:
+    """The view a link names (result, tier, outcome, page): the id as given (it is checked when the
+    items are read), the rest kept only where it is one of the control's own values."""
+    submission_id = (params.get("submission") or "").strip()[:100]
+    tier = params.get("tier") or ALL
+    if tier not in {value for _, value in tier_options(services, submission_id)}:
+        tier = ALL
+    outcome = params.get("outcome") or ALL
+    if outcome not in {value for _, value in OUTCOMES}:
+        outcome = ALL
+    page = params.get("pg") or ""
+    wellformed = page.isascii() and page.isdigit() and len(page) <= 7
+    number = int(page) if wellformed and 1 <= int(page) <= MAX_PAGE else 1
+    return submission_id, tier, outcome, number
+
+
 def build_explorer_tab(ui: gr.Blocks, services) -> None:
-    def pick(submission_id):
-        submission = services.submission(submission_id) if submission_id else None
-        tiers = [("all tiers", ALL)]
-        if submission is not None:
-            tiers += tier_choices(submission.suite, submission.task)
-        return gr.update(choices=tiers, value=ALL), 1
+    def pick(submission_id, shown, outcome):
+        """Another result: its tiers, its first page (the outcome filter kept). A pasted id comes
+        with the box's blur, which also fires when nothing changed: then nothing is redrawn."""
+        submission_id = (submission_id or "").strip()
+        if submission_id == (shown or ""):
+            return (gr.skip(),) * 5
+        tiers = gr.update(choices=tier_options(services, submission_id), value=ALL)
+        return (tiers, 1, *show(submission_id, ALL, outcome, 1), submission_id)
 
     def show(submission_id, tier, outcome, page):
         if not submission_id:
-            return (
-                "<p><em>Choose a result: finished results on public splits (PrefEval) are "
+            return (  # STYLE in every answer: it also keeps the boxes' text off their arrows
+                STYLE + "<p><em>Choose a result: finished results on public splits (PrefEval) are "
                 "listed. Hidden splits show no items, to anyone.</em></p>",
                 "",
             )
@@ -142,13 +197,28 @@ def build_explorer_tab(ui: gr.Blocks, services) -> None:
                 frame, task, None if tier == ALL else tier, None if outcome == ALL else outcome
             )
         except (SubmissionError, ValueError) as exc:
-            return f"<p><em>{html.escape(str(exc))}</em></p>", ""
-        offset = max(0, (int(page or 1) - 1) * PAGE_ITEMS)
+            return (
+                STYLE + '<p class="pb-empty" id="items-refused"><strong>No items to show.</strong> '
+                f"<em>{html.escape(str(exc))}</em></p>",
+                "",
+            )
+        offset = max(0, (min(int(page or 1), MAX_PAGE) - 1) * PAGE_ITEMS)
         groups = [g.name for g in task.tier_groups]
         body = render_items(frame.iloc[offset : offset + PAGE_ITEMS], groups, offset, len(frame))
         return body, download_links(submission.id, tier, outcome)
 
-    with gr.Tab("Items", id="items"):
+    def on_load(request: gr.Request):
+        """The listed results, and the view a link to this tab names, else the defaults."""
+        submission_id, tier, outcome, page = link_view(services, tab_params(request, TAB))
+        return (
+            gr.update(choices=result_choices(services), value=submission_id or None),
+            gr.update(choices=tier_options(services, submission_id), value=tier),
+            outcome,
+            page,
+            submission_id,
+        )
+
+    with gr.Tab("Items", id=TAB):
         gr.Markdown(
             "**Item explorer.** A published result on a public split, item by item: the inputs, "
             "the gold answer, the submission's answer and whether it was right. Hidden splits "
@@ -157,23 +227,54 @@ def build_explorer_tab(ui: gr.Blocks, services) -> None:
             elem_id="items-note",
         )
         with gr.Row():
+            # min widths: on a phone the result and tier take a line each (their labels are
+            # long) and the three answers stay on one; on a desktop all four share one line
             result = gr.Dropdown(
                 [],
                 label="Result (or paste a submission id)",
                 scale=3,
+                min_width=280,
                 elem_id="items-result",
                 allow_custom_value=True,  # choices come at page load; any id is checked anyway
             )
-            tier = gr.Dropdown([("all tiers", ALL)], value=ALL, label="Tier", scale=2)
-            outcome = gr.Radio(
-                OUTCOMES, value=ALL, label="Answer", scale=1, elem_id="items-outcome"
+            tier = gr.Dropdown(
+                [("all tiers", ALL)],
+                value=ALL,
+                label="Tier",
+                scale=2,
+                min_width=240,
+                elem_id="items-tier",
             )
-            page = gr.Number(value=1, minimum=1, precision=0, label="Page", scale=1)
+            outcome = gr.Radio(
+                OUTCOMES, value=ALL, label="Answer", scale=2, min_width=240, elem_id="items-outcome"
+            )
+            page = gr.Number(
+                value=1,
+                minimum=1,
+                precision=0,
+                label="Page",
+                scale=1,
+                min_width=100,
+                elem_id="items-page",
+            )
         table = gr.HTML(elem_id="items-table")
         links = gr.HTML(elem_id="items-downloads")
-    ui.load(lambda: gr.update(choices=result_choices(services)), None, result)
-    result.change(pick, result, [tier, page]).then(
-        show, [result, tier, outcome, page], [table, links]
-    )
-    for event in (tier.change, outcome.change, page.submit):
-        event(show, [result, tier, outcome, page], [table, links])
+        shown = gr.State("")  # the result whose items are shown
+
+    view = [result, tier, outcome, page]
+    outputs = [table, links]
+    url_js = url_writer_js(TAB, URL_FIELDS)
+
+    def redraw(trigger, **options):
+        return trigger(show, view, outputs, **options).then(None, view, None, js=url_js)
+
+    # .input (the reader's own choices), not .change: the load's own updates (a link's view) must
+    # not cascade into a reset of the tier and page. A typed id is taken on blur (no .input then).
+    for event in (result.input, result.blur):
+        event(pick, [result, shown, outcome], [tier, page, table, links, shown]).then(
+            None, view, None, js=url_js
+        )
+    for control in (tier, outcome, page):
+        redraw(control.input, trigger_mode="always_last")
+    load = ui.load(on_load, None, [*view, shown])
+    load.then(show, view, outputs).then(None, view, None, js=url_js)
