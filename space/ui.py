@@ -17,7 +17,7 @@ from space.tabs.leaderboard import build_leaderboard_tab
 from space.tabs.overview import build_overview_tab
 from space.tabs.queue import QUEUE_TAB, build_queue_tab
 from space.tabs.service_status import SERVICE_TAB, build_service_tab, build_status_line
-from space.tabs.status import build_status_tab
+from space.tabs.status import build_status_tab, follow_with_tabs
 from space.tabs.submit_model import build_submit_model_tab
 from space.tabs.submit_predictions import build_submit_predictions_tab
 from space.url_state import FIRST_TAB, query_params, tab_switch_js, url_tab
@@ -70,7 +70,7 @@ def build_ui(services: Services) -> gr.Blocks:
             build_explorer_tab(ui, services)
             build_submit_predictions_tab(ui, services, first_suite, finished, mine, token)
             build_submit_model_tab(ui, services, first_suite, finished, mine, token)
-            build_status_tab(ui, services, mine)
+            status_timer, followed = build_status_tab(ui, services, mine)
             queue_timer = build_queue_tab(ui, services)
             service_timer = build_service_tab(ui, services)
             build_about_tab(ui, services)
@@ -79,5 +79,6 @@ def build_ui(services: Services) -> gr.Blocks:
         tabs.select(_on_tab, None, [queue_timer, service_timer, opened]).then(
             None, opened, None, js=tab_switch_js()
         )
+        follow_with_tabs(tabs, status_timer, followed)  # its timer too runs only while open
         ui.load(_opened_tab(tabs), None, tabs)
     return ui

@@ -212,7 +212,7 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     page.reload()
     expect(page.locator("#leaderboard-table")).to_be_visible()
     open_tab(page, "Submission status")
-    choose(page, "status-mine", f"{model} ({SUITE}/{TASK}, {SUBMIT_SETTING}): finished")
+    choose(page, "status-mine", f"finished · {model} ({SUITE}/{TASK}, {SUBMIT_SETTING})")
     expect(page.locator("#status-id input, #status-id textarea").first).to_have_value(submission_id)
     expect(page.locator("#status-result")).to_contain_text("accuracy: 33.3")
 

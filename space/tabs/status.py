@@ -1,51 +1,109 @@
 """The Submission status tab: look a submission up by its id, or pick one of those made from this
-browser (kept in its localStorage, so they survive a reload and a closed tab)."""
+browser (kept in its localStorage, so they survive a reload and a closed tab).
+
+While the submission shown is queued or running, the tab follows it without a click: a timer
+redraws its status (and, when its state changes, the list of this browser's submissions) every
+few seconds, and stops at a final state. The timer runs only while this tab is open (build_ui
+switches it with the tabs, as the Queue's and Service's), so a page looking elsewhere costs the
+server nothing.
+"""
 
 from __future__ import annotations
 
 import gradio as gr
 
 from space.my_submissions import remembered_ids
-from space.status_text import format_status, inert
+from space.status_text import TERMINAL_STATES, format_status, inert
+from space.url_state import STATUS_TAB
+
+REFRESH_S = 2.0
+NOT_FOLLOWED = ("", "")  # (id, state) of the submission followed: none
 
 
-def build_status_tab(ui: gr.Blocks, services, mine: gr.BrowserState) -> None:
+def build_status_tab(ui: gr.Blocks, services, mine: gr.BrowserState) -> tuple[gr.Timer, gr.State]:
+    """Returns the tab's timer and what it follows, for follow_with_tabs."""
+
     def lookup(submission_id):
+        """The status shown, what the timer follows ((id, state), or none when final) and the
+        timer itself."""
         found = services.submission((submission_id or "").strip())
         if not found:
-            return f"No submission with id {inert(submission_id or '')}."
-        return format_status(services.submission_status(found))
+            text = f"No submission with id {inert(submission_id or '')}."
+            return text, NOT_FOLLOWED, gr.Timer(active=False)
+        status = services.submission_status(found)
+        follow = status["state"] not in TERMINAL_STATES
+        return (
+            format_status(status),
+            (found.id, status["state"]) if follow else NOT_FOLLOWED,
+            gr.Timer(active=follow),
+        )
 
     def my_choices(stored):
-        """One choice per remembered submission this server knows: "model (suite/task, setting): state"."""
+        """One choice per remembered submission this server knows: "state · model (suite/task,
+        setting)", the state first: a phone's box cuts a long label's end."""
         choices = []
         for found in filter(None, (services.submission(i) for i in remembered_ids(stored))):
             choices.append(
                 (
-                    f"{found.model_name} ({found.suite}/{found.task}, {found.setting}): {found.state}",
+                    f"{found.state} · {found.model_name} ({found.suite}/{found.task}, {found.setting})",
                     found.id,
                 )
             )
+        return choices
+
+    def my_list(stored):
+        choices = my_choices(stored)
         return gr.update(choices=choices, value=None, visible=bool(choices))
 
-    def pick(submission_id):
-        return (submission_id, lookup(submission_id)) if submission_id else (gr.skip(), gr.skip())
+    def pick(submission_id, stored):
+        """A submission of this browser's, looked up; the list redrawn too (its labels' states
+        are those of when it was drawn)."""
+        if not submission_id:
+            return (gr.skip(),) * 5
+        return (submission_id, *lookup(submission_id), gr.update(choices=my_choices(stored)))
 
-    with gr.Tab("Submission status", id="status"):
+    def tick(followed, stored):
+        """The followed submission's status, again; the list of this browser's submissions only
+        when its state changed (its label says the state; the choice picked stays picked)."""
+        submission_id, state = followed or NOT_FOLLOWED
+        if not submission_id:
+            return gr.skip(), NOT_FOLLOWED, gr.Timer(active=False), gr.skip()
+        text, now, timer = lookup(submission_id)
+        new_state = now[1] or "final"
+        mine_update = gr.update(choices=my_choices(stored)) if new_state != state else gr.skip()
+        return text, now, timer, mine_update
+
+    with gr.Tab("Submission status", id=STATUS_TAB):
         q_mine = gr.Dropdown(
             [], label="Submitted from this browser", visible=False, elem_id="status-mine"
         )
         q_id = gr.Textbox(label="Submission id", elem_id="status-id")
         q_button = gr.Button("Look up", elem_id="status-button")
         q_status = gr.Markdown(elem_id="status-result")
-    q_button.click(lookup, q_id, q_status)
+        followed = gr.State(NOT_FOLLOWED)
+        timer = gr.Timer(REFRESH_S, active=False)
+    q_button.click(lookup, q_id, [q_status, followed, timer])
 
     def from_link(request: gr.Request):
-        """`/?status=<id>` (the queue's and the status line's links): that submission, looked up."""
+        """`/?status=<id>` (the queue's and the status line's links): that submission, looked up
+        (the link opens this tab, so the timer may run)."""
         wanted = (dict(request.query_params).get("status") or "")[:100] if request else ""
-        return (wanted, lookup(wanted)) if wanted else (gr.skip(), gr.skip())
+        return (wanted, *lookup(wanted)) if wanted else (gr.skip(),) * 4
 
-    ui.load(from_link, None, [q_id, q_status])
-    ui.load(my_choices, mine, q_mine)
-    mine.change(my_choices, mine, q_mine)
-    q_mine.input(pick, q_mine, [q_id, q_status])
+    ui.load(from_link, None, [q_id, q_status, followed, timer])
+    ui.load(my_list, mine, q_mine)
+    mine.change(my_list, mine, q_mine)
+    q_mine.input(pick, [q_mine, mine], [q_id, q_status, followed, timer, q_mine])
+    timer.tick(tick, [followed, mine], [q_status, followed, timer, q_mine], show_progress="hidden")
+    return timer, followed
+
+
+def follow_with_tabs(tabs: gr.Tabs, timer: gr.Timer, followed: gr.State) -> None:
+    """The status tab's timer runs while that tab is open and follows an unfinished submission;
+    another tab opened stops it."""
+
+    def switched(event: gr.SelectData, now):
+        opened = (event._data or {}).get("id")
+        return gr.Timer(active=opened == STATUS_TAB and bool((now or NOT_FOLLOWED)[0]))
+
+    tabs.select(switched, followed, timer, show_progress="hidden")
