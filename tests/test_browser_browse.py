@@ -6,7 +6,9 @@ service for the module:
   an unknown result or to a hidden split's says so and shows nothing per item;
 - the Submission status tab follows a submission without a click: submitted from the page while
   no worker runs, it is looked up queued; a real worker started then finishes it, and the tab and
-  the list of this browser's submissions say "finished".
+  the list of this browser's submissions say "finished". Its timer sends nothing while another
+  tab is open (on the phone, the run happens while the reader looks at the Leaderboard) nor once
+  the submission finished: counted in the page's own requests, against the status line's ticks.
 
 The service starts with no worker: a submission stays queued until the test starts one.
 Screenshots go to tests/artifacts/browser/ (gitignored) and to pytest's tmp_path.
@@ -242,6 +244,49 @@ def test_items_view_round_trips_through_the_url(service, browser, tmp_path, widt
 
 
 # -- the Submission status tab follows a run ------------------------------------------------------
+class Ticks:
+    """The timer events the page sends (POST queue/join, one per tick): the status tab's, and the
+    status line's (always on, every 3 s: the clock that bounds a window of no status-tab ticks)."""
+
+    def __init__(self, page):
+        config = page.request.get("/config").json()
+        by_elem = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
+
+        def tick_of(elem_id: str) -> int:
+            return next(
+                d.get("id", i)
+                for i, d in enumerate(config["dependencies"])
+                if any(t[1] == "tick" for t in d["targets"]) and by_elem[elem_id] in d["outputs"]
+            )
+
+        self.status_tab, self.status_line = tick_of("status-result"), tick_of("service-status")
+        self.sent: list[int] = []
+        page.on("request", self._seen)
+
+    def _seen(self, request) -> None:
+        if request.method == "POST" and urlsplit(request.url).path.endswith("/queue/join"):
+            self.sent.append((request.post_data_json or {}).get("fn_index"))
+
+    def count(self, fn: int) -> int:
+        return self.sent.count(fn)
+
+    def is_tick(self, request, fn: int) -> bool:
+        return (
+            request.method == "POST"
+            and urlsplit(request.url).path.endswith("/queue/join")
+            and (request.post_data_json or {}).get("fn_index") == fn
+        )
+
+    def none_while(self, page, what: str) -> None:
+        """No status-tab tick while the status line ticks twice: a window longer than the status
+        tab's period (3 s or more, against 2 s)."""
+        before = self.count(self.status_tab)
+        for _ in range(2):
+            with page.expect_request(lambda r: self.is_tick(r, self.status_line), timeout=20_000):
+                pass
+        assert self.count(self.status_tab) == before, f"the status tab polled {what}"
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_status_tab_follows_a_submission_until_it_finishes(service, browser, tmp_path, width):
     svc, *_ = service
@@ -250,6 +295,7 @@ def test_status_tab_follows_a_submission_until_it_finishes(service, browser, tmp
     # a new file per run (an identical one is refused as a duplicate): the same answers reordered
     predictions.write_bytes(reordered(explicit_only().body, WIDTHS.index(width) + 1))
     with open_at(browser, svc.base_url, width, token=svc.token) as page:
+        ticks = Ticks(page)
         open_tab(page, "Submit predictions")
         page.set_input_files("#submit-file input[type='file']", str(predictions))
         expect(page.locator(f"#submit-file a[href$='/{predictions.name}']")).to_be_visible()
@@ -268,16 +314,28 @@ def test_status_tab_follows_a_submission_until_it_finishes(service, browser, tmp
         expect(result).to_contain_text("Position in queue: 1")
         no_page_overflow(page)
         screenshot(page, tmp_path, f"status-queued-{width}")
+        with page.expect_request(lambda r: ticks.is_tick(r, ticks.status_tab)):
+            pass  # its timer runs while it shows a queued submission
 
-        # a worker comes; from here on, no click
+        away = width == 390  # on a phone: look elsewhere while it runs, then come back
+        if away:
+            open_tab(page, "Leaderboard")
+            ticks.none_while(page, "while another tab was open")
+        # a worker comes; from here on, no click (but the phone's one back to the tab)
         svc.start_worker()
         try:
+            if away:
+                with svc.http() as http:
+                    wait_finished(http, mine["id"], logs=svc.logs)
+                ticks.none_while(page, "while another tab was open")
+                open_tab(page, "Submission status")
             expect(result).to_contain_text("State: finished", timeout=120_000)
             expect(result).to_contain_text("accuracy: 33.3")
             # the list of this browser's submissions says so too, the choice still picked
             expect(page.locator("#status-mine input[role='combobox']")).to_have_value(
                 f"finished · {label}"
             )
+            ticks.none_while(page, "after the submission finished")
             no_page_overflow(page)
             screenshot(page, tmp_path, f"status-finished-{width}")
         finally:
