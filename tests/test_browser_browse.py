@@ -10,7 +10,8 @@ service for the module:
   tab is open (on the phone, the run happens while the reader looks at the Leaderboard) nor once
   the submission finished: counted in the page's own requests, against the status line's ticks.
 
-The service starts with no worker: a submission stays queued until the test starts one.
+The service's workers are stopped once the fixture's results are in: a submission stays queued
+until the test starts one.
 Screenshots go to tests/artifacts/browser/ (gitignored) and to pytest's tmp_path.
 """
 
@@ -38,7 +39,6 @@ from browser_helpers import (  # noqa: E402
     submissions,
     type_custom,
 )
-from conftest import start_live_service  # noqa: E402
 from live_helpers import (  # noqa: E402
     explicit_only,
     reordered,
@@ -54,7 +54,6 @@ from backend import processes  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.service,
     pytest.mark.skipif(
         not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"
     ),
@@ -72,33 +71,28 @@ def stop_workers(svc) -> None:
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    """A live service with no worker left running; a finished PrefEval upload (right on the
-    explicit form only) and a finished result on a hidden split, scored by a worker since stopped."""
-    svc = start_live_service(tmp_path_factory.mktemp("browse-service"), n_workers=0)
-    try:
-        folder = tmp_path_factory.mktemp("browse") / "hidden-split"  # the canary watch skips it
-        gold = hidden_fixture(folder, public=False)
-        install(svc, folder)
-        svc.start_worker()
-        svc.wait_workers_registered()
-        with svc.http() as http:
-            public = submit_ok(http, explicit_only().body, model_name=UPLOADER)
-            hidden_body = "".join(json.dumps({"id": i, "answer": "NO"}) + "\n" for i in gold)
-            hidden = submit_ok(
-                http,
-                hidden_body.encode(),
-                suite="recentering",
-                task="relevance",
-                model_name="hidden-split upload",
-            )
-            wait_finished(http, public, logs=svc.logs)
-            final = wait_state(http, hidden, logs=svc.logs)
-            assert final["state"] == "finished" and final["revision"], final
-        stop_workers(svc)
-        yield svc, public, hidden, list(gold)
-    finally:
-        svc.stop()
+def service(module_live_service, tmp_path_factory):
+    """The module's live service, its workers stopped once they have scored a PrefEval upload
+    (right on the explicit form only) and a result on a hidden split."""
+    svc = module_live_service
+    folder = tmp_path_factory.mktemp("browse") / "hidden-split"  # the canary watch skips it
+    gold = hidden_fixture(folder, public=False)
+    install(svc, folder)
+    with svc.http() as http:
+        public = submit_ok(http, explicit_only().body, model_name=UPLOADER)
+        hidden_body = "".join(json.dumps({"id": i, "answer": "NO"}) + "\n" for i in gold)
+        hidden = submit_ok(
+            http,
+            hidden_body.encode(),
+            suite="recentering",
+            task="relevance",
+            model_name="hidden-split upload",
+        )
+        wait_finished(http, public, logs=svc.logs)
+        final = wait_state(http, hidden, logs=svc.logs)
+        assert final["state"] == "finished" and final["revision"], final
+    stop_workers(svc)
+    return svc, public, hidden, list(gold)
 
 
 @pytest.fixture(scope="module")
