@@ -56,7 +56,7 @@ table.pb-items .pb-right{color:#15803d;font-weight:600}
 table.pb-items .pb-wrong{color:#b91c1c;font-weight:600}
 table.pb-items .pb-mono{font-family:var(--font-mono,monospace);overflow-wrap:anywhere;max-width:16em}
 table.pb-items .pb-item-id{min-width:11em;max-width:16em;overflow-wrap:break-word;font-size:12px}
-#items-result input[role=combobox],#items-tier input[role=combobox]{padding-right:24px}
+#items-result input[role=combobox],#items-tier input[role=combobox]{padding-right:28px;text-overflow:ellipsis}
 @media (max-width:600px){table.pb-items{font-size:12px} table.pb-items .pb-item-input{min-width:14em} table.pb-items .pb-item-id{min-width:9em}}
 </style>"""
 

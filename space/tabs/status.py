@@ -17,6 +17,11 @@ from space.status_text import TERMINAL_STATES, format_status, inert
 from space.url_state import STATUS_TAB
 
 REFRESH_S = 2.0
+# a long label ends with an ellipsis before the list's arrow, which Gradio lays over the input's end
+STYLE = (
+    "<style>#status-style{display:none}#status-mine input[role=combobox]"
+    "{padding-right:28px;text-overflow:ellipsis}</style>"
+)
 NOT_FOLLOWED = ("", "")  # (id, state) of the submission followed: none
 
 
@@ -74,6 +79,7 @@ def build_status_tab(ui: gr.Blocks, services, mine: gr.BrowserState) -> tuple[gr
         return text, now, timer, mine_update
 
     with gr.Tab("Submission status", id=STATUS_TAB):
+        gr.HTML(STYLE, elem_id="status-style", padding=False)
         q_mine = gr.Dropdown(
             [], label="Submitted from this browser", visible=False, elem_id="status-mine"
         )
