@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import functools
+import re
+import sys
+import unicodedata
+from collections.abc import Callable
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -13,7 +18,14 @@ from starlette.datastructures import UploadFile
 
 from backend.auth import optional_identity, require_admin, require_identity
 from backend.health import health_report
-from backend.leaderboard_http import MAX_OFFSET, accepts_gzip, leaderboard_response, page_of
+from backend.leaderboard_http import (
+    MAX_OFFSET,
+    accepts_gzip,
+    leaderboard_response,
+    page_of,
+    rows_suffix,
+)
+from evaluator.protocols import known_protocols
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from evaluator.splits import SplitNotInstalled
 from leaderboard.overview import OVERVIEW_NOTE, SIZE_CHOICES, TYPE_CHOICES, download_stem
@@ -22,15 +34,25 @@ from leaderboard.readpath import (
     MAX_PAGE_ROWS,
     OVERVIEW,
     Filters,
+    Page,
     UnknownFilter,
     check_filters,
+    filter_values,
 )
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.table import EXPORT_FORMATS, export
 from submissions import moderation
 from submissions.details import filter_details, published_split, result_details
 from submissions.identity import Identity
-from submissions.intake import AlreadyAccepted, ModelForm, SubmissionError, SubmissionForm
+from submissions.intake import (
+    MAX_DESCRIPTION,
+    MAX_LIMIT,
+    MAX_MODEL_NAME,
+    AlreadyAccepted,
+    ModelForm,
+    SubmissionError,
+    SubmissionForm,
+)
 from submissions.service import Services
 
 
@@ -82,34 +104,153 @@ ERROR_RESPONSES = {
 router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
 OVERVIEW_PATH = "/api/v1/overview"
 
-NON_BLANK = {"type": "string", "minLength": 1, "pattern": r"\S"}  # refused when only whitespace
+PAGING = (
+    "`limit` rows from `offset` page every format. Without `limit`, JSON answers a page of the "
+    f"first {DEFAULT_PAGE_ROWS} rows (from `offset`), and a download (CSV, parquet, or JSON with "
+    "`complete=true`) every row (from `offset`)."
+)
+LIMIT_NOTE = f"rows to answer, any format (default: JSON {DEFAULT_PAGE_ROWS}, a download all)"
+OFFSET_NOTE = "rows to skip, any format"
+COMPLETE_NOTE = "JSON: every row when no `limit` is given (a download, as CSV and parquet are)"
 
-SUBMISSION_FORM_SCHEMA = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "multipart/form-data": {
-                "schema": {
-                    "type": "object",
-                    "required": ["file", "suite", "task", "setting", "model_name"],
-                    "properties": {
-                        "file": {
-                            "type": "string",
-                            "format": "binary",
-                            "description": "predictions, JSONL",
-                        },
-                        "suite": {**NON_BLANK, "example": "prefeval"},
-                        "task": {**NON_BLANK, "example": "mcq"},
-                        "setting": {**NON_BLANK, "example": "zero_shot"},
-                        "model_name": {**NON_BLANK, "maxLength": 200},
-                        "link": {"type": "string", "description": "optional http(s) URL"},
-                        "description": {"type": "string"},
-                    },
-                }
-            }
-        },
+
+@functools.cache
+def _chars_matching(test: Callable[[str], bool]) -> tuple[tuple[int, int], ...]:
+    """The code point ranges whose characters pass `test` (this Python's Unicode tables: the ones
+    the intake's checks read)."""
+    ranges: list[tuple[int, int]] = []
+    for code in range(sys.maxunicode + 1):
+        if test(chr(code)):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    return tuple(ranges)
+
+
+def _refused(char: str) -> bool:  # what submissions.names.normalise_text refuses in a name
+    return unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp")
+
+
+@functools.cache
+def _char_class(*tests: Callable[[str], bool], allowed: str = "") -> str:
+    """A regex class body of the characters that pass any of `tests`, less `allowed` and the
+    surrogates (a request's UTF-8 cannot carry them). Read alike by Python's re and the schema
+    validators' ECMA regexes: \\uXXXX escapes within the BMP, the characters themselves above it."""
+    ranges = sorted(r for test in tests for r in _chars_matching(test))
+    escape = lambda code: f"\\u{code:04X}" if code <= 0xFFFF else chr(code)  # noqa: E731
+    parts = []
+    for low, high in ranges:
+        codes = [
+            c for c in range(low, high + 1) if chr(c) not in allowed and not 0xD800 <= c <= 0xDFFF
+        ]
+        for start, end in _runs(codes):
+            parts.append(escape(start) if start == end else f"{escape(start)}-{escape(end)}")
+    return "".join(parts)
+
+
+def _runs(codes: list[int]) -> list[tuple[int, int]]:
+    """Consecutive code points as (first, last) runs."""
+    runs: list[tuple[int, int]] = []
+    for code in codes:
+        if runs and runs[-1][1] == code - 1:
+            runs[-1] = (runs[-1][0], code)
+        else:
+            runs.append((code, code))
+    return runs
+
+
+def text_schema(max_length: int, non_blank: bool = False, multiline: bool = False) -> dict:
+    """What the intake accepts in a name, link or description: no control, format, private-use or
+    line-separator character (tabs and newlines where `multiline`), at most `max_length`
+    characters; `non_blank`: something besides whitespace."""
+    refused = _char_class(_refused, allowed="\t\n" if multiline else "")
+    if not non_blank:
+        return {"type": "string", "maxLength": max_length, "pattern": f"^[^{refused}]*$"}
+    blank = _char_class(_refused, str.isspace)
+    pattern = f"^[^{refused}]*[^{blank}][^{refused}]*$"
+    return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": pattern}
+
+
+def http_url_schema() -> dict:
+    """An http(s) URL the intake reads a host from (ASCII host name, optional port)."""
+    refused = _char_class(_refused)
+    return {
+        "type": "string",
+        "maxLength": 2000,
+        "pattern": f"^https?://[A-Za-z0-9.-]+(?::[0-9]{{1,5}})?(?:[/?#][^{refused}]*)?$",
     }
-}
+
+
+def submission_schema() -> dict:
+    """POST /submissions' request bodies, built when the schema is (the registry's suites, tasks
+    and settings as enums; names, links and descriptions as the intake accepts them)."""
+    values = filter_values()
+    enum = lambda name, example: {"type": "string", "enum": values[name], "example": example}  # noqa: E731
+    model = ModelSubmission.model_json_schema(ref_template="#/components/schemas/{model}")
+    model["properties"].update(
+        suite=enum("suite", "prefeval"),
+        task=enum("task", "mcq"),
+        setting={**enum("setting", "zero_shot"), "description": "a setting of the suite"},
+        model={**model["properties"]["model"], **text_schema(MAX_MODEL_NAME, non_blank=True)},
+        description=text_schema(MAX_DESCRIPTION, multiline=True),
+    )
+    model["properties"]["protocol"] = {
+        "anyOf": [{"type": "string", "enum": list(known_protocols())}, {"type": "null"}],
+        "description": model["properties"]["protocol"]["description"],
+    }
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["file", "suite", "task", "setting", "model_name"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "file": {
+                                "type": "string",
+                                "format": "binary",
+                                "description": "predictions, JSONL",
+                            },
+                            "suite": enum("suite", "prefeval"),
+                            "task": enum("task", "mcq"),
+                            "setting": enum("setting", "zero_shot"),
+                            "model_name": text_schema(MAX_MODEL_NAME, non_blank=True),
+                            "link": {
+                                "anyOf": [http_url_schema(), {"type": "string", "maxLength": 0}],
+                                "description": "optional http(s) URL",
+                            },
+                            "description": text_schema(MAX_DESCRIPTION, multiline=True),
+                        },
+                    }
+                },
+                "application/json": {"schema": model},
+            },
+        }
+    }
+
+
+class BuiltWhenRead(dict):
+    """A route's openapi_extra, built when FastAPI first reads it (at the first /openapi.json, which
+    it then keeps): what the suites' manifests declare is read then, not at import."""
+
+    def __init__(self, build: Callable[[], dict]) -> None:
+        super().__init__()
+        self._build = build
+
+    def _built(self) -> None:
+        if not dict.__len__(self):
+            self.update(self._build())
+
+    def __bool__(self) -> bool:
+        self._built()
+        return True
+
+    def items(self):  # type: ignore[override]
+        self._built()
+        return super().items()
 
 
 class ModelSubmission(BaseModel):
@@ -133,14 +274,45 @@ class ModelSubmission(BaseModel):
         None, description="how the decision is read, e.g. choice_logprobs or generate_parse"
     )
     limit: int | None = Field(
-        None, ge=1, description="smoke run on N items spread over the split; marked partial"
+        None,
+        ge=1,
+        le=MAX_LIMIT,
+        description="smoke run on N items spread over the split; marked partial",
     )
     description: str = ""
 
 
-SUBMISSION_FORM_SCHEMA["requestBody"]["content"]["application/json"] = {
-    "schema": ModelSubmission.model_json_schema(ref_template="#/components/schemas/{model}")
-}
+def registry_enum(parameter: str) -> Any:  # pydantic's json_schema_extra: a callable that edits
+    """A filter parameter's schema: the values the suites' manifests declare (a suite, task,
+    setting or tier), read from the registry when the schema is built (the app has loaded every
+    suite by then), so any other value is a schema-invalid request (422 naming the parameter and
+    the allowed values). A setting may carry a judge (`zero_shot+judge:NAME`, as judged rows do).
+    An empty value is no filter (as an HTML form sends an unset field)."""
+
+    def schema(field: dict) -> None:
+        values = ["", *filter_values()[parameter]]
+        field.pop("anyOf", None)
+        if parameter == "setting":
+            judged = "^(?:" + "|".join(re.escape(v) for v in values) + r")\+judge:"
+            field["anyOf"] = [
+                {"type": "string", "enum": values},
+                {"type": "string", "pattern": judged},
+            ]
+        else:
+            field.update(type="string", enum=values)
+
+    return schema
+
+
+def fixed_enum(values: tuple[str, ...] | list[str]) -> Any:
+    """A parameter's schema: one of `values` (checked by the route, which names the allowed
+    values in its 422), or empty (no filter)."""
+
+    def schema(field: dict) -> None:
+        field.pop("anyOf", None)
+        field.update(type="string", enum=["", *values])
+
+    return schema
 
 
 def services(request: Request) -> Services:
@@ -226,7 +398,7 @@ def task_inputs_companion(suite: str, task: str):
     "/submissions",
     status_code=201,
     summary="Submit a predictions file (multipart form) or a model to evaluate (JSON body)",
-    openapi_extra=SUBMISSION_FORM_SCHEMA,
+    openapi_extra=BuiltWhenRead(submission_schema),
 )
 async def create_submission(
     request: Request,
@@ -298,6 +470,7 @@ async def _create_submission(request: Request, svc: Services, submitter):
             model_link=str(form.get("link") or ""),
             description=str(form.get("description") or ""),
         )
+        await run_in_threadpool(check_target, fields.suite, fields.task, fields.setting)
         submission = await run_in_threadpool(
             svc.submit_predictions,
             fields,
@@ -322,6 +495,7 @@ async def _create_model_submission(request: Request, svc: Services, submitter):
         ]
         message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         raise HTTPException(422, {"message": message, "problems": problems}) from None
+    await run_in_threadpool(check_target, body.suite, body.task, body.setting)
     form = ModelForm(
         model=body.model,
         suite=body.suite,
@@ -335,6 +509,40 @@ async def _create_model_submission(request: Request, svc: Services, submitter):
     )
     submission = await run_in_threadpool(svc.submit_model, form, submitter)
     return _created(svc, submission)
+
+
+def check_target(suite: str, task: str, setting: str) -> None:
+    """A task or setting some suite declares, but not the suite given (a task of another suite): a
+    well-formed request for something that is not there, 404 naming the parameter and the values
+    allowed there. A setting the installed split cannot serve (`rag` without memory data): 409.
+    Values no suite declares are the intake's 422."""
+    found = all_suites().get(suite)
+    if found is None:
+        return
+    known = filter_values()
+    if task not in found.tasks:
+        if task in known["task"]:
+            raise unknown_filter(
+                UnknownFilter("task", task, sorted(found.tasks), f"the tasks of suite {suite!r}")
+            )
+        return
+    if setting not in found.settings:
+        if setting in known["setting"]:
+            raise unknown_filter(
+                UnknownFilter(
+                    "setting", setting, list(found.settings), f"the settings of suite {suite!r}"
+                )
+            )
+        return
+    problem = found.tasks[task].hooks.check_setting(found.tasks[task], setting)
+    if problem:
+        raise HTTPException(
+            409,
+            {
+                "message": problem,
+                "problems": [{"line": None, "field": "setting", "message": problem}],
+            },
+        )
 
 
 @router.get("/models", summary="Local models the operator registered (submit them by name)")
@@ -465,7 +673,9 @@ def _error_headers(exc: SubmissionError) -> dict[str, str] | None:
     "details): on a hidden split nothing per item is shown to anyone, the submitter included, and "
     "the answer is 404. `tier` (`group/tier` or a tier name) and `outcome` (right, wrong) filter "
     "the items; `score` is the item's value of the primary metric (1/0 for accuracy), empty for a "
-    "judge-scored task.",
+    "judge-scored task. `limit` rows from `offset` page every format; without `limit`, JSON is a "
+    f"page of the first {DEFAULT_PAGE_ROWS} rows and CSV and parquet every row. A tier no task "
+    "declares is a 422; a tier of another task than the result's is a 404 naming its tiers.",
     response_class=Response,
     responses={
         200: {
@@ -475,17 +685,26 @@ def _error_headers(exc: SubmissionError) -> dict[str, str] | None:
                 "application/vnd.apache.parquet": {},
             }
         },
-        404: {"description": "no such published result, or its split is hidden"},
+        404: _error(
+            "no such published result, its split is hidden, or a tier of another task: "
+            "`problems` names the parameter"
+        ),
     },
 )
 async def submission_details(
     submission_id: str,
     request: Request,
-    tier: str | None = Query(None, max_length=200),
+    tier: str | None = Query(None, max_length=200, json_schema_extra=registry_enum("tier")),
     outcome: Literal["right", "wrong"] | None = None,
     format: Literal["json", "csv", "parquet"] = "json",
-    limit: int = Query(DEFAULT_PAGE_ROWS, ge=1, le=MAX_PAGE_ROWS, description="JSON rows"),
-    offset: int = Query(0, ge=0, le=MAX_OFFSET, description="JSON: rows to skip"),
+    limit: int | None = Query(
+        None,
+        ge=1,
+        le=MAX_PAGE_ROWS,
+        description=f"rows to answer, any format (default: JSON {DEFAULT_PAGE_ROWS}, CSV and "
+        "parquet all)",
+    ),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET, description=OFFSET_NOTE),
 ):
     svc = services(request)
     try:
@@ -494,23 +713,32 @@ async def submission_details(
         )
     except SubmissionError as exc:
         raise HTTPException(exc.status, exc.detail) from None
+    task = get_task(submission.suite, submission.task)
     try:
-        frame = filter_details(frame, get_task(submission.suite, submission.task), tier, outcome)
+        frame = filter_details(frame, task, tier, outcome)
     except ValueError as exc:
+        # a tier some task declares, but not the result's: a well-formed request for rows that
+        # are not there (404); one no task declares is a bad request (422)
+        elsewhere = tier is not None and tier in filter_values()["tier"]
         raise HTTPException(
-            422,
+            404 if elsewhere else 422,
             {
                 "message": str(exc),
                 "problems": [
                     {"line": None, "field": str(exc).split("=", 1)[0], "message": str(exc)}
                 ],
+                "allowed": [f"{g.name}/{t}" for g in task.tier_groups for t in g.tiers],
             },
         ) from None
     headers = {"X-Total-Count": str(len(frame)), "X-Results-Revision": submission.revision}
-    if format == "json":
-        frame = frame.iloc[offset : offset + limit]
-    else:
-        name = f"details-{submission.suite}-{submission.task}-{submission.id}"
+    if format == "json" and limit is None:
+        limit = DEFAULT_PAGE_ROWS
+    if limit is not None or offset:
+        frame = frame.iloc[offset : None if limit is None else offset + limit]
+    if format != "json":
+        name = f"details-{submission.suite}-{submission.task}-{submission.id}" + rows_suffix(
+            Page(offset, limit) if limit is not None or offset else None
+        )
         headers["Content-Disposition"] = f'attachment; filename="{name}.{format}"'
     return Response(export(frame, format), media_type=EXPORT_FORMATS[format], headers=headers)
 
@@ -522,9 +750,10 @@ def list_submissions(request: Request, limit: int = Query(50, ge=1, le=1000)):
 
 
 def unknown_filter(exc: UnknownFilter) -> HTTPException:
-    """A 422 naming the unknown parameter and its allowed values."""
+    """A 422 naming the unknown parameter and its allowed values; a 404 (the same body) when the
+    value is a real one but not of the suite or task given (only the combination is wrong)."""
     return HTTPException(
-        422,
+        422 if exc.scope is None else 404,
         {
             "message": str(exc),
             "problems": [
@@ -536,7 +765,7 @@ def unknown_filter(exc: UnknownFilter) -> HTTPException:
 
 
 def checked(filters: Filters) -> Filters:
-    """`filters`, or a 422 naming the unknown parameter and its allowed values."""
+    """`filters`, or a 422 (404) naming the unknown parameter and its allowed values."""
     try:
         check_filters(filters)
     except UnknownFilter as exc:
@@ -568,11 +797,12 @@ async def read_table(request: Request, filters: Filters, format: str, revision, 
 @router.get(
     "/leaderboard",
     summary="The leaderboard, filtered; JSON, CSV or parquet",
-    description="JSON comes a page at a time (`limit` rows from `offset`; the first "
-    f"{DEFAULT_PAGE_ROWS} by default, at most {MAX_PAGE_ROWS}): X-Total-Count is the number of rows, "
-    "and the Link header names the next and previous pages; `complete=true` gives the whole table "
-    "in one JSON body, as CSV and parquet always are. Responses carry an ETag (it changes with the results revision): send it back in "
-    "If-None-Match to get 304 Not Modified while nothing was published.",
+    description=PAGING + " X-Total-Count is the number of rows of the table, and the Link header "
+    "names the next and previous pages of a page. Responses carry an ETag (it changes with the "
+    "results revision): send it back in If-None-Match to get 304 Not Modified while nothing was "
+    "published. A suite, task, setting or tier no suite declares is a 422; one another suite or "
+    "task declares (a task of another suite, a tier of another task) is a 404 naming the parameter "
+    "and the values allowed there.",
     responses={
         200: {
             "content": {
@@ -582,40 +812,37 @@ async def read_table(request: Request, filters: Filters, format: str, revision, 
             }
         },
         304: {"description": "not modified since the ETag given in If-None-Match"},
+        404: _error(
+            "no such results revision, or a filter value of another suite or task than the one "
+            "given: `problems` names the parameter, `allowed` its values there"
+        ),
     },
 )
 async def leaderboard(
     request: Request,
-    suite: str | None = None,
-    task: str | None = None,
-    setting: str | None = None,
-    tier: str | None = None,
+    suite: str | None = Query(None, json_schema_extra=registry_enum("suite")),
+    task: str | None = Query(
+        None, description="a task of the suite", json_schema_extra=registry_enum("task")
+    ),
+    setting: str | None = Query(
+        None,
+        description="a setting of the suite (a judged one may name its judge: `zero_shot+judge:NAME`)",
+        json_schema_extra=registry_enum("setting"),
+    ),
+    tier: str | None = Query(
+        None,
+        description="a tier of the task: `group/tier`, or the tier's name",
+        json_schema_extra=registry_enum("tier"),
+    ),
     revision: str | None = Query(
         None,
         description="a results-dataset revision (commit sha) or release name; default the newest",
     ),
     format: Literal["json", "csv", "parquet"] = "json",
-    limit: int | None = Query(
-        None,
-        ge=1,
-        le=MAX_PAGE_ROWS,
-        description=f"JSON rows per page (default {DEFAULT_PAGE_ROWS})",
-    ),
-    offset: int = Query(0, ge=0, le=MAX_OFFSET, description="JSON: rows to skip"),
-    complete: bool = Query(
-        False, description="JSON: the whole table in one body (a download), not a page"
-    ),
+    limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS, description=LIMIT_NOTE),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET, description=OFFSET_NOTE),
+    complete: bool = Query(False, description=COMPLETE_NOTE),
 ):
-    if format != "json" and (limit is not None or offset):
-        raise HTTPException(
-            422,
-            {"message": f"limit and offset page the JSON; format={format} is the complete table"},
-        )
-    if complete and (limit is not None or offset):
-        raise HTTPException(
-            422,
-            {"message": "limit and offset page the JSON; complete=true asks for the whole table"},
-        )
     filters = Filters(suite or None, task or None, setting or None, tier or None)
     checked(filters)
     body = await read_table(
@@ -643,7 +870,7 @@ async def leaderboard(
     + " Per task column `S/T`: the value, then `S/T ci_low`, `ci_high`, `rank` (only among rows "
     "of that column that ran the same items; none for a copy of another row's predictions file), "
     "`n` (items), `setting`, `note` (why a row is not ranked), `submission_id`. Paged and cached "
-    "as the leaderboard is (same ETag and Link headers).",
+    "as the leaderboard is (same ETag and Link headers). " + PAGING,
     responses={
         200: {
             "content": {
@@ -653,41 +880,49 @@ async def leaderboard(
             }
         },
         304: {"description": "not modified since the ETag given in If-None-Match"},
+        404: _error(
+            "no such results revision, a task of another suite than the one given, or a license "
+            "none of the overview's models has: `problems` names the parameter, `allowed` its values"
+        ),
     },
 )
 async def overview(
     request: Request,
-    suite: str | None = Query(None, description="keep this suite's columns"),
-    task: str | None = Query(None, description="keep this task's columns"),
+    suite: str | None = Query(
+        None, description="keep this suite's columns", json_schema_extra=registry_enum("suite")
+    ),
+    task: str | None = Query(
+        None, description="keep this task's columns", json_schema_extra=registry_enum("task")
+    ),
     search: str | None = Query(
         None, max_length=200, description="models whose name contains this (any case)"
     ),
     type: str | None = Query(
-        None, max_length=100, description=f"models of this type: {', '.join(TYPE_CHOICES)}"
+        None,
+        max_length=100,
+        description="models of this type",
+        json_schema_extra=fixed_enum(TYPE_CHOICES),
     ),
     size: str | None = Query(
         None,
         max_length=100,
-        description=f"models of this size (parameters): {', '.join(SIZE_CHOICES)}",
+        description="models of this size (parameters)",
+        json_schema_extra=fixed_enum(SIZE_CHOICES),
     ),
     license: str | None = Query(
         None,
         max_length=200,
-        description="models of this license (one the overview's models have; a 422 lists them)",
+        description="models of this license (one the overview's models have; a 404 lists them)",
     ),
     revision: str | None = Query(
         None,
         description="a results-dataset revision (commit sha) or release name; default the newest",
     ),
     format: Literal["json", "csv", "parquet"] = "json",
-    limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS),
-    offset: int = Query(0, ge=0, le=MAX_OFFSET),
-    complete: bool = Query(False, description="JSON: the whole table in one body"),
+    limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS, description=LIMIT_NOTE),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET, description=OFFSET_NOTE),
+    complete: bool = Query(False, description=COMPLETE_NOTE),
 ):
-    if (format != "json" or complete) and (limit is not None or offset):
-        raise HTTPException(
-            422, {"message": "limit and offset page the JSON; this asks for the whole table"}
-        )
     filters = checked(
         Filters(
             suite or None,

@@ -8,7 +8,9 @@ FastAPI route, which validates, builds on the read threads and answers with the 
 
 JSON is paged (`limit`, `offset`; X-Total-Count and a Link header with the next and previous
 pages), each page with its own ETag; CSV and parquet are the complete table, and so is the JSON
-with `complete=true` (the page's "Download JSON" link).
+with `complete=true` (the page's "Download JSON" link). `limit` and `offset` page those too (rows
+`offset` .. `offset + limit`, or to the last row without a limit): a request without them is the
+complete table, as before.
 
 Bodies are sent in pieces cut once per body (`Body.pieces`), so a slow reader of a large table holds
 one piece of transport buffer at a time (uvicorn waits for the socket to drain), not the whole
@@ -71,12 +73,21 @@ class PiecewiseBody(Response):
 
 
 def page_of(fmt: str, limit: int | None, offset: int, complete: bool = False) -> Page | None:
-    """The JSON page asked for (the first DEFAULT_PAGE_ROWS rows by default); None for downloads."""
-    return Page(offset, limit or DEFAULT_PAGE_ROWS) if fmt == "json" and not complete else None
+    """The rows asked for: `limit` rows from `offset`, in any format. Without a limit, JSON is a
+    page of DEFAULT_PAGE_ROWS rows, and a download (CSV, parquet, JSON with `complete`) every row
+    from `offset`. None: the complete table (a download with no paging)."""
+    if limit is None:
+        if fmt == "json" and not complete:
+            return Page(offset, DEFAULT_PAGE_ROWS)
+        if not offset:
+            return None
+    return Page(offset, limit)
 
 
 def page_links(query: list[tuple[str, str]], page: Page, total: int, path: str = PATH) -> str:
     """RFC 8288 Link header: the next and previous pages, with the request's other parameters."""
+    if page.limit is None:  # every row from the offset: nothing after it to link
+        return ""
     others = [(k, v) for k, v in query if k not in ("limit", "offset")]
     links = []
     if page.offset + page.limit < total:
@@ -89,15 +100,24 @@ def page_links(query: list[tuple[str, str]], page: Page, total: int, path: str =
     )
 
 
-def download_name(query, revision: str, fmt: str) -> str:
+def download_name(query, revision: str, fmt: str, page: Page | None = None) -> str:
     """`leaderboard-prefeval-mcq-zero_shot-3f2a9c1d7e0b.csv`: what the file holds, at which
-    results revision (the same name as the board's download links give)."""
+    results revision (the same name as the board's download links give); a page of it adds its
+    rows (`-rows-11-20`, 1-based)."""
     given = dict(query)
     parts = ["leaderboard"] + [
         given[k] for k in ("suite", "task", "setting", "tier") if given.get(k)
     ]
     parts.append(revision[:12])
-    return "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", p) for p in parts) + f".{fmt}"
+    stem = "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", p) for p in parts)
+    return f"{stem}{rows_suffix(page)}.{fmt}"
+
+
+def rows_suffix(page: Page | None) -> str:
+    """What rows a paged download holds, for its file name (empty for the complete table)."""
+    if page is None:
+        return ""
+    return f"-rows-{page.offset + 1}-" + ("" if page.end is None else str(page.end))
 
 
 def leaderboard_response(
@@ -127,11 +147,11 @@ def leaderboard_response(
         return Response(status_code=304, headers=headers)
     if body.encoding:
         headers["Content-Encoding"] = body.encoding
-    if body.page is None:  # a download: CSV, parquet, or the complete JSON
+    if body.page is None or fmt != "json":  # a download: CSV, parquet, or JSON with complete
         name = (
-            download_name(query, body.revision, fmt)
+            download_name(query, body.revision, fmt, body.page)
             if filename == "leaderboard"
-            else f"{filename}.{fmt}"  # the caller named it (the overview)
+            else f"{filename}{rows_suffix(body.page)}.{fmt}"  # the caller named it (the overview)
         )
         headers["Content-Disposition"] = f'attachment; filename="{name}"'
     return PiecewiseBody(body, headers)
@@ -193,13 +213,7 @@ def _fast_request(query: bytes) -> tuple[Filters, str, Page | None, list[tuple[s
         _count(params.get("offset"), 0, MAX_OFFSET),
     )
     complete = params.get("complete", "false")
-    whole = complete == "true" or fmt != "json"
-    if (
-        limit is False
-        or offset is False
-        or complete not in ("true", "false")
-        or (whole and ("limit" in params or "offset" in params))
-    ):
+    if limit is False or offset is False or complete not in ("true", "false"):
         return None  # the route explains what is wrong (or reads a spelling of true it accepts)
     filters = Filters(*(params.get(name) or None for name in ("suite", "task", "setting", "tier")))
     try:

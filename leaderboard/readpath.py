@@ -78,10 +78,14 @@ class TableSource(Protocol):
 
 
 class Page(NamedTuple):  # NamedTuple, not a dataclass: hashed on every request (C tuple hash)
-    """Rows offset .. offset + limit of a view (JSON only)."""
+    """Rows offset .. offset + limit of a view, in any format (limit None: to the last row)."""
 
     offset: int = 0
-    limit: int = DEFAULT_PAGE_ROWS
+    limit: int | None = DEFAULT_PAGE_ROWS
+
+    @property
+    def end(self) -> int | None:
+        return None if self.limit is None else self.offset + self.limit
 
 
 BOARD, OVERVIEW = "board", "overview"  # the views a revision serves
@@ -105,38 +109,64 @@ class Filters(NamedTuple):
 
 
 class UnknownFilter(ValueError):
-    """A filter value no suite declares: `parameter` names it, `allowed` lists what it may be."""
+    """A filter value not allowed: `parameter` names it, `allowed` lists what it may be.
 
-    def __init__(self, parameter: str, value: str, allowed: list[str]) -> None:
-        self.parameter, self.value, self.allowed = parameter, value, allowed
+    `scope` None: no suite declares the value (a bad request). Otherwise the value is a real one,
+    but not one of what `scope` names ("the tasks of suite 'prefeval'", "the licenses of the
+    overview's models"): a well-formed request for something that is not there (the API's 404)."""
+
+    def __init__(
+        self, parameter: str, value: str, allowed: list[str], scope: str | None = None
+    ) -> None:
+        self.parameter, self.value, self.allowed, self.scope = parameter, value, allowed, scope
         shown = ", ".join(allowed[:60]) + (
             f" and {len(allowed) - 60} more" if len(allowed) > 60 else ""
         )
-        super().__init__(f"{parameter}: unknown value {value!r}; allowed: {shown}")
+        what = f"unknown value {value!r}" if scope is None else f"{value!r} is not one of {scope}"
+        super().__init__(f"{parameter}: {what}; allowed: {shown}")
 
 
 def check_filters(filters: Filters) -> None:
     """Raise UnknownFilter for a suite, task, setting or tier the manifests do not declare (within
-    the suite and task given): a typo answers 4xx with the allowed values, not an empty 200."""
+    the suite and task given): a typo answers 4xx with the allowed values, not an empty 200. A value
+    some other suite or task declares is named with the `scope` that lacks it (a 404, not a 422)."""
     from evaluator.registry import all_suites
 
     suites = all_suites()
     if filters.suite is not None and filters.suite not in suites:
         raise UnknownFilter("suite", filters.suite, sorted(suites))
     scope = [suites[filters.suite]] if filters.suite else list(suites.values())
+    within = f"suite {filters.suite!r}" if filters.suite else None
     tasks = [t for s in scope for name, t in s.tasks.items() if filters.task in (None, name)]
     if filters.task is not None and not tasks:
-        raise UnknownFilter("task", filters.task, sorted({name for s in scope for name in s.tasks}))
+        raise UnknownFilter(
+            "task",
+            filters.task,
+            sorted({name for s in scope for name in s.tasks}),
+            _elsewhere(filters.task, "task", f"the tasks of {within}" if within else None),
+        )
     if filters.setting is not None:
         settings = sorted({name for s in scope for name in s.settings})
         # a judged task's rows carry the judge after the setting ("zero_shot+judge:...")
-        if filters.setting.split("+judge:", 1)[0] not in settings:
-            raise UnknownFilter("setting", filters.setting, settings)
+        base = filters.setting.split("+judge:", 1)[0]
+        if base not in settings:
+            raise UnknownFilter(
+                "setting",
+                filters.setting,
+                settings,
+                _elsewhere(base, "setting", f"the settings of {within}" if within else None),
+            )
     if filters.tier is not None:
         tiers = {f"{g.name}/{tier}" for t in tasks for g in t.tier_groups for tier in g.tiers}
         bare = {name.split("/", 1)[1] for name in tiers}
         if filters.tier not in tiers | bare:
-            raise UnknownFilter("tier", filters.tier, sorted(tiers))
+            of = f"task {filters.task!r}" if filters.task else within
+            raise UnknownFilter(
+                "tier",
+                filters.tier,
+                sorted(tiers),
+                _elsewhere(filters.tier, "tier", f"the tiers of {of}" if of else None),
+            )
     for parameter, value, allowed in (
         ("type", filters.model_type, TYPE_CHOICES),
         ("size", filters.size, SIZE_CHOICES),
@@ -145,10 +175,38 @@ def check_filters(filters: Filters) -> None:
             raise UnknownFilter(parameter, value, list(allowed))
 
 
+def _elsewhere(value: str, parameter: str, scope: str | None) -> str | None:
+    """`scope` when the value is one some suite declares (only the combination is wrong)."""
+    return scope if scope is not None and value in filter_values()[parameter] else None
+
+
+def filter_values() -> dict[str, list[str]]:
+    """Every value a suite, task, setting or tier filter may take, from the manifests (the
+    API's schema lists them; a value outside them is a bad request). Tiers: `group/tier` and the
+    bare tier names."""
+    from evaluator.registry import all_suites
+
+    suites = all_suites()
+    tasks = [t for s in suites.values() for t in s.tasks.values()]
+    tiers = {f"{g.name}/{tier}" for t in tasks for g in t.tier_groups for tier in g.tiers}
+    return {
+        "suite": sorted(suites),
+        "task": sorted({t.name for t in tasks}),
+        "setting": sorted({name for s in suites.values() for name in s.settings}),
+        "tier": sorted(tiers | {name.split("/", 1)[1] for name in tiers}),
+    }
+
+
 def check_license(frame: pd.DataFrame, license: str | None) -> None:
-    """A license filter names one the view's models have (licenses are data, not manifests)."""
+    """A license filter names one the view's models have (licenses are data, not manifests: any
+    other is a well-formed request for models that are not there)."""
     if license is not None and license not in set(frame["license"]):
-        raise UnknownFilter("license", license, sorted(set(frame["license"])))
+        raise UnknownFilter(
+            "license",
+            license,
+            sorted(set(frame["license"])),
+            "the licenses of the overview's models",
+        )
 
 
 @dataclass(frozen=True)
@@ -342,7 +400,7 @@ class RevisionTable:
         plain = self.cached_body(filters, fmt, page=page)
         if plain is None:
             view = self.board(filters)
-            rows = view.iloc[page.offset : page.offset + page.limit] if page is not None else view
+            rows = view.iloc[page.offset : page.end] if page is not None else view
             content = export(rows, fmt)
             digest = hashlib.blake2b(content, digest_size=8).hexdigest()
             plain = Body(

@@ -1,6 +1,6 @@
 """GET /api/v1/leaderboard on a live service: an unknown suite, task, setting or tier is a 422 naming
 the parameter and the allowed values (on the cached fast path too, which must not answer an empty
-200 for it); downloads are named after what they hold and the results revision; /docs serves
+200 for it), and one of another suite or task than the one given a 404 naming the same; downloads are named after what they hold and the results revision; /docs serves
 Swagger UI from the app itself (offline: no CDN)."""
 
 from __future__ import annotations
@@ -16,6 +16,42 @@ BAD = [
     ({"suite": "prefeval", "task": "mcq", "tier": "bogus"}, "tier", "form/explicit"),
     ({"setting": "bogus", "format": "csv"}, "setting", "zero_shot"),
 ]
+
+
+# Real values, of another suite or task than the one given: well formed (the schema's enums hold
+# them), naming something that is not there: 404 naming the parameter and what is allowed there.
+ELSEWHERE = [
+    (
+        {"suite": "prefeval", "task": "binary_choice"},
+        "task",
+        ["mcq", "mcq_turns"],
+        "suite 'prefeval'",
+    ),
+    ({"suite": "personafeedback", "setting": "zero_shot"}, "setting", ["persona"], "suite"),
+    (
+        {"suite": "prefeval", "task": "mcq", "tier": "cell/specific/easy"},
+        "tier",
+        ["form/explicit"],
+        "task 'mcq'",
+    ),
+    ({"suite": "prefeval", "task": "mcq", "tier": "turns/10", "format": "csv"}, "tier", [], "task"),
+]
+
+
+@pytest.mark.parametrize("params,parameter,allowed,scope", ELSEWHERE)
+def test_values_of_another_suite_or_task_are_a_404_naming_the_parameter(
+    shared_live_service, params, parameter, allowed, scope
+):
+    with shared_live_service.http() as http:
+        for _ in range(2):  # the second time the fast path has parsed this query already
+            response = http.get("/api/v1/leaderboard", params=params)
+            assert response.status_code == 404, (params, response.status_code, response.text)
+            detail = response.json()["detail"]
+            assert detail["problems"][0]["field"] == parameter, detail
+            assert detail["message"].startswith(f"{parameter}: {params[parameter]!r} is not one of")
+            assert scope in detail["message"] and "allowed:" in detail["message"], detail
+            assert set(allowed) <= set(detail["allowed"]), detail
+            assert params[parameter] not in detail["allowed"], detail
 
 
 @pytest.mark.parametrize("params,parameter,example", BAD)

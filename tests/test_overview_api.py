@@ -1,5 +1,6 @@
 """GET /api/v1/overview through the live service: the same read path as the leaderboard (revision
-header, ETag, paging, complete downloads), filters, and a 422 naming a bad parameter."""
+header, ETag, paging, complete downloads), filters, and a 422 naming a bad parameter (a 404 for a
+real value the rest of the request rules out)."""
 
 from __future__ import annotations
 
@@ -87,16 +88,31 @@ def test_overview_json_csv_parquet_agree_and_follow_the_revision(service, publis
 
 
 @pytest.mark.parametrize(
-    "params, field",
-    [({"suite": "nope"}, "suite"), ({"suite": "prefeval", "task": "binary_choice"}, "task")],
+    "params, field, status, allowed",
+    [
+        (
+            {"suite": "nope"},
+            "suite",
+            422,
+            ["personafeedback", "prefeval", "realpref", "recentering"],
+        ),
+        ({"task": "nope"}, "task", 422, None),
+        # a real task, of another suite: a well-formed request for columns that are not there
+        ({"suite": "prefeval", "task": "binary_choice"}, "task", 404, None),
+    ],
 )
-def test_an_unknown_suite_or_task_is_a_422_naming_it(service, params, field):
+def test_an_unknown_suite_or_task_is_a_4xx_naming_it(service, params, field, status, allowed):
     with service.http() as http:
         response = http.get(OVERVIEW, params=params)
-    assert response.status_code == 422
+    assert response.status_code == status, response.text
     detail = response.json()["detail"]
     assert detail["problems"][0]["field"] == field
     assert detail["allowed"] and "allowed:" in detail["message"]
+    if allowed is not None:
+        assert detail["allowed"] == allowed
+    if status == 404:  # the suite's own tasks
+        assert "mcq" in detail["allowed"] and "binary_choice" not in detail["allowed"]
+        assert "the tasks of suite 'prefeval'" in detail["message"]
 
 
 def test_type_size_and_license_filter_models_and_keep_their_ranks(service, published):
@@ -125,21 +141,28 @@ def test_type_size_and_license_filter_models_and_keep_their_ranks(service, publi
 
 
 @pytest.mark.parametrize(
-    "params, field, allowed",
+    "params, field, allowed, status",
     [
-        ({"type": "bogus"}, "type", "generative"),
-        ({"size": "huge"}, "size", "1B-10B"),
-        ({"license": "no-such-license"}, "license", "mit"),
-        ({"suite": "prefeval", "license": "no-such-license", "format": "csv"}, "license", "mit"),
+        ({"type": "bogus"}, "type", "generative", 422),
+        ({"size": "huge"}, "size", "1B-10B", 422),
+        ({"license": "no-such-license"}, "license", "mit", 404),
+        (
+            {"suite": "prefeval", "license": "no-such-license", "format": "csv"},
+            "license",
+            "mit",
+            404,
+        ),
     ],
 )
-def test_an_unknown_type_size_or_license_is_a_422_naming_it(
-    service, published, params, field, allowed
+def test_an_unknown_type_size_or_license_is_a_4xx_naming_it(
+    service, published, params, field, allowed, status
 ):
-    """Type and size: the fixed choices; license: the ones this overview's models have."""
+    """Type and size: the fixed choices (the schema's enums; another is a bad request, 422);
+    license: the ones this overview's models have (data: another is well formed, and not there)."""
     with service.http() as http:
         response = http.get(OVERVIEW, params=params)
-    assert response.status_code == 422, response.text
+    assert response.status_code == status, response.text
     detail = response.json()["detail"]
     assert detail["problems"][0]["field"] == field
-    assert allowed in detail["allowed"] and f"{field}: unknown value" in detail["message"]
+    assert allowed in detail["allowed"] and detail["message"].startswith(f"{field}: ")
+    assert ("unknown value" in detail["message"]) == (status == 422)
