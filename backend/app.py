@@ -30,6 +30,7 @@ from backend.limits import BodySizeLimit  # noqa: E402
 from backend.metrics import metrics_router  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
 from space.identity import hf_oauth_enabled  # noqa: E402
+from space.page_param import UnknownPageParam  # noqa: E402
 from space.pages import build_pages  # noqa: E402
 from space.ui import build_ui  # noqa: E402
 from space.uploads import UploadIdentity, enforce_upload_check, start_upload_sweeper  # noqa: E402
@@ -160,6 +161,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Uploads from the UI live in this service's own folder (space/uploads.py checks paths against it).
     os.environ.setdefault("GRADIO_TEMP_DIR", str(settings.data_dir / "gradio-uploads"))
     blocks = build_ui(services)
+    app.add_middleware(UnknownPageParam, blocks=blocks)  # Gradio's route 500s on an unknown ?page=
     # show_error=False: an exception inside Gradio (e.g. its refusal of a foreign FileData path, which
     # quotes the path) reaches the client as a bare error; our handlers answer in Markdown themselves.
     mounted = gr.mount_gradio_app(app, blocks, path="", footer_links=["api"], show_error=False)

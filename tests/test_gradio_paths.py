@@ -112,3 +112,17 @@ def test_every_event_refuses_foreign_paths(svc):
             f"\n{checked} calls over {len(endpoints)} Gradio events: all refused, no line quoted, "
             f"no server path named (beyond the caller's own value echoed), no existence oracle"
         )
+
+
+def test_an_unknown_page_parameter_is_a_404_not_a_500(svc):
+    # Gradio's own route raised KeyError (500) for a page the app does not have
+    with svc.http() as http:
+        assert (
+            http.get("/", params={"page": ""}).status_code == 200
+        )  # Gradio's name of the one page
+        for name in ("2", "<b>x</b>"):
+            answer = http.get("/", params={"page": name})
+            assert answer.status_code == 404, answer.text[:200]
+            assert "no page named" in answer.text and "<b>x</b>" not in answer.text
+        assert http.head("/?page=2").status_code == 404
+        assert http.get("/", params={"tab": "items", "pg": "2"}).status_code == 200
