@@ -239,16 +239,18 @@ def filter_details(
     """Rows of one tier (`group/tier` or a bare tier name) and/or one outcome (right, wrong);
     ValueError naming what is unknown."""
     if tier:
-        group, _, name = tier.rpartition("/")
+        # compared whole, not split: a tier's own name may hold "/" (PersonaFeedback's
+        # cell/specific/easy is the tier specific/easy of the group cell)
         matches = [
-            g.name for g in task.tier_groups if name in g.tiers and (not group or g.name == group)
+            (g.name, t) for g in task.tier_groups for t in g.tiers if tier in (t, f"{g.name}/{t}")
         ]
         if not matches:
             known = [f"{g.name}/{t}" for g in task.tier_groups for t in g.tiers]
             raise ValueError(
                 f"tier={tier!r} is not a tier of {task.key}; one of: {', '.join(known)}"
             )
-        frame = frame[frame[matches[0]] == name]
+        group, name = matches[0]
+        frame = frame[frame[group] == name]
     if outcome:
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome={outcome!r}: one of {', '.join(OUTCOMES)}")

@@ -199,8 +199,11 @@ def check_form(form: SubmissionForm):
             422, f"model_name is longer than {MAX_MODEL_NAME} characters", field="model_name"
         )
     if form.model_link:
-        parsed = urlparse(form.model_link)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        try:
+            parsed = urlparse(form.model_link)
+        except ValueError:  # e.g. "http://[": an unclosed IPv6 bracket
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise SubmissionError(422, "link must be an http(s) URL", field="link")
     if len(form.description) > MAX_DESCRIPTION:
         raise SubmissionError(

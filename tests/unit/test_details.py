@@ -117,3 +117,23 @@ def test_details_only_of_a_result_in_the_published_table_on_the_installed_split(
     assert other_split.value.status == 409 and "another version" in str(other_split.value)
     _, frame = result_details(records, "pub1", lambda sid: current)
     assert len(frame) == 3000 and (frame["outcome"] == "right").sum() == 1000
+
+
+def test_a_tier_whose_name_holds_a_slash_filters():
+    # PersonaFeedback's tier specific/easy of the group cell: asked for as cell/specific/easy or
+    # by its bare name (it was split at the last "/" and never matched)
+    task = get_task("personafeedback", "binary_choice")  # its manifest's tiers; no split needed
+    cells = ["specific/easy", "specific/hard", "general/easy", "specific/easy"]
+    frame = pd.DataFrame(
+        {
+            "item_id": ["a", "b", "c", "d"],
+            "cell": cells,
+            "type": [c.split("/")[0] for c in cells],
+            "outcome": ["right", "wrong", "right", "wrong"],
+        }
+    )
+    for tier in ("cell/specific/easy", "specific/easy"):
+        assert filter_details(frame, task, tier)["item_id"].tolist() == ["a", "d"]
+    assert filter_details(frame, task, "type/general")["item_id"].tolist() == ["c"]
+    with pytest.raises(ValueError, match="cell/specific/easy"):
+        filter_details(frame, task, "cell/specific")

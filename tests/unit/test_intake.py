@@ -114,6 +114,8 @@ def test_too_large_gives_413_and_leaves_nothing(env, valid_bytes):
         ({"model_name": "   "}, "model_name"),
         ({"model_name": "x" * 201}, "model_name"),
         ({"model_link": "ftp://example.org/x"}, "link"),
+        ({"model_link": "http://["}, "link"),  # urlparse raises on it (was a 500)
+        ({"model_link": "https://a:["}, "link"),
         ({"description": "x" * 5001}, "description"),
     ],
 )
