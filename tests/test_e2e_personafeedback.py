@@ -231,11 +231,13 @@ def test_bad_inputs_name_line_and_field(installed):
             assert "chosen" not in problem["message"] and "gold" not in problem["message"]
         short = submit(http, ("\n".join(lines[:3]) + "\n").replace('"B"', '"1"').encode())
         assert short.status_code == 422 and "item ids have no prediction" in short.text
+        # a setting of another suite (PrefEval's): a real value the suite rules out, 404 naming it
         unknown = submit(http, b'{"id": "specific/easy/1", "label": "1"}\n', setting="zero_shot")
         assert (
-            unknown.status_code == 422
+            unknown.status_code == 404
             and unknown.json()["detail"]["problems"][0]["field"] == "setting"
-        )
+            and "no_persona" in unknown.json()["detail"]["allowed"]
+        ), unknown.text
 
 
 def test_rag_refused_on_a_split_without_memory(installed, tmp_path):
@@ -248,8 +250,9 @@ def test_rag_refused_on_a_split_without_memory(installed, tmp_path):
     install(svc, copy)
     try:
         with http_client(svc) as http:
+            # the installed split cannot serve it (a server with memory data can): 409
             answer = submit(http, body, setting="rag")
-            assert answer.status_code == 422, answer.text
+            assert answer.status_code == 409, answer.text
             detail = answer.json()["detail"]
             assert (
                 "no memory data" in detail["message"]
@@ -265,7 +268,7 @@ def test_rag_refused_on_a_split_without_memory(installed, tmp_path):
                     "limit": 2,
                 },
             )
-            assert model.status_code == 422 and "no memory data" in model.text
+            assert model.status_code == 409 and "no memory data" in model.text
             assert (
                 submit(http, body, setting="no_persona", model_name="pf-perfect").status_code == 201
             )
