@@ -99,7 +99,9 @@ const sortBy = (th, descending) => {
 element.addEventListener('click', (event) => {
   const th = event.target.closest('th[data-col]');
   if (!th || !element.contains(th) || event.target.closest('a')) return;
-  const descending = th.getAttribute('aria-sort') !== 'descending';
+  // the view's own sort, not the header's attribute: a redraw landing between two clicks makes a
+  // fresh header (no aria-sort), and the second click must still turn descending into ascending
+  const descending = pbUrl.get(TAB, 'sort') !== th.dataset.col + ':desc';
   sortBy(th, descending);
   pbUrl.set(TAB, 'sort', th.dataset.col + ':' + (descending ? 'desc' : 'asc'));
 });

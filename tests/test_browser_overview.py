@@ -217,6 +217,8 @@ def test_overview_filters_and_url_round_trip(service, browser, tmp_path, width):
         choose(page, "overview-suite", "PrefEval")
         page.locator("#overview-search textarea, #overview-search input").first.fill("alpha")
         expect(page.locator("#overview-table tbody tr")).to_have_count(1)
+        # the search's redraw is done when its view is in the URL (the row count may be 1 before)
+        page.wait_for_function("() => new URLSearchParams(location.search).get('q') === 'alpha'")
         header = page.locator("#overview-table th[data-col='prefeval/mcq']")
         header.click()  # descending
         header.click()  # ascending
