@@ -12,8 +12,10 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 
 # runc: crun refuses these hosts' hybrid cgroups; catatonit: the init of `--init` / `init: true`;
-# netavark + aardvark-dns: compose networks where containers find each other by service name
-packages="podman buildah mmdebstrap runc catatonit netavark aardvark-dns"
+# netavark + aardvark-dns: compose networks where containers find each other by service name;
+# iptables: netavark's firewall driver (without it every networked build step or container fails
+# with "netavark: No such file or directory", as on a fresh machine that lacks it)
+packages="podman buildah mmdebstrap runc catatonit netavark aardvark-dns iptables"
 # shellcheck disable=SC2086
 if ! dpkg -s $packages >/dev/null 2>&1; then
   echo "installing $packages with apt-get"
