@@ -7,6 +7,7 @@ import re
 import sys
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
@@ -28,7 +29,7 @@ from backend.leaderboard_http import (
 from evaluator.protocols import known_protocols
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from evaluator.splits import SplitNotInstalled
-from leaderboard.overview import OVERVIEW_NOTE, SIZE_CHOICES, TYPE_CHOICES, download_stem
+from leaderboard.overview import OVERVIEW_NOTE, SIZE_CHOICES, TYPE_CHOICES, overview_stem
 from leaderboard.readpath import (
     DEFAULT_PAGE_ROWS,
     MAX_PAGE_ROWS,
@@ -773,6 +774,51 @@ def checked(filters: Filters) -> Filters:
     return filters
 
 
+@dataclass(frozen=True)
+class TableRows:
+    """What a table route (the board, the overview) is asked for besides its filters."""
+
+    revision: str | None
+    format: str
+    page: Page | None
+
+
+def table_rows(
+    revision: str | None = Query(
+        None,
+        description="a results-dataset revision (commit sha) or release name; default the newest",
+    ),
+    format: Literal["json", "csv", "parquet"] = "json",
+    limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS, description=LIMIT_NOTE),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET, description=OFFSET_NOTE),
+    complete: bool = Query(False, description=COMPLETE_NOTE),
+) -> TableRows:
+    """The version, format and rows parameters the table routes share (a FastAPI dependency)."""
+    return TableRows(revision, format, page_of(format, limit, offset, complete))
+
+
+async def table_response(
+    request: Request,
+    filters: Filters,
+    rows: TableRows,
+    path: str | None = None,
+    name_of: Callable[[str], str] | None = None,
+) -> Response:
+    """A table route's answer: its body through the read path, 200 or 304, named by `name_of`
+    (the revision shown -> a file name stem) where the route names its downloads."""
+    body = await read_table(request, filters, rows.format, rows.revision, rows.page)
+    pinned = rows.revision is not None and rows.revision.lower() == body.revision
+    return leaderboard_response(
+        body,
+        rows.format,
+        pinned,
+        request.headers.get("if-none-match"),
+        request.query_params.multi_items(),
+        **({"path": path} if path else {}),
+        **({"filename": name_of(body.revision)} if name_of else {}),
+    )
+
+
 async def read_table(request: Request, filters: Filters, format: str, revision, page):
     """A view's encoded body through the read path (the board's or the overview's): 503 while the
     store cannot be reached, 404 for an unknown revision."""
@@ -834,28 +880,10 @@ async def leaderboard(
         description="a tier of the task: `group/tier`, or the tier's name",
         json_schema_extra=registry_enum("tier"),
     ),
-    revision: str | None = Query(
-        None,
-        description="a results-dataset revision (commit sha) or release name; default the newest",
-    ),
-    format: Literal["json", "csv", "parquet"] = "json",
-    limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS, description=LIMIT_NOTE),
-    offset: int = Query(0, ge=0, le=MAX_OFFSET, description=OFFSET_NOTE),
-    complete: bool = Query(False, description=COMPLETE_NOTE),
+    rows: TableRows = Depends(table_rows),
 ):
-    filters = Filters(suite or None, task or None, setting or None, tier or None)
-    checked(filters)
-    body = await read_table(
-        request, filters, format, revision, page_of(format, limit, offset, complete)
-    )
-    pinned = revision is not None and revision.lower() == body.revision
-    return leaderboard_response(
-        body,
-        format,
-        pinned,
-        request.headers.get("if-none-match"),
-        request.query_params.multi_items(),
-    )
+    filters = checked(Filters(suite or None, task or None, setting or None, tier or None))
+    return await table_response(request, filters, rows)
 
 
 @router.get(
@@ -914,14 +942,7 @@ async def overview(
         max_length=200,
         description="models of this license (one the overview's models have; a 404 lists them)",
     ),
-    revision: str | None = Query(
-        None,
-        description="a results-dataset revision (commit sha) or release name; default the newest",
-    ),
-    format: Literal["json", "csv", "parquet"] = "json",
-    limit: int | None = Query(None, ge=1, le=MAX_PAGE_ROWS, description=LIMIT_NOTE),
-    offset: int = Query(0, ge=0, le=MAX_OFFSET, description=OFFSET_NOTE),
-    complete: bool = Query(False, description=COMPLETE_NOTE),
+    rows: TableRows = Depends(table_rows),
 ):
     filters = checked(
         Filters(
@@ -934,27 +955,12 @@ async def overview(
             license=license or None,
         )
     )
-    body = await read_table(
-        request, filters, format, revision, page_of(format, limit, offset, complete)
-    )
-    pinned = revision is not None and revision.lower() == body.revision
-    name = download_stem(
-        body.revision,
-        filters.suite,
-        filters.task,
-        filters.model_type,
-        filters.size,
-        filters.license,
-        filters.search,
-    )
-    return leaderboard_response(
-        body,
-        format,
-        pinned,
-        request.headers.get("if-none-match"),
-        request.query_params.multi_items(),
+    return await table_response(
+        request,
+        filters,
+        rows,
         path=OVERVIEW_PATH,
-        filename=name,
+        name_of=functools.partial(overview_stem, filters),
     )
 
 

@@ -331,6 +331,20 @@ def build_overview(
     )
 
 
+def overview_stem(filters, revision: str) -> str:
+    """`download_stem` of an overview view's filters (leaderboard.readpath.Filters): the API's and
+    the Overview tab's name for the same file."""
+    return download_stem(
+        revision,
+        filters.suite,
+        filters.task,
+        filters.model_type,
+        filters.size,
+        filters.license,
+        filters.search,
+    )
+
+
 def download_stem(
     revision: str,
     suite: str | None = None,

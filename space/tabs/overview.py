@@ -23,8 +23,8 @@ from leaderboard.overview import (
     OVERVIEW_NOTE,
     SIZE_CHOICES,
     TYPE_CHOICES,
-    download_stem,
     filter_overview,
+    overview_stem,
     overview_table,
 )
 from leaderboard.readpath import OVERVIEW, Filters, UnknownFilter, check_license
@@ -185,16 +185,7 @@ def render_overview(frame: pd.DataFrame, empty: str = "") -> str:
 
 def download_name(filters: Filters, revision: str, fmt: str) -> str:
     """`overview-prefeval-generative-3f2a9c1d4e5f.csv`: the API's own name for the same file."""
-    stem = download_stem(
-        revision,
-        filters.suite,
-        filters.task,
-        filters.model_type,
-        filters.size,
-        filters.license,
-        filters.search,
-    )
-    return f"{stem}.{fmt}"
+    return f"{overview_stem(filters, revision)}.{fmt}"
 
 
 def download_links(filters: Filters, version=None, shown_revision: str = "") -> str:
