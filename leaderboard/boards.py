@@ -3,11 +3,22 @@
     boards/<suite>/<task>.parquet    one row per result of the task, in the board's columns
                                      (leaderboard/columns.yaml: rank, rank_group, above_reference,
                                      model facts, scores, provenance), every setting in one file
+    boards/stale.json                the boards that lack results published since they were written:
+                                     {"lagging": {"<suite>/<task>": UTC time of the first such change}}
 
 The long scores table (data/scores/) is what a result *is*; these are what the board *shows*, so
 that `datasets.load_dataset(<repo>, "board-<suite>-<task>")` gives a reader the ranks and the
-reference-line verdicts without re-implementing the ranking. They are derived: every publish
-rewrites the board of the task it touched (never another task's) in the same commit as the record.
+reference-line verdicts without re-implementing the ranking.
+
+They are derived, so they are rewritten in batches, not by every publish: re-ranking a task and
+hashing its file costs ~0.45 s at 20,000 results, which made the publish rate fall 4.5x between 100
+and 20,000 rows (bench/README.md). A publish (or withdrawal, or sync of the papers' rows) only adds
+its task to boards/stale.json, in its own commit; the publisher (leaderboard/outbox.py) rewrites
+every lagging board from the scores table in one commit of its own ("Boards: ...") once the oldest
+lagging change is PERSONABOARD_BOARDS_EVERY_S old (10 s by default), and a named release always
+carries current boards. So a board is at most that far behind the live API, and says so: a task in
+stale.json lags, a task not in it is exact. Under a steady stream of publishes the boards' cost is
+one refresh per interval, whatever the rate.
 
 Each setting is ranked on its own, as the board's default view ranks (zero_shot and reminder rows
 are different experiments): the rows of setting X are exactly the API's download of
@@ -15,16 +26,12 @@ are different experiments): the rows of setting X are exactly the API's download
 API's `?suite=S&task=T` download's columns, so a column another setting lacks is empty). One file
 per task, not per setting: a judged setting's name holds its judge's model id ("zero_shot+judge:
 org/model"), no file name, and a reader filters one table by its `setting` column.
-
-Cost: a publish ranks only its own setting's rows again; the other settings' rows are kept as the
-last version has them (a ranking never crosses settings). Only a reference row, whose line every
-setting is judged against, re-ranks the whole task. The rows come from the task's previous board
-file, not from the whole scores table: bounded by the task's size (bench/bench_boards.py).
 """
 
 from __future__ import annotations
 
-import io
+import json
+from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
 import pandas as pd
@@ -34,17 +41,16 @@ from leaderboard.board import REFERENCE_KIND, board_download, manifest_tier_orde
 from leaderboard.columns import board_download_columns, registry
 from leaderboard.table import (
     CELL_COLUMNS,
-    SLICE_COLUMNS,
     TOTAL,
     WideRows,
     finish_view,
-    records_to_scores,
     wide_rows,
 )
 
 BOARDS_DIR = "boards"
-# columns of the board that ranking adds to a result's own row (not read back as its input)
-RANKING_COLUMNS = [c.name for c in registry() if c.source == "board"] + ["size"]
+STALE_PATH = f"{BOARDS_DIR}/stale.json"
+BOARDS_EVERY_S = 10.0  # default: how old the oldest change a board lacks may get before a refresh
+BOARDS_MESSAGE = "Boards:"  # a refresh commit's message starts so (bookkeeping, not a result)
 # the registry's types in pandas: what a parquet file of them reads back as
 DTYPES = {"str": "str", "int": "Int64", "float": "float64", "bool": "boolean"}
 
@@ -146,38 +152,6 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, index=frame.index)
 
 
-def read_back(board: pd.DataFrame) -> WideRows:
-    """A task's previous board file as the rows ranking starts from (the inverse of ranking: the
-    result's own columns, the total's interval as its cell, the columns each setting has)."""
-    rows = board.drop(columns=[c for c in RANKING_COLUMNS if c in board])
-    scores = [c for c in rows.columns if _is_score(c)]
-    present = [
-        {"suite": suite, "task": task, "setting": setting, "column": column}
-        for (suite, task, setting), group in rows.groupby(SLICE_COLUMNS, sort=False)
-        for column in scores
-        if column == TOTAL or group[column].notna().any()
-    ]
-    cells = pd.DataFrame(
-        {
-            "submission_id": rows["submission_id"],
-            "column": TOTAL,
-            "ci_low": rows["total_ci_low"].astype("float64"),
-            "ci_high": rows["total_ci_high"].astype("float64"),
-            "n": rows["n_items"],
-        },
-        columns=CELL_COLUMNS,
-    )
-    # ranking reads plain dtypes (floats with NaN), as the scores table's pivot gives them
-    plain = rows.astype({c: "float64" for c in [*scores, "total_ci_low", "total_ci_high"]})
-    if plain["n_items"].notna().all():
-        plain["n_items"] = plain["n_items"].astype("int64")
-    return WideRows(
-        plain.reset_index(drop=True),
-        pd.DataFrame(present, columns=[*SLICE_COLUMNS, "column"]),
-        cells,
-    )
-
-
 def rebuild(scores: pd.DataFrame, suite: str, task: str) -> pd.DataFrame:
     """A task's board from its scores-table rows (a store's first board of a task, a sync of the
     papers' rows): every setting ranked afresh."""
@@ -189,56 +163,54 @@ def rebuild(scores: pd.DataFrame, suite: str, task: str) -> pd.DataFrame:
     return assemble(ranked_settings(parts, suite, task, settings).values())
 
 
-def with_changes(
-    previous: pd.DataFrame,
-    suite: str,
-    task: str,
-    added: list[dict[str, Any]] = (),  # type: ignore[assignment]
-    removed: Iterable[str] = (),
-) -> pd.DataFrame:
-    """The board after adding result records to a task (or removing submissions from it): the
-    settings they touch are ranked again, every other setting's rows stay as they were; a
-    reference row re-ranks every setting (it may move the line they are judged against)."""
-    removed = set(removed)
-    gone = previous[previous["submission_id"].isin(removed)]
-    kept = previous[~previous["submission_id"].isin(removed)]
-    touched = {str(r["setting"]) for r in added} | set(gone["setting"].astype(str))
-    if (
-        any(r.get("row_kind") == REFERENCE_KIND for r in added)
-        or (gone["row_kind"] == REFERENCE_KIND).any()
-    ):
-        touched |= set(kept["setting"].astype(str))
-    parts = [read_back(kept)] if len(kept) else []
-    if added:
-        parts.append(wide_rows(records_to_scores(added)))
-    if not parts:
-        return assemble([])
-    fresh = ranked_settings(parts, suite, task, _setting_order(touched))
-    untouched = kept[~kept["setting"].astype(str).isin(touched)]
-    return assemble([untouched, *fresh.values()])
+# -- which boards lag, and their refresh ------------------------------------------------------------
+def lagging(stale: bytes | None) -> dict[str, str]:
+    """{"<suite>/<task>": UTC time of the first change its board lacks} from boards/stale.json."""
+    return dict(json.loads(stale)["lagging"]) if stale else {}
 
 
-def board_changes(
-    suite: str,
-    task: str,
-    previous: bytes | None,
-    listed: Iterable[tuple[str, str]],
-    scores: Any,
-    added: list[dict[str, Any]] = (),  # type: ignore[assignment]
-    removed: Iterable[str] = (),
-) -> dict[str, bytes]:
-    """The files a change to one task writes beside its records: the task's board and, when the
-    board is new, the dataset card that declares it. `previous`: the board file at the parent
-    version (None: none yet); `listed`: the boards the parent version has; `scores()`: the whole
-    scores table after the change (read only when there is no previous board to start from)."""
+def stale_file(lag: dict[str, str]) -> bytes:
+    return (json.dumps({"lagging": dict(sorted(lag.items()))}, indent=1) + "\n").encode()
+
+
+def mark_lagging(
+    stale: bytes | None, tasks: Iterable[tuple[str, str]], now: datetime | None = None
+) -> bytes | None:
+    """boards/stale.json with `tasks` added (lagging since `now`), or None when they all lag
+    already: a task keeps the time of its first missing change, so its age says how far behind."""
+    lag = lagging(stale)
+    new = {f"{suite}/{task}" for suite, task in tasks} - lag.keys()
+    if not new:
+        return None
+    since = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
+    return stale_file({**lag, **dict.fromkeys(new, since)})
+
+
+def refresh_due(stale: bytes | None, older_than_s: float, now: datetime | None = None) -> bool:
+    """Whether some board lags and its oldest missing change is at least `older_than_s` old."""
+    lag = lagging(stale)
+    if not lag:
+        return False
+    oldest = min(datetime.fromisoformat(since) for since in lag.values())
+    return (now or datetime.now(timezone.utc)) - oldest >= timedelta(seconds=older_than_s)
+
+
+def refreshed_boards(
+    stale: bytes | None, listed: Iterable[tuple[str, str]], scores
+) -> tuple[dict[str, bytes], str]:
+    """The files a refresh writes, and its commit message: every lagging task's board ranked
+    afresh from the whole scores table (`scores()`, read once), the dataset card when a board is
+    new, and an empty stale file."""
     from leaderboard.store import dataset_card, parquet_bytes
 
-    if previous is None:
-        board = rebuild(scores(), suite, task)
-    else:
-        board = with_changes(pd.read_parquet(io.BytesIO(previous)), suite, task, added, removed)
-    files = {board_path(suite, task): parquet_bytes(board)}
+    tasks = sorted(tuple(key.split("/", 1)) for key in lagging(stale))
+    table = scores()
+    files = {
+        board_path(suite, task): parquet_bytes(rebuild(table, suite, task)) for suite, task in tasks
+    }
     listed = set(listed)
-    if (suite, task) not in listed:
-        files["README.md"] = dataset_card(listed | {(suite, task)}).encode()
-    return files
+    if set(tasks) - listed:
+        files["README.md"] = dataset_card(listed | set(tasks)).encode()
+    files[STALE_PATH] = stale_file({})
+    shown = ", ".join(f"{suite}/{task}" for suite, task in tasks)
+    return files, f"{BOARDS_MESSAGE} refresh {shown}"

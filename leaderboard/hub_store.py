@@ -23,12 +23,20 @@ import json
 import random
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
 from evaluator.hub import DatasetRepo, HubCommitConflict, HubNotFound, HubUnavailable
-from leaderboard.boards import BOARDS_DIR, board_changes, board_path, board_tasks, task_of_path
+from leaderboard.boards import (
+    BOARDS_DIR,
+    STALE_PATH,
+    board_tasks,
+    mark_lagging,
+    refresh_due,
+    refreshed_boards,
+    task_of_path,
+)
 from leaderboard.head_signal import UNKNOWN
 from leaderboard.result_record import validate_record
 from leaderboard.store import (
@@ -196,11 +204,7 @@ class HubDatasetStore:
             rows = records_to_scores([record])
             tail = pd.concat([part, rows], ignore_index=True) if len(part) else rows
             files = {path: as_json(record).encode(), part_path: _parquet(tail)}
-            files.update(
-                self._board_files(
-                    head, record["suite"], record["task"], {part_path: tail}, added=[record]
-                )
-            )
+            files.update(self._lagging_files(head, [(record["suite"], record["task"])]))
             if (shown := details_to_publish(record, details)) is not None:
                 files[details_path(record["suite"], record["task"], record["submission_id"])] = (
                     shown
@@ -240,8 +244,11 @@ class HubDatasetStore:
                         drop=True
                     )
                     files[path] = _parquet(parts[path])
-            for suite, task in {task_of_path(p) for p in removed if p.startswith("results/")}:
-                files.update(self._board_files(head, suite, task, parts, removed=[submission_id]))
+            files.update(
+                self._lagging_files(
+                    head, {task_of_path(p) for p in removed if p.startswith("results/")}
+                )
+            )
             return self._commit(files, message, head, removed)
 
         return self._retrying(attempt)
@@ -308,43 +315,39 @@ class HubDatasetStore:
                 self._part(tail_path, parts[tail_path], head) if parts else records_to_scores([]),
             )
             files[tail_path] = pd.concat([tail, records_to_scores(records)], ignore_index=True)
-            # the group's tasks' boards, ranked afresh from the new table (a rare path)
-            new_parts = {p: v for p, v in files.items() if isinstance(v, pd.DataFrame)}
             tasks = {(r["suite"], r["task"]) for r in records} | {task_of_path(p) for p in removed}
-            listed = board_tasks(self._hub(self.repo.files, head, BOARDS_DIR))
-            scores = self._scores_with(head, new_parts)
-            for suite, task in sorted(tasks):
-                files.update(board_changes(suite, task, None, listed, lambda: scores))
-                listed = sorted({*listed, (suite, task)})
+            files.update(self._lagging_files(head, tasks))
             files = {p: _parquet(v) if isinstance(v, pd.DataFrame) else v for p, v in files.items()}
             return self._commit(files, message, head, removed)
 
         return self._retrying(attempt)
 
-    def _board_files(
-        self,
-        head: str,
-        suite: str,
-        task: str,
-        new_parts: dict[str, pd.DataFrame],
-        added: list[dict[str, Any]] = (),  # type: ignore[assignment]
-        removed: Sequence[str] = (),
-    ) -> dict[str, bytes]:
-        """The task's board (and the card, for a new board) as this change leaves it
-        (leaderboard/boards.py): from the task's board at `head`, one file's download; the whole
-        table (`new_parts` replacing the parts this change rewrites) only for a task's first board."""
-        listed = self._hub(self.repo.files, head, BOARDS_DIR)
-        path = board_path(suite, task)
-        previous = self._hub(self.repo.read, path, head) if path in listed else None
-        return board_changes(
-            suite,
-            task,
-            previous,
-            board_tasks(listed),
-            lambda: self._scores_with(head, new_parts),
-            added,
-            removed,
-        )
+    def _lagging_files(self, head: str, tasks: Iterable[tuple[str, str]]) -> dict[str, bytes]:
+        """boards/stale.json with `tasks` added, if that changes it (leaderboard/boards.py)."""
+        marked = mark_lagging(self._hub(self.repo.read, STALE_PATH, head), tasks)
+        return {STALE_PATH: marked} if marked is not None else {}
+
+    def _current_boards(self, head: str, older_than_s: float = 0.0) -> tuple[dict[str, bytes], str]:
+        """Every lagging board as of `head`, if a refresh is due (else no files), and a message."""
+        stale = self._hub(self.repo.read, STALE_PATH, head)
+        if not refresh_due(stale, older_than_s):
+            return {}, ""
+        listed = board_tasks(self._hub(self.repo.files, head, BOARDS_DIR))
+        return refreshed_boards(stale, listed, lambda: self._scores_with(head, {}))
+
+    def refresh_boards(self, older_than_s: float = 0.0) -> str | None:
+        """As the local store's: every lagging board rewritten in one commit, if one is due."""
+        # a look at the kept head first: the publisher asks every pass, and mostly nothing is due
+        if not refresh_due(
+            self._hub(self.repo.read, STALE_PATH, self.head_revision()), older_than_s
+        ):
+            return None
+
+        def attempt(head: str) -> str | None:
+            files, message = self._current_boards(head, older_than_s)
+            return self._commit(files, message, head) if files else None
+
+        return self._retrying(attempt)
 
     def _scores_with(self, head: str, new_parts: dict[str, pd.DataFrame]) -> pd.DataFrame:
         """The table at `head` with some parts replaced (or added) by a change."""
@@ -359,11 +362,9 @@ class HubDatasetStore:
             raise StoreError(f"release {name!r} already exists")
 
         def attempt(head: str) -> str:
-            return self._commit(
-                {release_path(name): as_json(release_note(name, notes, head)).encode()},
-                f"Release {name}",
-                head,
-            )
+            files = self._current_boards(head)[0]  # a named release carries current boards
+            files[release_path(name)] = as_json(release_note(name, notes, head)).encode()
+            return self._commit(files, f"Release {name}", head)
 
         revision = self._retrying(attempt)
         try:

@@ -11,6 +11,11 @@ stops at the first that cannot go out because the store is unavailable (a Hub ou
 lost and nothing overtakes it; the next drain, when the Hub is back, carries on from there.
 Whoever holds the lock drains: the job that just wrote an entry, an idle worker's maintenance
 pass, or the web node's background thread, so the backlog goes out without anyone watching it.
+
+The publisher also keeps the dataset's boards current (leaderboard/boards.py): a publish only marks
+its task's board as lagging, and every drain (each pass of the web node's thread, every 2 s, even
+with nothing to publish) rewrites the lagging boards once the oldest change they lack is
+`boards_every_s` old, in one commit: one board refresh per interval however many results arrive.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from leaderboard.boards import BOARDS_EVERY_S
 from leaderboard.store import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -48,11 +54,13 @@ class Outbox:
         store,
         on_published: OnPublished | None = None,
         withhold: Withhold | None = None,
+        boards_every_s: float = BOARDS_EVERY_S,
     ):
         self.folder = Path(folder)
         self.store = store
         self.on_published = on_published
         self.withhold = withhold
+        self.boards_every_s = boards_every_s
         for name in ("pending", "done", "rejected"):
             (self.folder / name).mkdir(parents=True, exist_ok=True)
 
@@ -128,7 +136,11 @@ class Outbox:
         with self._publisher(wait_s) as mine:
             if not mine:
                 return -1
+            boards_checked = time.monotonic()
             for name in self.pending():
+                if time.monotonic() - boards_checked >= self.boards_every_s:  # a long backlog
+                    self._refresh_boards()
+                    boards_checked = time.monotonic()
                 path = self.folder / "pending" / name
                 try:
                     entry = json.loads(path.read_text(encoding="utf-8"))
@@ -174,8 +186,19 @@ class Outbox:
                         log.exception("outbox: reporting %s as published failed", name)
                 if name == until:
                     break
+            self._refresh_boards()
             self._prune_done()
         return published
+
+    def _refresh_boards(self) -> None:
+        """Rewrite the lagging boards if the oldest change they lack is old enough; a store that
+        cannot be reached now leaves them lagging (marked in the dataset) for a later pass."""
+        try:
+            self.store.refresh_boards(self.boards_every_s)
+        except StoreUnavailable as exc:
+            log.warning("outbox: the boards wait for the store: %s", exc)
+        except StoreError:
+            log.exception("outbox: refreshing the boards failed; the next pass tries again")
 
     def publish_now(
         self, kind: str, payload: dict[str, Any], wait_s: float = 30.0

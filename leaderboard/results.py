@@ -61,4 +61,5 @@ def open_outbox(
         store if store is not None else open_store(settings, head_signal),
         on_published,
         withhold,
+        settings.boards_every_s,
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.settings import data_dir
+from leaderboard.boards import BOARDS_EVERY_S
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,9 @@ class LeaderboardSettings:
     hub_token: str | None = None
     hub_endpoint: str | None = None  # HF_ENDPOINT (a mirror, or the tests' local Hub server)
     results_private: bool = False
+    boards_every_s: float = (
+        BOARDS_EVERY_S  # how far the dataset's boards may lag (leaderboard/boards.py)
+    )
 
     @property
     def store_dir(self) -> Path:
@@ -44,4 +48,5 @@ def load_leaderboard_settings() -> LeaderboardSettings:
         hub_token=env.get("PERSONABOARD_HUB_TOKEN") or env.get("HF_TOKEN") or None,
         hub_endpoint=(env.get("HF_ENDPOINT") or "").rstrip("/") or None,
         results_private=env.get("PERSONABOARD_RESULTS_PRIVATE", "").lower() in ("1", "true", "yes"),
+        boards_every_s=float(env.get("PERSONABOARD_BOARDS_EVERY_S") or BOARDS_EVERY_S),
     )

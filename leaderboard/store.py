@@ -9,7 +9,8 @@
                                                  in parts of at most SHARD_RECORDS results
     boards/<suite>/<task>.parquet                the task's board as the API downloads it (ranks,
                                                  reference verdicts: leaderboard/boards.py), derived,
-                                                 rewritten by every publish into that task
+                                                 rewritten in batches by the publisher
+    boards/stale.json                            the boards that lag behind the table, and since when
     details/<suite>/<task>/<xx>/<id>.parquet     a result's per-item answers, gold and outcome, on a
                                                  public split only (submissions/details.py)
 
@@ -45,7 +46,15 @@ from typing import Any, Iterable, Iterator, Protocol, runtime_checkable
 
 import pandas as pd
 
-from leaderboard.boards import BOARDS_DIR, board_changes, board_path, board_tasks, task_of_path
+from leaderboard.boards import (
+    BOARDS_DIR,
+    STALE_PATH,
+    board_tasks,
+    mark_lagging,
+    refresh_due,
+    refreshed_boards,
+    task_of_path,
+)
 from leaderboard.result_record import validate_record
 from leaderboard.table import records_to_scores
 
@@ -72,7 +81,9 @@ CARD_BODY = """# PersonaBoard results
   and metric.
 - `boards/<suite>/<task>.parquet` (config `board-<suite>-<task>`): the task's board as the
   leaderboard shows and downloads it: rank, rank group, above the reference line, model facts, one
-  column per tier; each setting ranked on its own.
+  column per tier; each setting ranked on its own. Boards are rewritten in batches, a few seconds
+  after results arrive and at every named release: `boards/stale.json` lists the boards that lack
+  a result published since they were written (and since when); a board not listed there is exact.
 - `details/<suite>/<task>/<xx>/<submission id>.parquet`: per-item answers of a result on a public
   split (never for a hidden split).
 
@@ -290,6 +301,7 @@ class ResultsStore(Protocol):
         self, suite: str, task: str, submission_id: str, revision: str | None = None
     ) -> bytes | None: ...
     def withdraw(self, submission_id: str, message: str) -> str | None: ...
+    def refresh_boards(self, older_than_s: float = 0.0) -> str | None: ...
     def current_record(self, submission_id: str) -> dict[str, Any] | None: ...
     def publish_requests(self, requests: list[dict[str, Any]]) -> str | None: ...
     def sync_group(
@@ -449,7 +461,7 @@ class LocalDatasetStore:
             # sharded and the table has few parts), not what is on disk: a failed writer's files there
             # are overwritten, never read.
             wanted = [relative] + ([request_path(request)] if request is not None else [])
-            committed = self._blobs(head, SCORES_DIR, BOARDS_DIR, *wanted)
+            committed = self._blobs(head, SCORES_DIR, STALE_PATH, *wanted)
             if relative in committed:  # a retried job: the first result stands
                 # the commit that added it (--follow: past the one that moved it into its shard folder)
                 return (
@@ -462,7 +474,7 @@ class LocalDatasetStore:
             self._write(relative, as_json(record))
             part, results_in_part = self._append_scores(records_to_scores([record]), committed)
             paths = [relative, part]
-            paths += self._write_board(head, committed, record["suite"], record["task"], [record])
+            paths += self._mark_lagging(committed, [(record["suite"], record["task"])])
             if (details := details_to_publish(record, details)) is not None:
                 path = details_path(record["suite"], record["task"], record["submission_id"])
                 self._write_bytes(path, details)
@@ -480,32 +492,39 @@ class LocalDatasetStore:
                 self._git("gc", "--auto", "--quiet")
             return commit
 
-    def _write_board(
-        self,
-        head: str,
-        committed: dict[str, str],
-        suite: str,
-        task: str,
-        added: list[dict[str, Any]] = (),  # type: ignore[assignment]
-        removed: Iterable[str] = (),
+    def _mark_lagging(
+        self, committed: dict[str, str], tasks: Iterable[tuple[str, str]]
     ) -> list[str]:
-        """Write the task's board (and the card, for a new board) as the change leaves it
-        (leaderboard/boards.py); returns the paths written. `committed`: the blobs of the last
-        version under boards/ and data/scores/ (the table's parts written for this change are on
-        disk already)."""
-        blob = committed.get(board_path(suite, task))
-        files = board_changes(
-            suite,
-            task,
-            self._git("cat-file", "blob", blob) if blob else None,
-            board_tasks(committed),
-            self.scores_on_disk,
-            added,
-            removed,
-        )
+        """Add `tasks` to boards/stale.json (the lock held; `committed`: the last version's blobs,
+        the stale file's among them); returns the paths written: none when they all lag already."""
+        blob = committed.get(STALE_PATH)
+        marked = mark_lagging(self._git("cat-file", "blob", blob) if blob else None, tasks)
+        if marked is None:
+            return []
+        self._write_bytes(STALE_PATH, marked)
+        return [STALE_PATH]
+
+    def _current_boards(self, head: str, older_than_s: float = 0.0) -> tuple[list[str], str]:
+        """Write every lagging board as of `head` if a refresh is due (the lock held); returns the
+        paths written (none when nothing was due) and a commit message for them."""
+        committed = self._blobs(head, STALE_PATH, BOARDS_DIR)
+        blob = committed.get(STALE_PATH)
+        stale = self._git("cat-file", "blob", blob) if blob else None
+        if not refresh_due(stale, older_than_s):
+            return [], ""
+        files, message = refreshed_boards(stale, board_tasks(committed), lambda: self.scores(head))
         for path, data in files.items():
             self._write_bytes(path, data)
-        return list(files)
+        return list(files), message
+
+    def refresh_boards(self, older_than_s: float = 0.0) -> str | None:
+        """Rewrite every lagging board (boards/stale.json) in one new version, if the oldest change
+        they lack is at least `older_than_s` old; returns the new revision, or None (nothing due)."""
+        self.ensure()
+        with self._locked():
+            head = self.head_revision()
+            paths, message = self._current_boards(head, older_than_s)
+            return self._commit_paths(head, paths, message) if paths else None
 
     def scores_on_disk(self) -> pd.DataFrame:
         """The table as the files being written hold it (the lock held): a change's own parts."""
@@ -595,10 +614,10 @@ class LocalDatasetStore:
                     )
                     changed.append(str(part.relative_to(self.root)))
             head = self.head_revision()
-            committed = self._blobs(head, BOARDS_DIR)
-            for path in records:
-                suite, task = path.relative_to(self.root).parts[1:3]
-                changed += self._write_board(head, committed, suite, task, removed=[submission_id])
+            changed += self._mark_lagging(
+                self._blobs(head, STALE_PATH),
+                [tuple(path.relative_to(self.root).parts[1:3]) for path in records],  # type: ignore[misc]
+            )
             self._git("add", "-A", "--", *changed)
             self._git("commit", "-q", "-m", message)
             return self.head_revision()
@@ -646,18 +665,9 @@ class LocalDatasetStore:
             if not changed:
                 return None
             self._write_scores(self._read_records_from_disk())
-            # the group's tasks' boards, ranked afresh from the new table (a rare path)
-            head = self.head_revision()
-            listed = board_tasks(self._blobs(head, BOARDS_DIR))
             tasks = {(r["suite"], r["task"]) for r in records}
             tasks |= {task_of_path(p) for p in present if p not in wanted}
-            scores = self.scores_on_disk()
-            for suite, task in sorted(tasks):
-                for written, data in board_changes(
-                    suite, task, None, listed, lambda: scores
-                ).items():
-                    self._write_bytes(written, data)
-                listed = sorted({*listed, (suite, task)})
+            self._mark_lagging(self._blobs(self.head_revision(), STALE_PATH), tasks)
             self._git("add", "-A")
             self._git("commit", "-q", "-m", message)
             return self._git("rev-parse", "HEAD").decode().strip()
@@ -696,9 +706,11 @@ class LocalDatasetStore:
         with self._locked():
             if self._git("tag", "--list", name).strip():
                 raise StoreError(f"release {name!r} already exists")
-            note = release_note(name, notes, self.head_revision())
+            head = self.head_revision()
+            note = release_note(name, notes, head)
             self._write(release_path(name), as_json(note))
-            self._git("add", "--", release_path(name))
+            paths = [release_path(name), *self._current_boards(head)[0]]
+            self._git("add", "--", *paths)
             self._git("commit", "-q", "-m", f"Release {name}")
             self._git("tag", name)
             revision = self.head_revision()

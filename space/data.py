@@ -10,6 +10,7 @@ import pandas as pd
 from evaluator.registry import all_suites
 from evaluator.splits import SplitNotInstalled, split_files
 from leaderboard.board import manifest_tier_order, model_facts  # noqa: F401  (re-exported for the tabs)
+from leaderboard.boards import BOARDS_MESSAGE
 
 _CACHE: dict[str, tuple[str, object]] = {}
 _LOCK = threading.Lock()
@@ -20,7 +21,9 @@ PAST_KEPT = 4
 VERSIONS_LISTED = (
     30  # most recent revisions offered beside the releases (the API reaches any revision)
 )
-BOOKKEEPING_PREFIX = "Requests:"  # leaderboard/store.py requests_message: submissions' records
+# commits that change no score: submissions' records (leaderboard/store.py requests_message) and
+# the dataset's board files rewritten (leaderboard/boards.py)
+BOOKKEEPING_PREFIXES = ("Requests:", BOARDS_MESSAGE)
 LATEST, LATEST_LABEL = "latest", "Latest (updates as results arrive)"
 
 
@@ -87,7 +90,7 @@ def version_choices(services, limit: int = VERSIONS_LISTED) -> list[tuple[str, s
         changed = [
             v
             for v in services.results.versions()
-            if not v.message.startswith(BOOKKEEPING_PREFIX) and v.revision != head
+            if not v.message.startswith(BOOKKEEPING_PREFIXES) and v.revision != head
         ]
         for version in changed[:limit]:  # the head is "latest" already
             choices.append(

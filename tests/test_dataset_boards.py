@@ -1,7 +1,11 @@
 """The results dataset carries the board: after publishes into a real store (the local folder, and the
 Hub store against tests/hub_server.py), `datasets.load_dataset(<folder or repo>, "board-<suite>-<task>")`
 reads a table with exactly the columns of the API's download of that task, and per setting the same
-rows, ranks, rank groups and reference-line verdicts as the API's download of that setting."""
+rows, ranks, rank groups and reference-line verdicts as the API's download of that setting.
+
+Boards are rewritten in batches (leaderboard/boards.py): a publish marks its task's board lagging in
+boards/stale.json, and the publisher (the outbox's drain) rewrites the lagging boards once the oldest
+missing change is old enough; a named release always carries current boards."""
 
 from __future__ import annotations
 
@@ -22,8 +26,17 @@ from hub_server import TEST_TOKEN  # noqa: E402
 
 from evaluator.hub import DatasetRepo  # noqa: E402
 from leaderboard.board import manifest_tier_order  # noqa: E402
-from leaderboard.boards import board_path, config_name, normalise, rebuild  # noqa: E402
+from leaderboard.boards import (  # noqa: E402
+    STALE_PATH,
+    board_path,
+    board_tasks,
+    config_name,
+    lagging,
+    normalise,
+    rebuild,
+)
 from leaderboard.hub_store import HubDatasetStore  # noqa: E402
+from leaderboard.outbox import Outbox  # noqa: E402
 from leaderboard.readpath import Filters, LeaderboardCache  # noqa: E402
 from leaderboard.store import LocalDatasetStore, card_is_current, dataset_card  # noqa: E402
 
@@ -123,9 +136,34 @@ def online(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
 
 
-def publish_all(store) -> None:
+def publish_all(store, tmp_path: Path, read_file) -> None:
+    """Publish the records through the publisher: the boards lag while the refresh is not due,
+    and the first drain after it is due writes them all, in one commit of their own."""
+    patient = Outbox(tmp_path / "outbox", store, boards_every_s=3600)
     for record in records():
-        store.publish(record)
+        patient.put("result", {"record": record, "request": None})
+    assert patient.drain() == len(records())
+    head = store.head_revision()
+    assert lagging(read_file(STALE_PATH, head)).keys() == {
+        f"{SUITE}/{TASK}",
+        f"{SUITE}/{OTHER_TASK}",
+    }
+    assert not any(board_tasks(store_paths(store, head)))  # no board written yet
+    due = Outbox(tmp_path / "outbox", store, boards_every_s=0)
+    assert due.drain() == 0  # nothing to publish; the boards are due
+    refreshed = store.head_revision()
+    assert [(v.revision, v.message) for v in store.versions()[:2]] == [
+        (refreshed, f"Boards: refresh {SUITE}/{TASK}, {SUITE}/{OTHER_TASK}"),
+        (head, f"Add result fx-other ({SUITE}/{OTHER_TASK})"),
+    ]
+    assert lagging(read_file(STALE_PATH, refreshed)) == {}
+    assert due.drain() == 0 and store.head_revision() == refreshed  # nothing more to refresh
+
+
+def store_paths(store, revision: str) -> list[str]:
+    if isinstance(store, LocalDatasetStore):
+        return list(store._blobs(revision, "boards"))
+    return store.repo.files(revision, "boards")
 
 
 def check_store(store, read_file, where: str, tmp_path: Path, **env) -> None:
@@ -140,15 +178,20 @@ def check_store(store, read_file, where: str, tmp_path: Path, **env) -> None:
     stored = pd.read_parquet(io.BytesIO(read_file(board_path(SUITE, TASK), head)))
     pd.testing.assert_frame_equal(normalise(stored), rebuild(store.scores(), SUITE, TASK))
 
-    # a publish into another task leaves this task's board as it was (only the touched file)
+    # a publish into another task leaves this task's board as it was (only the lagging one is
+    # rewritten)
     before = read_file(board_path(SUITE, TASK), head)
     other = minimal_record("fx-other-2", 0.3)
     other["task"] = OTHER_TASK
     store.publish(other)
+    assert store.refresh_boards() is not None
+    assert store.versions()[0].message == f"Boards: refresh {SUITE}/{OTHER_TASK}"
     assert read_file(board_path(SUITE, TASK), store.head_revision()) == before
 
-    # a withdrawn result leaves the board; the rest is ranked as the API ranks it
+    # a withdrawn result leaves the board at the next refresh; the rest is ranked as the API ranks it
     store.withdraw("fx-alpha", "Withdraw fx-alpha")
+    assert lagging(read_file(STALE_PATH, store.head_revision())).keys() == {f"{SUITE}/{TASK}"}
+    store.refresh_boards()
     stored = pd.read_parquet(io.BytesIO(read_file(board_path(SUITE, TASK), store.head_revision())))
     assert "fx-alpha" not in set(stored["submission_id"])
     api = normalise(api_board(store, "zero_shot"))
@@ -156,25 +199,34 @@ def check_store(store, read_file, where: str, tmp_path: Path, **env) -> None:
     pd.testing.assert_frame_equal(mine, api, check_dtype=False)
     assert mine.set_index("submission_id").loc["fx-beta", "rank"] == 1
 
+    # a named release carries current boards, whatever the interval: in its own commit
+    store.publish(board_record("fx-late", "late", 0.99, 0.98, 1.0))
+    release = store.release("boards-1")
+    assert lagging(read_file(STALE_PATH, release.revision)) == {}
+    stored = pd.read_parquet(io.BytesIO(read_file(board_path(SUITE, TASK), release.revision)))
+    assert stored.set_index("submission_id").loc["fx-late", "rank"] == 1
+
 
 def test_the_local_dataset_carries_each_tasks_board(tmp_path):
     store = LocalDatasetStore(tmp_path / "results-dataset")
-    publish_all(store)
 
     def read_file(path: str, revision: str) -> bytes:
         return store._show(revision, path)
+
+    publish_all(store, tmp_path, read_file)
 
     check_store(store, read_file, str(store.root), tmp_path)
 
 
 def test_the_hub_dataset_carries_each_tasks_board(hub_server, tmp_path, online):
     store = HubDatasetStore(DatasetRepo(REPO, TEST_TOKEN, hub_server.url, tmp_path / "hub-cache"))
-    publish_all(store)
 
     def read_file(path: str, revision: str) -> bytes:
         data = store.repo.read(path, revision)
         assert data is not None, path
         return data
+
+    publish_all(store, tmp_path, read_file)
 
     env = {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub_server.url, "HF_HOME": str(tmp_path / "hf")}
     check_store(store, read_file, REPO, tmp_path, **env)

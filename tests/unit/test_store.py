@@ -71,10 +71,22 @@ def test_layout(store):
     ).stdout.split()
     assert sorted(tracked) == [
         "README.md",
-        "boards/prefeval/mcq.parquet",  # the task's board (leaderboard/boards.py)
+        "boards/stale.json",  # the task's board lags (leaderboard/boards.py)...
         "data/scores/part-00000.parquet",
         result_path("prefeval", "mcq", "s1"),
     ]
+    assert list(json.loads((store.root / "boards/stale.json").read_text())["lagging"]) == [
+        "prefeval/mcq"
+    ]
+    assert store.refresh_boards(older_than_s=3600) is None  # not due: it lags by seconds
+    refreshed = store.refresh_boards()  # ...until the publisher's refresh writes it
+    assert refreshed == store.head() and store.versions()[0].message.startswith("Boards:")
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=store.root, capture_output=True, check=True, text=True
+    ).stdout.split()
+    assert "boards/prefeval/mcq.parquet" in tracked
+    assert json.loads((store.root / "boards/stale.json").read_text())["lagging"] == {}
+    assert store.refresh_boards() is None  # nothing lags now: no empty commit
     card = yaml.safe_load((store.root / "README.md").read_text().split("---\n")[1])
     assert card["configs"][1] == {
         "config_name": "board-prefeval-mcq",
@@ -206,8 +218,7 @@ def test_a_dead_publishers_record_is_never_committed_under_another_submission(st
         text=True,
         check=True,
     ).stdout.split()
-    assert sorted(changed) == [
-        "boards/prefeval/mcq.parquet",
+    assert sorted(changed) == [  # its board lags since the first publish: no board file
         "data/scores/part-00000.parquet",
         result_path("prefeval", "mcq", "second"),
     ]
@@ -267,8 +278,7 @@ def test_a_writer_killed_after_staging_leaves_nothing_in_the_next_commit(store):
         text=True,
         check=True,
     ).stdout.split()
-    assert sorted(changed) == [
-        "boards/prefeval/mcq.parquet",
+    assert sorted(changed) == [  # its board lags since the first publish: no board file
         "data/scores/part-00000.parquet",
         result_path("prefeval", "mcq", "second"),
     ]
@@ -485,8 +495,7 @@ def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp
     assert sorted(git_files(root, moved)) == sorted(
         [
             "README.md",
-            "boards/prefeval/mcq.parquet",
-            "boards/recentering/relevance.parquet",
+            "boards/stale.json",
             "data/scores/part-00000.parquet",
             result_path("prefeval", "mcq", "s1"),
             result_path("recentering", "relevance", "s2"),
@@ -511,8 +520,7 @@ def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp
     assert sorted(git_files(root, store.head())) == sorted(
         [
             "README.md",
-            "boards/prefeval/mcq.parquet",
-            "boards/recentering/relevance.parquet",
+            "boards/stale.json",
             "data/scores/part-00000.parquet",
             result_path("recentering", "relevance", "s2"),
             result_path("prefeval", "mcq", "s3"),
