@@ -444,13 +444,16 @@ def test_a_remote_workers_result_is_reranked_on_its_private_part(
 
 
 def _off_grid_figures(stats: dict, step: float) -> list[str]:
-    """The reprs of a stats block's value and interval bounds that are not multiples of the
-    release step: numbers no rounded release can print by coincidence."""
+    """The reprs of a stats block's value and interval bounds that no rounded release or log line
+    prints by coincidence: off the release step's grid, and with at least 6 decimals (0.55, 33 of
+    60, is in any log's timestamps; a Wilson bound such as 0.4277... is in nothing else)."""
     figures = [stats["value"], *stats.get("ci95", [])]
     return [
         repr(float(x))
         for x in figures
-        if isinstance(x, float) and abs(x / step - round(x / step)) > 1e-9
+        if isinstance(x, float)
+        and abs(x / step - round(x / step)) > 1e-9
+        and len(repr(float(x)).partition(".")[2]) >= 6
     ]
 
 
