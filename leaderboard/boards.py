@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Iterable
 
 import pandas as pd
 
@@ -84,8 +84,8 @@ def _is_score(column: str) -> bool:
     return column == TOTAL or "/" in column or column in known_metrics()
 
 
-def _setting_order(settings: Iterable[Any]) -> list[str]:
-    return sorted({str(s) for s in settings})
+def _setting_order(settings: pd.Series) -> list[str]:
+    return sorted({str(s) for s in settings.unique()})
 
 
 def ranked_settings(parts: list[WideRows], suite: str, task: str, settings: Iterable[str]):
@@ -196,21 +196,25 @@ def refresh_due(stale: bytes | None, older_than_s: float, now: datetime | None =
 
 
 def refreshed_boards(
-    stale: bytes | None, listed: Iterable[tuple[str, str]], scores
+    stale: bytes | None, listed: Iterable[tuple[str, str]], scores, card: bytes | None
 ) -> tuple[dict[str, bytes], str]:
     """The files a refresh writes, and its commit message: every lagging task's board ranked
-    afresh from the whole scores table (`scores()`, read once), the dataset card when a board is
-    new, and an empty stale file."""
+    afresh from the whole scores table (`scores()`, read once), the dataset card when it changes
+    (a new board, or a card an older version wrote: `card` is the current one), and an empty
+    stale file."""
     from leaderboard.store import dataset_card, parquet_bytes
 
-    tasks = sorted(tuple(key.split("/", 1)) for key in lagging(stale))
+    tasks: list[tuple[str, str]] = []
+    for key in sorted(lagging(stale)):
+        suite, task = key.split("/", 1)
+        tasks.append((suite, task))
     table = scores()
     files = {
         board_path(suite, task): parquet_bytes(rebuild(table, suite, task)) for suite, task in tasks
     }
-    listed = set(listed)
-    if set(tasks) - listed:
-        files["README.md"] = dataset_card(listed | set(tasks)).encode()
+    described = dataset_card(set(listed) | set(tasks)).encode()
+    if card != described:
+        files["README.md"] = described
     files[STALE_PATH] = stale_file({})
     shown = ", ".join(f"{suite}/{task}" for suite, task in tasks)
     return files, f"{BOARDS_MESSAGE} refresh {shown}"

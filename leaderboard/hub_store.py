@@ -333,7 +333,8 @@ class HubDatasetStore:
         if not refresh_due(stale, older_than_s):
             return {}, ""
         listed = board_tasks(self._hub(self.repo.files, head, BOARDS_DIR))
-        return refreshed_boards(stale, listed, lambda: self._scores_with(head, {}))
+        card = self._hub(self.repo.read, "README.md", head)
+        return refreshed_boards(stale, listed, lambda: self._scores_with(head, {}), card)
 
     def refresh_boards(self, older_than_s: float = 0.0) -> str | None:
         """As the local store's: every lagging board rewritten in one commit, if one is due."""

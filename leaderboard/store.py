@@ -507,12 +507,15 @@ class LocalDatasetStore:
     def _current_boards(self, head: str, older_than_s: float = 0.0) -> tuple[list[str], str]:
         """Write every lagging board as of `head` if a refresh is due (the lock held); returns the
         paths written (none when nothing was due) and a commit message for them."""
-        committed = self._blobs(head, STALE_PATH, BOARDS_DIR)
+        committed = self._blobs(head, STALE_PATH, BOARDS_DIR, "README.md")
         blob = committed.get(STALE_PATH)
         stale = self._git("cat-file", "blob", blob) if blob else None
         if not refresh_due(stale, older_than_s):
             return [], ""
-        files, message = refreshed_boards(stale, board_tasks(committed), lambda: self.scores(head))
+        card = self._git("cat-file", "blob", committed["README.md"])
+        files, message = refreshed_boards(
+            stale, board_tasks(committed), lambda: self.scores(head), card
+        )
         for path, data in files.items():
             self._write_bytes(path, data)
         return list(files), message

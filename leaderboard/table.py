@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
 from evaluator.metrics import known_metrics
@@ -193,15 +194,18 @@ class WideRows:
 
 def named_scores(scores: pd.DataFrame) -> pd.DataFrame:
     """The long table with each row's wide-view `column` (None: not a column of the view)."""
+    # column_name, vectorised: a loop over the rows took 0.75 s of a 20,000-result board's 1.4 s
     primary = (
-        scores["primary"] if "primary" in scores else pd.Series(True, index=scores.index)
-    )  # older tables
-    return scores.assign(
-        column=[
-            column_name(g, t, m, p)
-            for g, t, m, p in zip(scores["tier_group"], scores["tier"], scores["metric"], primary)
-        ]
+        scores["primary"].to_numpy(dtype=bool)
+        if "primary" in scores
+        else np.ones(len(scores), dtype=bool)  # older tables
     )
+    group = scores["tier_group"]
+    total = (group == TOTAL).to_numpy(dtype=bool)
+    tier = (group + "/" + scores["tier"]).to_numpy(dtype=object)
+    metric = scores["metric"].to_numpy(dtype=object)
+    column = np.where(total, np.where(primary, TOTAL, metric), np.where(primary, tier, None))
+    return scores.assign(column=pd.Series(column, index=scores.index))
 
 
 CELL_COLUMNS = ["submission_id", "column", "ci_low", "ci_high", "n"]

@@ -571,3 +571,37 @@ def test_publishes_run_git_gc_auto_as_git_commit_did(store, monkeypatch):
         True,
         False,
     ]  # the table part's 3rd and 6th result
+
+
+def test_a_board_lags_until_its_oldest_missing_change_is_due():
+    """boards/stale.json keeps the time of a task's first missing change: later publishes into a
+    lagging task leave it (and the file) alone, and the refresh is due by the oldest change."""
+    from datetime import datetime, timedelta, timezone
+
+    from leaderboard.boards import lagging, mark_lagging, refresh_due
+
+    t0 = datetime(2026, 11, 27, 12, 0, 0, tzinfo=timezone.utc)
+    first = mark_lagging(None, [("prefeval", "mcq")], now=t0)
+    assert lagging(first) == {"prefeval/mcq": "2026-11-27T12:00:00+00:00"}
+    assert mark_lagging(first, [("prefeval", "mcq")], now=t0 + timedelta(seconds=5)) is None
+    both = mark_lagging(
+        first, [("prefeval", "mcq"), ("realpref", "mcq")], t0 + timedelta(seconds=8)
+    )
+    assert lagging(both) == {
+        "prefeval/mcq": "2026-11-27T12:00:00+00:00",
+        "realpref/mcq": "2026-11-27T12:00:08+00:00",
+    }
+    assert not refresh_due(both, 10, now=t0 + timedelta(seconds=9.9))
+    assert refresh_due(both, 10, now=t0 + timedelta(seconds=10))
+    assert not refresh_due(None, 0) and not refresh_due(b'{"lagging": {}}', 0)
+
+
+def test_a_refresh_rewrites_a_card_an_older_version_wrote(store):
+    from leaderboard.store import dataset_card
+
+    store.publish(make_record("s1", 0.5))
+    (store.root / "README.md").write_text("---\npretty_name: an older card\n---\n")
+    subprocess.run(["git", "commit", "-qam", "an older card"], cwd=store.root, check=True)
+    store.publish(make_record("s2", 0.5))
+    store.refresh_boards()
+    assert (store.root / "README.md").read_text() == dataset_card([("prefeval", "mcq")])
