@@ -15,7 +15,7 @@ hashing its file costs ~0.45 s at 20,000 results, which made the publish rate fa
 and 20,000 rows (bench/README.md). A publish (or withdrawal, or sync of the papers' rows) only adds
 its task to boards/stale.json, in its own commit; the publisher (leaderboard/outbox.py) rewrites
 every lagging board from the scores table in one commit of its own ("Boards: ...") once the oldest
-lagging change is PERSONABOARD_BOARDS_EVERY_S old (10 s by default), and a named release always
+lagging change is PERSONABOARD_BOARDS_EVERY_S old (30 s by default), and a named release always
 carries current boards. So a board is at most that far behind the live API, and says so: a task in
 stale.json lags, a task not in it is exact. Under a steady stream of publishes the boards' cost is
 one refresh per interval, whatever the rate.
@@ -49,7 +49,7 @@ from leaderboard.table import (
 
 BOARDS_DIR = "boards"
 STALE_PATH = f"{BOARDS_DIR}/stale.json"
-BOARDS_EVERY_S = 10.0  # default: how old the oldest change a board lacks may get before a refresh
+BOARDS_EVERY_S = 30.0  # default: how old the oldest change a board lacks may get before a refresh
 BOARDS_MESSAGE = "Boards:"  # a refresh commit's message starts so (bookkeeping, not a result)
 # the registry's types in pandas: what a parquet file of them reads back as
 DTYPES = {"str": "str", "int": "Int64", "float": "float64", "bool": "boolean"}
