@@ -235,6 +235,22 @@ def test_items_view_round_trips_through_the_url(service, browser, tmp_path, widt
             expect(options).to_have_count(0)
             no_page_overflow(page)
         screenshot(page, tmp_path, f"items-refused-{width}")
+
+        # a link whose tier and answer this result does not have: said so (its text inert), and
+        # the result shown with all tiers and answers; the reader's next choice drops the note
+        page.goto(f"/?tab=items&submission={public}&tier=bogus%3Cb%3Ex%3C%2Fb%3E&outcome=maybe")
+        note = page.locator("#items-link-note")
+        expect(note).to_contain_text(
+            "This link's tier “bogus<b>x</b>” is not a tier of this result's task; its answer "
+            "“maybe” is not right or wrong: showing all instead.",
+            timeout=30_000,
+        )
+        expect(note.locator("b")).to_have_count(0)
+        expect(page.locator("#items-table .pb-items-count")).to_have_text("Items 1–50 of 3000")
+        expect(page.locator("#items-outcome").get_by_label("all")).to_be_checked()
+        page.locator("#items-outcome").get_by_label("wrong").check()
+        expect(page.locator("#items-table .pb-items-count")).not_to_have_text("Items 1–50 of 3000")
+        expect(note).to_have_count(0)
     finally:
         context.close()
 

@@ -155,20 +155,32 @@ def tier_options(services, submission_id) -> list[tuple[str, str]]:
     return tiers
 
 
-def link_view(services, params: dict[str, str]) -> tuple[str, str, str, int]:
+def link_view(services, params: dict[str, str]) -> tuple[str, str, str, int, str]:
     """The view a link names (result, tier, outcome, page): the id as given (it is checked when the
-    items are read), the rest kept only where it is one of the control's own values."""
+    items are read), the rest kept only where it is one of the control's own values; and a note
+    (HTML, the link's text escaped) naming what the link asked for and did not get, else ""."""
     submission_id = (params.get("submission") or "").strip()[:100]
+    ignored = []
     tier = params.get("tier") or ALL
     if tier not in {value for _, value in tier_options(services, submission_id)}:
+        ignored.append(f"tier “{tier[:80]}” is not a tier of this result's task")
         tier = ALL
     outcome = params.get("outcome") or ALL
     if outcome not in {value for _, value in OUTCOMES}:
+        allowed = " or ".join(value for _, value in OUTCOMES if value != ALL)
+        ignored.append(f"answer “{outcome[:80]}” is not {allowed}")
         outcome = ALL
     page = params.get("pg") or ""
     wellformed = page.isascii() and page.isdigit() and len(page) <= 7
     number = int(page) if wellformed and 1 <= int(page) <= MAX_PAGE else 1
-    return submission_id, tier, outcome, number
+    note = (
+        '<p class="pb-empty" id="items-link-note"><em>This link\'s '
+        + html.escape("; its ".join(ignored))
+        + ": showing all instead.</em></p>"
+        if ignored
+        else ""
+    )
+    return submission_id, tier, outcome, number, note
 
 
 def build_explorer_tab(ui: gr.Blocks, services) -> None:
@@ -209,14 +221,21 @@ def build_explorer_tab(ui: gr.Blocks, services) -> None:
 
     def on_load(request: gr.Request):
         """The listed results, and the view a link to this tab names, else the defaults."""
-        submission_id, tier, outcome, page = link_view(services, tab_params(request, TAB))
+        submission_id, tier, outcome, page, note = link_view(services, tab_params(request, TAB))
         return (
             gr.update(choices=result_choices(services), value=submission_id or None),
             gr.update(choices=tier_options(services, submission_id), value=tier),
             outcome,
             page,
             submission_id,
+            note,
         )
+
+    def show_linked(submission_id, tier, outcome, page, note):
+        """The linked view, under the note on what the link asked for and did not get (the next
+        redraw, by the reader's own choice, drops it)."""
+        body, downloads = show(submission_id, tier, outcome, page)
+        return note + body, downloads
 
     with gr.Tab("Items", id=TAB):
         gr.Markdown(
@@ -260,6 +279,7 @@ def build_explorer_tab(ui: gr.Blocks, services) -> None:
         table = gr.HTML(elem_id="items-table")
         links = gr.HTML(elem_id="items-downloads")
         shown = gr.State("")  # the result whose items are shown
+        link_note = gr.State("")  # what a link asked for and did not get (shown once)
 
     view = [result, tier, outcome, page]
     outputs = [table, links]
@@ -276,5 +296,5 @@ def build_explorer_tab(ui: gr.Blocks, services) -> None:
         )
     for control in (tier, outcome, page):
         redraw(control.input, trigger_mode="always_last")
-    load = ui.load(on_load, None, [*view, shown])
-    load.then(show, view, outputs).then(None, view, None, js=url_js)
+    load = ui.load(on_load, None, [*view, shown, link_note])
+    load.then(show_linked, [*view, link_note], outputs).then(None, view, None, js=url_js)
