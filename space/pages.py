@@ -1,5 +1,6 @@
 """Shareable pages beside the Gradio app: one per model (`/model/{name}`), one per result
-(`/result/{id}`), the plots as SVG images (`/plots/...`) and example prediction files
+(`/result/{id}`), the plots' figures (`/plots/...`: JSON the interactive plots draw in the
+browser, and PrefEval's accuracy against turns as SVG) and example prediction files
 (`/examples/{suite}/{task}.jsonl`). Server-rendered HTML: every value from a record is escaped.
 
 The model page also holds the paired comparison (a plain GET form: pick another result of the same
@@ -527,18 +528,6 @@ def build_pages(services) -> APIRouter:
             raise HTTPException(404, "unknown results revision") from None
         return ranked_board(scores, facts, suite, task, tier_order=manifest_tier_order())
 
-    @router.get("/plots/tiers.svg")
-    def tiers_plot(
-        suite: str = Query(..., max_length=100),
-        task: str = Query(..., max_length=100),
-        ids: str = Query("", max_length=2000),
-        revision: str | None = Query(None, max_length=100),
-    ):
-        board, cells = board_of(suite, task, revision)
-        chosen = [i for i in ids.split(",") if i][:MAX_IDS]
-        title = f"{suite_title(suite)} / {task}: per tier, 95% intervals"
-        return Response(plots.tier_bars(board, cells, chosen, title), media_type=SVG)
-
     @router.get("/plots/plotly.min.js")
     def plotly_js():
         # the plotly package's own bundle: the interactive plots work offline
@@ -595,32 +584,6 @@ def build_pages(services) -> APIRouter:
             series, buffer, title="PrefEval mcq_turns: accuracy (95% intervals) against turns"
         )
         return Response(buffer.getvalue(), media_type=SVG)
-
-    @router.get("/plots/settings.svg")
-    def settings_plot(
-        suite: str = Query(..., max_length=100),
-        task: str = Query(..., max_length=100),
-        revision: str | None = Query(None, max_length=100),
-    ):
-        board, _ = board_of(suite, task, revision)
-        board = board[board["row_kind"] != "partial"]
-        return Response(
-            plots.setting_comparison(board, f"{suite_title(suite)} / {task}: by setting"),
-            media_type=SVG,
-        )
-
-    @router.get("/plots/size.svg")
-    def size_plot(
-        suite: str = Query(..., max_length=100),
-        task: str = Query(..., max_length=100),
-        revision: str | None = Query(None, max_length=100),
-    ):
-        board, _ = board_of(suite, task, revision)
-        board = board[board["row_kind"] == "computed"]
-        return Response(
-            plots.score_vs_size(board, f"{suite_title(suite)} / {task}: score vs size"),
-            media_type=SVG,
-        )
 
     @router.get("/examples/{suite}/{task}.jsonl")
     def example_file(suite: str, task: str):

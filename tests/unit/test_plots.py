@@ -1,35 +1,6 @@
-"""The board's SVG plots take model names as plain text (names are users' text)."""
+"""The SVG plot takes model names as plain text (names are users' text)."""
 
 from __future__ import annotations
-
-import pandas as pd
-
-from space.plots import grouped_bars, setting_comparison
-
-TEX_NAMES = [r"m$\frac$", "price $5 to $10", "$x^2$"]  # invalid TeX, a pair of dollars, valid TeX
-
-
-def test_model_names_with_dollars_are_drawn_as_typed_not_as_tex():
-    svg = grouped_bars(
-        ["total"], {name: [(0.5, 0.4, 0.6)] for name in TEX_NAMES}, "accuracy", "title $"
-    )
-    text = svg.decode()
-    for name in TEX_NAMES:
-        assert name in text, name  # svg.fonttype none: the legend keeps the typed characters
-
-
-def test_setting_comparison_with_a_tex_model_name():
-    board = pd.DataFrame(
-        {
-            "model_name": [r"m$\frac$", "plain"],
-            "setting": ["zero_shot", "reminder"],
-            "total": [0.4, 0.6],
-            "total_ci_low": [0.3, 0.5],
-            "total_ci_high": [0.5, 0.7],
-            "metric": ["accuracy", "accuracy"],
-        }
-    )
-    assert r"m$\frac$" in setting_comparison(board, "settings").decode()
 
 
 def test_turns_plot_keeps_a_tex_model_name_as_typed():
