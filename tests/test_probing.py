@@ -139,11 +139,17 @@ def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path)
 
         # what the public sees of the hidden split: the released baseline only, rounded, large tiers only
         rows = http.get("/api/v1/leaderboard", params={"suite": SUITE, "task": TASK}).json()
-        mine = [r for r in rows if r["model_name"] == "prober-after"]
-        assert len(mine) == 1, mine  # the withheld probes published nothing
-        assert round(mine[0]["total"] / 0.1, 9) == round(
-            mine[0]["total"] / 0.1
-        )  # on the 0.1 grid (n=200)
+        mine = sorted(r["total"] for r in rows if r["model_name"] == "prober-after")
+        # The withheld probes published nothing. One probe can be released, by chance: when the
+        # baseline's exact score sits just under a rounding boundary (0.45 of the 100 public items
+        # rounds to 0.4), a probe one item up (0.46, rounded 0.5) clears the shaky bar 0.4 + 0.1 + u
+        # when u <= -0.04 (10 %). That release raises the best a full step, so no other probe (one
+        # item from the baseline) can follow it: at most one label, the bound docs/security.md gives
+        # ((1/n)/step per upload at the boundary).
+        assert len(mine) in (1, 2), mine
+        assert all(round(t / 0.1, 9) == round(t / 0.1) for t in mine), mine  # the 0.1 grid
+        if len(mine) == 2:
+            assert mine[1] == pytest.approx(mine[0] + 0.1), mine  # one full step up
 
     print(
         f"\nflip-one-answer probing, {N_ITEMS}-item split, {PROBES} probing uploads per phase:"
@@ -155,4 +161,5 @@ def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path)
     assert (
         before["recovered"] == PROBES and before["wrong"] == 0
     )  # exact scores: one label per upload
-    assert after["recovered"] == 0 and after["wrong"] == 0  # the Ladder: no probe released anything
+    # the Ladder: no probe released anything, or (by chance, above) one, which raised the best a step
+    assert after["recovered"] == len(mine) - 1 and after["wrong"] == 0
