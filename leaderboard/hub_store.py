@@ -334,7 +334,7 @@ class HubDatasetStore:
             return {}, ""
         listed = board_tasks(self._hub(self.repo.files, head, BOARDS_DIR))
         card = self._hub(self.repo.read, "README.md", head)
-        return refreshed_boards(stale, listed, lambda: self._scores_with(head, {}), card)
+        return refreshed_boards(stale, listed, lambda: self.scores(head), card)
 
     def refresh_boards(self, older_than_s: float = 0.0) -> str | None:
         """As the local store's: every lagging board rewritten in one commit, if one is due."""
@@ -349,13 +349,6 @@ class HubDatasetStore:
             return self._commit(files, message, head) if files else None
 
         return self._retrying(attempt)
-
-    def _scores_with(self, head: str, new_parts: dict[str, pd.DataFrame]) -> pd.DataFrame:
-        """The table at `head` with some parts replaced (or added) by a change."""
-        parts = {p: self._part(p, b, head) for p, b in self._part_blobs(head).items()}
-        parts.update(new_parts)
-        frames = [parts[p] for p in sorted(parts) if len(parts[p])]
-        return pd.concat(frames, ignore_index=True) if frames else records_to_scores([])
 
     def release(self, name: str, notes: str = "") -> Release:
         check_release_name(name)

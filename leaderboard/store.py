@@ -529,13 +529,6 @@ class LocalDatasetStore:
             paths, message = self._current_boards(head, older_than_s)
             return self._commit_paths(head, paths, message) if paths else None
 
-    def scores_on_disk(self) -> pd.DataFrame:
-        """The table as the files being written hold it (the lock held): a change's own parts."""
-        parts = sorted((self.root / SCORES_DIR).glob("part-*.parquet"))
-        if not parts:
-            return records_to_scores([])
-        return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
-
     def _commit_paths(self, head: str, paths: list[str], message: str) -> str:
         """Commit the files written at `paths` on top of `head` (the lock held); returns the commit.
 
@@ -619,7 +612,7 @@ class LocalDatasetStore:
             head = self.head_revision()
             changed += self._mark_lagging(
                 self._blobs(head, STALE_PATH),
-                [tuple(path.relative_to(self.root).parts[1:3]) for path in records],  # type: ignore[misc]
+                [task_of_path(str(path.relative_to(self.root))) for path in records],
             )
             self._git("add", "-A", "--", *changed)
             self._git("commit", "-q", "-m", message)
