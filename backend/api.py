@@ -83,13 +83,13 @@ class ErrorBody(BaseModel):
     detail: ErrorDetail
 
 
-def _error(description: str) -> dict:
+def _error(description: str) -> dict[str, Any]:
     return {"model": ErrorBody, "description": description}
 
 
 # Every error any route of this API can answer, with the one body schema they share (declared so
 # clients and schema checkers see the object `detail` the service sends, not FastAPI's list).
-ERROR_RESPONSES = {
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: _error("the request cannot be read (a malformed path, header or body encoding)"),
     401: _error("no identity, or an unknown or revoked token"),
     403: _error("the identity may not do this (an operator route, another's model name)"),
@@ -196,6 +196,7 @@ def submission_schema() -> dict:
         model={**model["properties"]["model"], **text_schema(MAX_MODEL_NAME, non_blank=True)},
         description=text_schema(MAX_DESCRIPTION, multiline=True),
     )
+    model["required"] = ["model", "suite", "task", "setting"]
     model["properties"]["protocol"] = {
         "anyOf": [{"type": "string", "enum": list(known_protocols())}, {"type": "null"}],
         "description": model["properties"]["protocol"]["description"],
@@ -249,7 +250,7 @@ class BuiltWhenRead(dict):
         self._built()
         return True
 
-    def items(self):  # type: ignore[override]
+    def items(self):
         self._built()
         return super().items()
 
@@ -262,23 +263,24 @@ class ModelSubmission(BaseModel):
     )  # a misspelt field is an error, not ignored
 
     model: str = Field(
-        description="a Hugging Face Hub id, or the name of a model the operator registered"
+        "", description="a Hugging Face Hub id, or the name of a model the operator registered"
     )
     revision: str | None = Field(
         None, description="branch, tag or commit; pinned to a commit sha before queueing"
     )
     model_type: Literal["generative", "reward", "auto"] = "auto"
-    suite: str
-    task: str
-    setting: str
+    # Required, and limit's range, as the schema says; the intake refuses a missing value or one
+    # out of range (the same answer the UI and the CLI give), so no default refusal here.
+    suite: str = ""
+    task: str = ""
+    setting: str = ""
     protocol: str | None = Field(
         None, description="how the decision is read, e.g. choice_logprobs or generate_parse"
     )
     limit: int | None = Field(
         None,
-        ge=1,
-        le=MAX_LIMIT,
         description="smoke run on N items spread over the split; marked partial",
+        json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
     )
     description: str = ""
 
@@ -414,9 +416,8 @@ async def create_submission(
     try:
         submitter = svc.submitter(identity, idempotency_key)
         return await _create_submission(request, svc, submitter)
-    except SubmissionError as exc:
-        headers = {"Retry-After": str(exc.detail["retry_after_s"])} if exc.status == 429 else None
-        raise HTTPException(exc.status, exc.detail, headers=headers) from None
+    except SubmissionError as exc:  # the intake's refusal, as every entry point answers it
+        raise HTTPException(exc.status, exc.detail, headers=exc.headers() or None) from None
     except AlreadyAccepted as seen:  # the first answer again: same id, nothing recorded twice
         return _created(svc, seen.submission, replayed=True)
 
@@ -442,41 +443,19 @@ async def _create_submission(request: Request, svc: Services, submitter):
         )
     async with request.form(max_files=1, max_fields=20) as form:
         upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise HTTPException(
-                422,
-                {
-                    "message": "field 'file' is required: the predictions JSONL file",
-                    "problems": [{"line": None, "field": "file", "message": "missing"}],
-                },
-            )
-        missing = [
-            name
-            for name in ("suite", "task", "setting", "model_name")
-            if not str(form.get(name) or "").strip()
-        ]
-        if missing:
-            raise HTTPException(
-                422,
-                {
-                    "message": f"missing form field(s): {', '.join(missing)}",
-                    "problems": [{"line": None, "field": m, "message": "missing"} for m in missing],
-                },
-            )
-        fields = SubmissionForm(
-            suite=str(form["suite"]).strip(),
-            task=str(form["task"]).strip(),
-            setting=str(form["setting"]).strip(),
-            model_name=str(form["model_name"]),
+        fields = SubmissionForm(  # what was sent; the intake refuses what is missing or wrong
+            suite=str(form.get("suite") or ""),
+            task=str(form.get("task") or ""),
+            setting=str(form.get("setting") or ""),
+            model_name=str(form.get("model_name") or ""),
             model_link=str(form.get("link") or ""),
             description=str(form.get("description") or ""),
         )
-        await run_in_threadpool(check_target, fields.suite, fields.task, fields.setting)
         submission = await run_in_threadpool(
             svc.submit_predictions,
             fields,
-            upload.file,
-            upload.filename or "predictions.jsonl",
+            upload.file if isinstance(upload, UploadFile) else None,
+            (upload.filename if isinstance(upload, UploadFile) else None) or "predictions.jsonl",
             submitter,
         )
     return _created(svc, submission)
@@ -496,54 +475,9 @@ async def _create_model_submission(request: Request, svc: Services, submitter):
         ]
         message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         raise HTTPException(422, {"message": message, "problems": problems}) from None
-    await run_in_threadpool(check_target, body.suite, body.task, body.setting)
-    form = ModelForm(
-        model=body.model,
-        suite=body.suite,
-        task=body.task,
-        setting=body.setting,
-        revision=body.revision,
-        model_type=body.model_type,
-        protocol=body.protocol,
-        limit=body.limit,
-        description=body.description,
-    )
+    form = ModelForm(**body.model_dump())  # the same fields: the intake's form, as sent
     submission = await run_in_threadpool(svc.submit_model, form, submitter)
     return _created(svc, submission)
-
-
-def check_target(suite: str, task: str, setting: str) -> None:
-    """A task or setting some suite declares, but not the suite given (a task of another suite): a
-    well-formed request for something that is not there, 404 naming the parameter and the values
-    allowed there. A setting the installed split cannot serve (`rag` without memory data): 409.
-    Values no suite declares are the intake's 422."""
-    found = all_suites().get(suite)
-    if found is None:
-        return
-    known = filter_values()
-    if task not in found.tasks:
-        if task in known["task"]:
-            raise unknown_filter(
-                UnknownFilter("task", task, sorted(found.tasks), f"the tasks of suite {suite!r}")
-            )
-        return
-    if setting not in found.settings:
-        if setting in known["setting"]:
-            raise unknown_filter(
-                UnknownFilter(
-                    "setting", setting, list(found.settings), f"the settings of suite {suite!r}"
-                )
-            )
-        return
-    problem = found.tasks[task].hooks.check_setting(found.tasks[task], setting)
-    if problem:
-        raise HTTPException(
-            409,
-            {
-                "message": problem,
-                "problems": [{"line": None, "field": "setting", "message": problem}],
-            },
-        )
 
 
 @router.get("/models", summary="Local models the operator registered (submit them by name)")
@@ -624,9 +558,10 @@ def operator_action(
                 "problems": [{"line": None, "field": exc.field, "message": str(exc)}],
             },
         ) from None
+    current = svc.records.get(submission_id)  # the action's submission: it exists
     return {
         "action": {k: v for k, v in entry.items() if k != "details"},
-        "submission": svc.submission_status(svc.records.get(submission_id)),
+        "submission": svc.submission_status(current) if current is not None else None,
     }
 
 
@@ -654,16 +589,7 @@ def compare(
     try:
         return services(request).compare(a, b, identity)
     except SubmissionError as exc:
-        raise HTTPException(exc.status, exc.detail, headers=_error_headers(exc)) from None
-
-
-def _error_headers(exc: SubmissionError) -> dict[str, str] | None:
-    """Retry-After on a spent quota, WWW-Authenticate on a missing identity (RFC 9110)."""
-    if exc.status == 429:
-        return {"Retry-After": str(exc.detail["retry_after_s"])}
-    if exc.status == 401:
-        return {"WWW-Authenticate": "Bearer"}
-    return None
+        raise HTTPException(exc.status, exc.detail, headers=exc.headers() or None) from None
 
 
 @router.get(
@@ -731,7 +657,8 @@ async def submission_details(
                 "allowed": [f"{g.name}/{t}" for g in task.tier_groups for t in g.tiers],
             },
         ) from None
-    headers = {"X-Total-Count": str(len(frame)), "X-Results-Revision": submission.revision}
+    # published: its revision is set (submissions/details.py published_submission)
+    headers = {"X-Total-Count": str(len(frame)), "X-Results-Revision": submission.revision or ""}
     if format == "json" and limit is None:
         limit = DEFAULT_PAGE_ROWS
     if limit is not None or offset:

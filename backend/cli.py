@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -10,9 +11,10 @@ from pathlib import Path
 from evaluator.backends.base import BackendError
 from evaluator.judge import judge_for
 from evaluator.predictions import PredictionsError
-from evaluator.registry import UnknownSuiteError, all_suites, check_setting, check_suites, get_task
+from evaluator.registry import UnknownSuiteError, all_suites, check_suites, get_task
 from evaluator.scoring import score_predictions_file
 from leaderboard.store import StoreError
+from submissions.intake import SubmissionError, check_available, check_target
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -60,8 +62,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from evaluator.scoring import score_answers
     from evaluator.settings import load_evaluator_settings
 
-    task = get_task(args.suite, args.task)
-    check_setting(task, args.setting)
+    task = check_target(args.suite, args.task, args.setting)  # the intake's answers (status, text)
+    check_available(task)
     judge = judge_for(
         task
     )  # before the run: a judge-scored task without a judge fails now, not after it
@@ -106,6 +108,82 @@ def _evaluate(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def _submit(args: argparse.Namespace) -> int:
+    """Submit on this server as a user, through the intake the API and the UI use: the same checks,
+    quotas and answers. Prints the submission as JSON; a refusal as JSON too (its status, message
+    and problems, as the API's body says them), with the message on stderr, and exits 2."""
+    from backend.settings import load_settings
+    from submissions.identity import IdentityStore
+    from submissions.intake import Submitter
+    from submissions.records import SubmissionStore
+
+    settings = load_settings()
+    records = SubmissionStore(settings.submissions_db)
+    identities = IdentityStore(records)
+    try:
+        identity = identities.get(args.user)
+        if identity is None:
+            raise SubmissionError(404, f"no user named {args.user!r}", field="user")
+        submitter = Submitter.of(identity, identities, settings.quotas)
+        admit = _submit_model if args.submit_command == "model" else _submit_predictions
+        submission = admit(args, settings, records, submitter)
+    except SubmissionError as refusal:
+        print(json.dumps(refusal.answer(), indent=2))
+        print(f"error: {refusal.message}", file=sys.stderr)
+        return 2
+    print(json.dumps(submission.public(), indent=2))
+    return 0
+
+
+def _submit_model(args: argparse.Namespace, settings, records, submitter):
+    from dataclasses import fields
+
+    from evaluator.models import ModelRegistry
+    from submissions import queue
+    from submissions.intake import ModelForm, accept_model
+
+    form = ModelForm(**{field.name: getattr(args, field.name) for field in fields(ModelForm)})
+    return accept_model(
+        form,
+        records=records,
+        registry=ModelRegistry(settings.data_dir),
+        redis=queue.connect(settings.redis_url),
+        submitter=submitter,
+    )
+
+
+def _submit_predictions(args: argparse.Namespace, settings, records, submitter):
+    from submissions import queue
+    from submissions.intake import SubmissionForm, accept_predictions
+
+    form = SubmissionForm(
+        args.suite, args.task, args.setting, args.model_name, args.link, args.description
+    )
+    with _opened(args.file) as stream:
+        return accept_predictions(
+            form,
+            stream,
+            Path(args.file).name,
+            records=records,
+            uploads_dir=settings.uploads_dir,
+            max_bytes=settings.max_upload_bytes,
+            redis=queue.connect(settings.redis_url),
+            submitter=submitter,
+        )
+
+
+@contextlib.contextmanager
+def _opened(path: str):
+    """The file to submit; None when none is named (an empty path: the intake refuses it)."""
+    if not path:
+        yield None
+        return
+    if not Path(path).is_file():
+        raise LookupError(f"{path}: no such file")  # main() prints it, exit 2
+    with open(path, "rb") as stream:
+        yield stream
 
 
 def _ad_hoc_registry(folder: Path):
@@ -472,6 +550,31 @@ def _add_user_commands(commands) -> None:
     transfer.set_defaults(run=_names_transfer)
 
 
+def _add_submit_commands(commands) -> None:
+    submit = commands.add_parser(
+        "submit",
+        help="submit on this server as a user (the API's checks, quotas and answers)",
+    )
+    kinds = submit.add_subparsers(dest="submit_command", required=True)
+    predictions = kinds.add_parser("predictions", help="a predictions file (JSONL)")
+    predictions.add_argument("file")
+    predictions.add_argument("--model-name", default="", help="the name shown on the leaderboard")
+    predictions.add_argument("--link", default="", help="an http(s) URL (optional)")
+    model = kinds.add_parser("model", help="a model for the workers to run")
+    model.add_argument("model", help="registered local name or Hub id")
+    model.add_argument("--revision")
+    model.add_argument("--model-type", default="auto", choices=["auto", "generative", "reward"])
+    model.add_argument("--protocol", help="default: the task's default for the model's type")
+    model.add_argument("--limit", type=int, help="a smoke run on N items (marked partial)")
+    for command in (predictions, model):
+        command.add_argument("--user", required=True, help="the user submitting (quotas, name)")
+        command.add_argument("--suite", default="")
+        command.add_argument("--task", default="")
+        command.add_argument("--setting", default="")
+        command.add_argument("--description", default="")
+        command.set_defaults(run=_submit)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="personaboard", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -515,6 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--backend", default="transformers", choices=["transformers", "vllm"])
     evaluate.set_defaults(run=_evaluate)
+    _add_submit_commands(commands)
     models = commands.add_parser("models", help="the operator's registry of local models")
     models_commands = models.add_subparsers(dest="models_command", required=True)
     add = models_commands.add_parser(
@@ -610,6 +714,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
+    except SubmissionError as refusal:  # the intake's answer (evaluate's checks)
+        print(f"error: {refusal.message}", file=sys.stderr)
+        return 2
     except (
         UnknownSuiteError,
         PredictionsError,

@@ -74,7 +74,7 @@ class SuiteHooks(Protocol):
 
     def check_setting(self, task: "Task", setting: str) -> str | None:
         """Optional. Why a setting the manifest declares is unavailable for the installed split (a
-        message refuses it: 422, field "setting"), or None. None also when the split is not installed."""
+        message refuses it: 409, field "setting"), or None. None also when the split is not installed."""
 
     def fit_model(
         self, task: "Task", split: "Split", setting: str, backend: "Backend"

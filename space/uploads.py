@@ -22,12 +22,16 @@ from pathlib import Path
 
 from gradio.utils import get_upload_folder
 
+from submissions.intake import SubmissionError
+
 NOT_AN_UPLOAD = "choose the file again: only a file uploaded through this page can be submitted"
 
 
-class NotAnUpload(ValueError):
+class NotAnUpload(SubmissionError):
+    """A refusal of the file (422, field file), the same whatever path the client named."""
+
     def __init__(self) -> None:
-        super().__init__(NOT_AN_UPLOAD)
+        super().__init__(422, NOT_AN_UPLOAD, field="file")
 
 
 def uploaded_file(value: object) -> Path:

@@ -1,7 +1,19 @@
-"""Accepting a predictions file: store it, validate it, record it durably, then queue it.
+"""Admitting a submission: every check, every refusal, then the durable record and the queue.
 
-Shared by the REST API, the Gradio UI and anything else that takes submissions, so every entry
-point gives the same answers. Nothing is recorded or queued unless the whole file is valid.
+The one admission path: the REST API (backend/api.py), the submit tabs (space/tabs/submit_*.py)
+and the CLI (`personaboard submit`) hand the intake what they were given and map its refusal (a
+SubmissionError: status, message, the problems with the line and field each names) to their
+medium, so every entry point gives the same answer. Nothing is recorded or queued unless the
+whole submission is valid; the record is admitted in one transaction (records.admit).
+
+The order of the checks (the first refusal is the answer):
+1. required fields present (422)
+2. the target: suite, task, setting (`check_target`: 422 / 404 / 409)
+3. the target available on this server: split installed, judge configured (409)
+4. the texts: model name, link, description (422); a model run's limit (422)
+5. a retried Idempotency-Key is answered with its first submission; daily quotas (429)
+6. the file: size (413), every line (422); a model: resolved, protocol and setting (422/503)
+7. admitted in one transaction: duplicate (409), another's model name (403), quota race (429)
 """
 
 from __future__ import annotations
@@ -13,7 +25,7 @@ import os
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
 from redis import Redis
@@ -22,8 +34,9 @@ from redis.exceptions import RedisError
 from evaluator.judge import judge_unavailable_reason
 from evaluator.predictions import PredictionsError, iter_lines, read_predictions
 from evaluator.protocols import default_protocol, protocol_problem, setting_problem
-from evaluator.registry import UnknownSuiteError, check_setting, get_suite, get_task
+from evaluator.registry import all_suites
 from evaluator.splits import SplitNotInstalled
+from evaluator.suite import Task
 from submissions import queue
 from submissions.identity import HF_NEW_PROVIDER, HfSigninPolicy, Identity, IdentityStore
 from submissions.names import InvalidName, name_key, normalise_text
@@ -47,7 +60,10 @@ COPY_CHUNK = 1 << 20
 
 
 class SubmissionError(ValueError):
-    """A rejected submission: `status` is the HTTP status, `detail` the JSON body's detail."""
+    """The refusal of a submission, the same from every entry point: `status` (the HTTP status the
+    API answers), `message`, and `detail` (the API's JSON body's detail: the message, the
+    `problems` naming the line and field of each, and what some refusals add: `allowed` values,
+    a quota's `retry_after_s`, a duplicate's `existing_id`)."""
 
     def __init__(
         self,
@@ -55,14 +71,32 @@ class SubmissionError(ValueError):
         message: str,
         problems: list[dict] | None = None,
         field: str | None = None,
+        **extra: object,
     ):
         super().__init__(message)
         self.status = status
-        self.detail = {
+        self.detail: dict = {
             "message": message,
             "problems": problems
             or ([{"line": None, "field": field, "message": message}] if field else []),
+            **extra,
         }
+
+    @property
+    def message(self) -> str:
+        return self.detail["message"]
+
+    def headers(self) -> dict[str, str]:
+        """What HTTP adds: Retry-After on a spent quota, WWW-Authenticate on no identity (RFC 9110)."""
+        if self.status == 429 and "retry_after_s" in self.detail:
+            return {"Retry-After": str(self.detail["retry_after_s"])}
+        if self.status == 401:
+            return {"WWW-Authenticate": "Bearer"}
+        return {}
+
+    def answer(self) -> dict:
+        """The refusal as data (the status with the API's detail): what the UI and CLI hand on."""
+        return {"status": self.status, **self.detail}
 
 
 @dataclass(frozen=True)
@@ -114,6 +148,89 @@ class Submitter:
         return cls(identity, defaults.for_user(identities.quota_overrides(identity.name)), key)
 
 
+REQUIRED_HINTS = {
+    "file": "the predictions JSONL file",
+    "model_name": "the name shown on the leaderboard",
+    "model": "a Hugging Face Hub id, or the name of a model the operator registered",
+}
+
+
+def check_required(values: dict[str, object]) -> None:
+    """422 naming every required field that is missing or blank (`values`: field -> value)."""
+    missing = [name for name, value in values.items() if value is None or not str(value).strip()]
+    if not missing:
+        return
+    problems: list[dict[str, Any]] = [
+        {
+            "line": None,
+            "field": name,
+            "message": f"{name} is required"
+            + (f": {REQUIRED_HINTS[name]}" if name in REQUIRED_HINTS else ""),
+        }
+        for name in missing
+    ]
+    message = (
+        problems[0]["message"] if len(missing) == 1 else f"missing fields: {', '.join(missing)}"
+    )
+    raise SubmissionError(422, message, problems)
+
+
+def _declared_by(suite_name: str, kind: str, value: str) -> list[str]:
+    """The other suites that declare `value` as one of their `kind` ("tasks" or "settings")."""
+    return [
+        name
+        for name, found in all_suites().items()
+        if name != suite_name and value in getattr(found, kind)
+    ]
+
+
+def _unknown(field: str, suite: str, value: str, allowed: list[str], kind: str) -> SubmissionError:
+    """422 for a value no suite declares; 404 for one another suite declares (a well-formed
+    request for something not there); both name the field and the values allowed."""
+    elsewhere = _declared_by(suite, kind, value)
+    where = f" (a {field} of {', '.join(elsewhere)})" if elsewhere else ""
+    message = f"suite {suite!r} has no {field} {value!r}{where}; its {kind}: {', '.join(allowed)}"
+    return SubmissionError(404 if elsewhere else 422, message, field=field, allowed=allowed)
+
+
+def check_target(suite: str, task: str, setting: str) -> Task:
+    """The task a submission is for, or the refusal every entry point gives: a suite, task or
+    setting no suite declares is a 422 (as the API's schema enums say); a task or setting another
+    suite declares is a 404; a setting the installed split cannot serve (`rag` without memory
+    data) is a 409. Each names the field and the values allowed there."""
+    suites = all_suites()
+    if suite not in suites:
+        known = sorted(suites)
+        raise SubmissionError(
+            422,
+            f"unknown suite {suite!r}; known suites: {', '.join(known)}",
+            field="suite",
+            allowed=known,
+        )
+    found = suites[suite]
+    if task not in found.tasks:
+        raise _unknown("task", suite, task, sorted(found.tasks), "tasks")
+    if setting not in found.settings:
+        raise _unknown("setting", suite, setting, list(found.settings), "settings")
+    target = found.tasks[task]
+    problem = target.hooks.check_setting(target, setting)
+    if problem:
+        raise SubmissionError(409, problem, field="setting", allowed=list(found.settings))
+    return target
+
+
+def check_available(task: Task) -> None:
+    """409 when this server cannot score the task now: its split is not installed (the message
+    names the operator's install command), or it is judge-scored and no judge is configured."""
+    try:
+        task.load_split()
+    except SplitNotInstalled as exc:
+        raise SubmissionError(409, str(exc), field="suite") from None
+    reason = judge_unavailable_reason(task)
+    if reason:
+        raise SubmissionError(409, reason, field="task")
+
+
 def normalise_form(form: SubmissionForm) -> SubmissionForm:
     """NFKC, trimmed, bounded; control, bidi-override and NUL characters refused (422 naming the field)."""
     try:
@@ -129,6 +246,38 @@ def normalise_form(form: SubmissionForm) -> SubmissionForm:
         raise SubmissionError(422, str(exc), field=exc.field) from None
 
 
+def check_link(link: str) -> None:
+    if not link:
+        return
+    try:
+        parsed = urlparse(link)
+    except ValueError:  # e.g. "http://[": an unclosed IPv6 bracket
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise SubmissionError(422, "link must be an http(s) URL", field="link")
+
+
+def check_form(form: SubmissionForm, file_given: bool = True) -> tuple[SubmissionForm, Task]:
+    """Checks 1-4 of a predictions upload: the form, normalised, and its task."""
+    check_required(
+        {
+            "suite": form.suite,
+            "task": form.task,
+            "setting": form.setting,
+            "model_name": form.model_name,
+            "file": "file" if file_given else None,
+        }
+    )
+    form = replace(
+        form, suite=form.suite.strip(), task=form.task.strip(), setting=form.setting.strip()
+    )
+    task = check_target(form.suite, form.task, form.setting)
+    check_available(task)
+    form = normalise_form(form)
+    check_link(form.model_link)
+    return form, task
+
+
 def check_quota(records: SubmissionStore, submitter: Submitter, suite: str, kind: str) -> None:
     """429 before any work when this identity's daily quota for `kind` on `suite` is used up, or,
     for an account admitted on the budget shared by new accounts, when that budget is."""
@@ -137,13 +286,15 @@ def check_quota(records: SubmissionStore, submitter: Submitter, suite: str, kind
         budget = HfSigninPolicy.from_env().new_accounts_daily_budget
         used = identities.new_accounts_submissions_since(window.start)
         if used >= budget:
-            error = quota_error(kind, suite, used, budget)
-            error.detail["message"] = (
+            raise quota_error(
+                kind,
+                suite,
+                used,
+                budget,
                 f"the daily budget shared by all new Hugging Face accounts ({budget} submissions) "
-                f"is used up; it resets at {window.resets_at} (UTC midnight)"
+                f"is used up; it resets at {window.resets_at} (UTC midnight)",
+                quota="new_accounts",
             )
-            error.detail["quota"] = "new_accounts"
-            raise error
     if kind == "failed_validations":
         used = identities.failed_validations_since(submitter.identity.name, suite, window.start)
     else:
@@ -152,24 +303,27 @@ def check_quota(records: SubmissionStore, submitter: Submitter, suite: str, kind
         raise quota_error(kind, suite, used, submitter.limits.of(kind))
 
 
-def quota_error(kind: str, suite: str, used: int, limit: int) -> SubmissionError:
+def quota_error(
+    kind: str,
+    suite: str,
+    used: int,
+    limit: int,
+    message: str | None = None,
+    quota: str | None = None,
+) -> SubmissionError:
     window = today()
-    error = SubmissionError(
+    return SubmissionError(
         429,
-        f"daily quota reached: {used} of {limit} {QUOTA_LABELS[kind]} on {suite} today; "
+        message
+        or f"daily quota reached: {used} of {limit} {QUOTA_LABELS[kind]} on {suite} today; "
         f"it resets at {window.resets_at} (UTC midnight)",
         field="suite",
+        quota=quota or kind,
+        limit=limit,
+        used=used,
+        resets_at=window.resets_at,
+        retry_after_s=window.retry_after_s,
     )
-    error.detail.update(
-        {
-            "quota": kind,
-            "limit": limit,
-            "used": used,
-            "resets_at": window.resets_at,
-            "retry_after_s": window.retry_after_s,
-        }
-    )
-    return error
 
 
 def replay_if_seen(records: SubmissionStore, submitter: Submitter) -> None:
@@ -177,46 +331,6 @@ def replay_if_seen(records: SubmissionStore, submitter: Submitter) -> None:
         seen = records.find_idempotent(submitter.identity.name, submitter.idempotency_key)
         if seen is not None:
             raise AlreadyAccepted(seen)
-
-
-def check_form(form: SubmissionForm):
-    field = "suite"  # which lookup failed, not guessed from the message (which quotes user input)
-    try:
-        get_suite(form.suite)
-        field = "task"
-        task = get_task(form.suite, form.task)
-        field = "setting"
-        check_setting(task, form.setting)
-    except UnknownSuiteError as exc:
-        raise SubmissionError(422, str(exc), field=field) from None
-    name = form.model_name.strip()
-    if not name:
-        raise SubmissionError(
-            422, "model_name is required: the name shown on the leaderboard", field="model_name"
-        )
-    if len(name) > MAX_MODEL_NAME:
-        raise SubmissionError(
-            422, f"model_name is longer than {MAX_MODEL_NAME} characters", field="model_name"
-        )
-    if form.model_link:
-        try:
-            parsed = urlparse(form.model_link)
-        except ValueError:  # e.g. "http://[": an unclosed IPv6 bracket
-            parsed = None
-        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise SubmissionError(422, "link must be an http(s) URL", field="link")
-    if len(form.description) > MAX_DESCRIPTION:
-        raise SubmissionError(
-            422, f"description is longer than {MAX_DESCRIPTION} characters", field="description"
-        )
-    try:
-        task.load_split()
-    except SplitNotInstalled as exc:
-        raise SubmissionError(409, str(exc), field="suite") from None
-    reason = judge_unavailable_reason(task)  # a judge-scored task with no judge configured
-    if reason:
-        raise SubmissionError(409, reason, field="task")
-    return task
 
 
 def save_stream(
@@ -248,7 +362,7 @@ def save_stream(
 
 def accept_predictions(
     form: SubmissionForm,
-    source: BinaryIO,
+    source: BinaryIO | None,
     filename: str,
     *,
     records: SubmissionStore,
@@ -257,11 +371,11 @@ def accept_predictions(
     redis: Redis | None,
     submitter: Submitter,
 ) -> Submission:
-    form = normalise_form(form)
-    task = check_form(form)
-    replay_if_seen(
-        records, submitter
-    )  # a retry is answered even when the first one used the last slot
+    """Admit a predictions file (`source` None: no file was given), or the SubmissionError."""
+    form, task = check_form(form, file_given=source is not None)
+    assert source is not None  # check_form refused a missing file
+    # a retry is answered even when the first one used the last slot
+    replay_if_seen(records, submitter)
     check_quota(records, submitter, form.suite, "predictions")
     check_quota(records, submitter, form.suite, "failed_validations")
     filename = Path(filename or "predictions.jsonl").name
@@ -283,9 +397,9 @@ def accept_predictions(
         suite=form.suite,
         task=form.task,
         setting=form.setting,
-        model_name=form.model_name.strip(),
-        model_link=form.model_link.strip(),
-        description=form.description.strip(),
+        model_name=form.model_name,
+        model_link=form.model_link,
+        description=form.description,
         filename=filename,
         file_sha256=sha256,
         file_bytes=size,
@@ -408,29 +522,43 @@ def model_dedup_key(resolved, form: ModelForm, protocol: str) -> str:
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
 
 
-def accept_model(
-    form: ModelForm,
-    *,
-    records: SubmissionStore,
-    registry,
-    redis: Redis | None,
-    submitter: Submitter,
-) -> Submission:
-    """Resolve the model (pinning its revision), refuse duplicates, record, then queue."""
-    from evaluator.models import HubUnreachable, ModelError, resolve_model
-
-    checked = normalise_form(
-        SubmissionForm(form.suite, form.task, form.setting, form.model or "-", "", form.description)
+def check_model_form(form: ModelForm) -> tuple[ModelForm, Task]:
+    """Checks 1-4 of a model run (those before its model is resolved): the form, normalised, and
+    its task."""
+    check_required(
+        {"model": form.model, "suite": form.suite, "task": form.task, "setting": form.setting}
     )
-    task = check_form(checked)
-    replay_if_seen(records, submitter)
-    check_quota(records, submitter, form.suite, "model")
+    form = replace(
+        form,
+        suite=form.suite.strip(),
+        task=form.task.strip(),
+        setting=form.setting.strip(),
+        protocol=(form.protocol or "").strip() or None,
+        revision=(form.revision or "").strip() or None,
+    )
+    task = check_target(form.suite, form.task, form.setting)
+    check_available(task)
+    try:
+        form = replace(
+            form,
+            model=normalise_text(form.model, "model", MAX_MODEL_NAME),
+            description=normalise_text(
+                form.description, "description", MAX_DESCRIPTION, multiline=True
+            ),
+        )
+    except InvalidName as exc:
+        raise SubmissionError(422, str(exc), field=exc.field) from None
     if not task.model_protocols:
         raise SubmissionError(
             422, f"{task.key} takes prediction files only; models cannot be run on it", field="task"
         )
     if form.limit is not None and not (1 <= form.limit <= MAX_LIMIT):
-        raise SubmissionError(422, "limit must be a positive number of items", field="limit")
+        raise SubmissionError(
+            422,
+            f"limit must be a number of items from 1 to {MAX_LIMIT} "
+            "(leave it out to run the whole split)",
+            field="limit",
+        )
     limit_refusal = partial_run_problem(task, form.limit)
     if limit_refusal:
         raise SubmissionError(422, limit_refusal, field="limit")
@@ -442,6 +570,23 @@ def accept_model(
             f"model runs take: {', '.join(prompts)}",
             field="setting",
         )
+    return form, task
+
+
+def accept_model(
+    form: ModelForm,
+    *,
+    records: SubmissionStore,
+    registry,
+    redis: Redis | None,
+    submitter: Submitter,
+) -> Submission:
+    """Resolve the model (pinning its revision), refuse duplicates, record, then queue."""
+    from evaluator.models import HubUnreachable, ModelError, resolve_model
+
+    form, task = check_model_form(form)
+    replay_if_seen(records, submitter)
+    check_quota(records, submitter, form.suite, "model")
     try:
         resolved = resolve_model(form.model, form.revision, form.model_type, registry)
     except (ModelError, HubUnreachable) as exc:
@@ -453,6 +598,10 @@ def accept_model(
         raise SubmissionError(422, problem, field="setting")
     if problem:
         raise SubmissionError(422, problem, field="protocol")
+    if protocol is None:  # (protocol_problem names why; this says it to the type checker too)
+        raise SubmissionError(
+            422, f"no protocol of {task.key} runs a {resolved.model_type} model", field="protocol"
+        )
     key = model_dedup_key(resolved, form, protocol)
     existing = records.find_duplicate(key)
     if existing is not None:  # (checked again inside the recording transaction)
@@ -476,7 +625,7 @@ def accept_model(
         model_link=f"https://huggingface.co/{resolved.name}/tree/{resolved.revision}"
         if resolved.source == "hub"
         else "",
-        description=checked.description,
+        description=form.description,
         state="queued",
         progress_total=min(form.limit or total, total),
         details={

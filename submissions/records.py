@@ -7,6 +7,7 @@ finds the record still queued and enqueues it again.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import uuid
@@ -14,7 +15,7 @@ from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypedDict, cast
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
 JSON_COLUMNS = ("result", "details")
@@ -139,6 +140,51 @@ def new_submission_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+# The Ladder's decision (evaluator/release.py): the submitter's best released value so far (None:
+# none yet) -> (released, the value shown)
+Decide = Callable[[float | None], tuple[bool, float | None]]
+
+
+class ModelDetails(TypedDict, total=False):
+    """Submission.details of a model run: written by the intake, run from by the worker."""
+
+    model: dict[str, Any]  # evaluator.models.ResolvedModel as a dict (the path only on this node)
+    protocol: str | None
+    limit: int | None  # at most this many items (None: the whole split)
+    requested_revision: str | None  # as the submitter asked (model.revision: what it resolved to)
+
+
+class PublicSubmission(TypedDict):
+    """Submission.public(): what the API and the UI show of a submission (no server-side paths,
+    keys, or the request record's bookkeeping)."""
+
+    id: str
+    created_at: str
+    kind: str
+    suite: str
+    task: str
+    setting: str
+    model_name: str
+    model_link: str
+    description: str
+    filename: str
+    file_sha256: str
+    file_bytes: int
+    state: str
+    attempts: int
+    progress_done: int
+    progress_total: int
+    error: str | None
+    result: dict[str, Any] | None
+    revision: str | None
+    started_at: str | None
+    finished_at: str | None
+    details: ModelDetails | None
+    owner: str | None
+    visibility: str
+    flag: str | None
+
+
 @dataclass
 class Submission:
     id: str
@@ -163,7 +209,7 @@ class Submission:
     revision: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
-    details: dict[str, Any] | None = None
+    details: ModelDetails | None = None  # model runs only
     dedup_key: str | None = None
     request_status: str | None = None
     owner: str | None = None
@@ -201,7 +247,7 @@ class Submission:
         """What the job needs to run without this database (a worker on another machine)."""
         return asdict(self)
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PublicSubmission:
         """What the API and the UI show: no server-side paths."""
         data = asdict(self)
         data.pop("file_path")
@@ -214,7 +260,7 @@ class Submission:
                 **data["details"],
                 "model": {k: v for k, v in model.items() if k != "path"},
             }
-        return data
+        return cast(PublicSubmission, data)  # its keys: tests/unit/test_records.py
 
 
 class Refused(Exception):
@@ -403,7 +449,7 @@ class SubmissionStore:
     def update_revision(self, submission_id: str, revision: str) -> None:
         self.update(submission_id, revision=revision)
 
-    def requests_to_publish(self, limit: int = 100) -> list[Submission]:
+    def requests_to_publish(self, limit: int = 100) -> builtins.list[Submission]:
         """Submissions whose requests/ record does not show their current status yet."""
         cases = " ".join(
             f"WHEN '{state}' THEN '{shown}'" for state, shown in REQUEST_STATUS.items()
@@ -449,7 +495,7 @@ class SubmissionStore:
             )
         return {**entry, "details": details}
 
-    def history(self, submission_id: str) -> list[dict[str, Any]]:
+    def history(self, submission_id: str) -> builtins.list[dict[str, Any]]:
         """The operator actions on a submission, oldest first."""
         with closing(self._connect()) as db:
             rows = db.execute(
@@ -459,7 +505,7 @@ class SubmissionStore:
             {**dict(r), "details": json.loads(r["details"]) if r["details"] else None} for r in rows
         ]
 
-    def withdrawn_ids(self) -> list[str]:
+    def withdrawn_ids(self) -> builtins.list[str]:
         """Submissions an operator hid or deleted: none of them may stay in the published table."""
         with closing(self._connect()) as db:
             return [
@@ -479,7 +525,7 @@ class SubmissionStore:
         return found if found and found.state == "running" else None
 
     def decide_release(
-        self, submission_id: str, submitter: str, scope: str, decide
+        self, submission_id: str, submitter: str, scope: str, decide: Decide
     ) -> tuple[bool, float | None]:
         """The Ladder step for one submission, atomically: `decide(best)` -> (released, value) with
         best this submitter's best released value in scope (None: none yet). Recorded once: a

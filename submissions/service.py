@@ -11,7 +11,7 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypedDict
 
 import pandas as pd
 from redis import Redis
@@ -24,7 +24,7 @@ from leaderboard.readpath import Body, Filters, LeaderboardCache, Page
 from leaderboard.reference import publish_reference
 from leaderboard.reported import publish_reported
 from leaderboard.results import open_outbox, open_store
-from leaderboard.store import StoreError, StoreUnavailable
+from leaderboard.store import ResultsStore, StoreError, StoreUnavailable
 from submissions import moderation, queue
 from submissions.identity import Identity, IdentityStore
 from submissions.intake import (
@@ -35,9 +35,12 @@ from submissions.intake import (
     accept_predictions,
 )
 from submissions.jobs import head_signal, record_published, withhold_hidden
-from submissions.records import REQUEST_STATUS, Submission, SubmissionStore
+from submissions.records import REQUEST_STATUS, PublicSubmission, Submission, SubmissionStore
 from submissions.remote import EventFolder, list_workers, publish_installed_pins
 from submissions.settings import SubmissionSettings
+
+if TYPE_CHECKING:  # the web process never loads the model runner
+    from evaluator.model_eval import Progress
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +49,35 @@ READ_THREADS = 2  # leaderboard builds run here, never in the pool other endpoin
 PUBLISH_EVERY_S = 2.0  # the web node's publisher: requests/ records, then the outbox backlog
 
 
+class PublicAction(TypedDict):
+    """An operator action on a submission as shown publicly (who, when, what, why)."""
+
+    at: str
+    actor: str
+    action: str
+    reason: str
+
+
+class SubmissionStatus(PublicSubmission):
+    """Services.submission_status(): the public submission, its live queue state and its public
+    history (what the API's status route answers and the UI's status views show)."""
+
+    queue_position: int | None  # 0: next
+    queue: str | None
+    job_status: str | None
+    progress: Progress
+    history: list[PublicAction]  # oldest first
+
+
 @dataclass
 class Services:
     settings: SubmissionSettings
     records: SubmissionStore
-    results: Any  # LocalDatasetStore | HubDatasetStore (leaderboard/results.py chooses)
+    results: ResultsStore  # local folder or Hub dataset (leaderboard/results.py chooses)
     redis: Redis
     models: ModelRegistry
     outbox: Outbox
-    board: LeaderboardCache = None  # the read path: one table per results revision
+    board: LeaderboardCache = field(init=False)  # the read path: one table per results revision
     _stop: threading.Event = field(default_factory=threading.Event)
     _read_pool: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(READ_THREADS, thread_name_prefix="leaderboard")
@@ -62,8 +85,7 @@ class Services:
     _store_ready: bool = False
 
     def __post_init__(self) -> None:
-        if self.board is None:
-            self.board = LeaderboardCache(self.results, manifest_tier_order)
+        self.board = LeaderboardCache(self.results, manifest_tier_order)
 
     @classmethod
     def create(cls, settings: SubmissionSettings) -> "Services":
@@ -210,7 +232,7 @@ class Services:
 
     # -- the one way in: the API, the UI (and anything else that takes submissions) go through these
     def submit_predictions(
-        self, form: SubmissionForm, stream: BinaryIO, filename: str, submitter: Submitter
+        self, form: SubmissionForm, stream: BinaryIO | None, filename: str, submitter: Submitter
     ) -> Submission:
         """Validate, store, record and queue a predictions file (SubmissionError on a refusal)."""
         return accept_predictions(
@@ -249,36 +271,43 @@ class Services:
         submitter = self.submitter(identity) if identity is not None else None
         return compare_submissions(self.records, a_id, b_id, submitter)
 
-    def submission_status(self, submission: Submission) -> dict[str, Any]:
-        status = submission.public()
-        live: dict[str, Any] = {"job_status": None}
+    def submission_status(self, submission: Submission) -> SubmissionStatus:
+        live = queue.LiveStatus(job_status=None)
         if submission.state in ("queued", "running"):
             try:
                 live = queue.live_status(self.redis, submission.id)
             except RedisError:
-                live = {"job_status": "unknown (queue unreachable)"}
-        status["queue_position"] = live.get("queue_position")
-        status["queue"] = live.get("queue")
-        status["job_status"] = live.get("job_status")
-        progress = live.get("progress") or {
+                live = queue.LiveStatus(job_status="unknown (queue unreachable)")
+        progress: Progress = live.get("progress") or {
             "done": submission.progress_done,
             "total": submission.progress_total,
         }
-        status["progress"] = progress
-        status["history"] = self.history(submission.id)
+        status = SubmissionStatus(
+            **submission.public(),
+            queue_position=live.get("queue_position"),
+            queue=live.get("queue"),
+            job_status=live.get("job_status"),
+            progress=progress,
+            history=self.history(submission.id),
+        )
         if submission.visibility != "public":  # hidden or deleted: no scores, no text of it shown
-            status.update(result=None, description="", revision=None)
+            status.update({"result": None, "description": "", "revision": None})
         return status
 
-    def history(self, submission_id: str) -> list[dict[str, Any]]:
-        """The row's operator actions as shown publicly (who, when, what, why)."""
+    def history(self, submission_id: str) -> list[PublicAction]:
+        """The row's operator actions as shown publicly."""
         return [
-            {k: e[k] for k in ("at", "actor", "action", "reason")}
+            PublicAction(at=e["at"], actor=e["actor"], action=e["action"], reason=e["reason"])
             for e in self.records.history(submission_id)
         ]
 
     def leaderboard(
-        self, suite=None, task=None, setting=None, tier=None, revision=None
+        self,
+        suite: str | None = None,
+        task: str | None = None,
+        setting: str | None = None,
+        tier: str | None = None,
+        revision: str | None = None,
     ) -> pd.DataFrame:
         """The filtered leaderboard (shared: do not modify it)."""
         return self.board.table(revision).view(Filters(suite, task, setting, tier))

@@ -15,9 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(sys.executable).parent / "personaboard"
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "backend.cli"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env
+    )
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +89,38 @@ def test_inputs_writes_3000_public_lines(tmp_path, split):
     rows = [json.loads(line) for line in lines]
     assert [r["id"] for r in rows] == [item.id for item in split.items]
     assert all("gold" not in r and set(r["options"]) == set("ABCD") for r in rows)
+
+
+def test_submit_records_as_the_user_and_refuses_as_the_api_does(tmp_path, split):
+    """`personaboard submit` on the server: through the intake, so accepted as the user (recorded;
+    queued once Redis answers, here none does) or refused with the API's answer, exit 2."""
+    import os
+
+    from submissions.identity import IdentityStore
+    from submissions.records import SubmissionStore
+
+    data = tmp_path / "data"
+    data.mkdir()
+    IdentityStore(SubmissionStore(data / "submissions.sqlite3")).add_user("alice")
+    env = {**os.environ, "PERSONABOARD_DATA_DIR": str(data)}
+    env["PERSONABOARD_REDIS_URL"] = "redis://127.0.0.1:1/0"  # nothing listens: recorded only
+    path = tmp_path / "preds.jsonl"
+    path.write_text("".join(json.dumps({"id": i.id, "answer": "A"}) + "\n" for i in split.items))
+    where = ["--user", "alice", "--suite", "prefeval", "--task", "mcq", "--setting", "zero_shot"]
+    proc = run_cli("submit", "predictions", str(path), *where, "--model-name", "cli", env=env)
+    assert proc.returncode == 0, proc.stderr
+    accepted = json.loads(proc.stdout)
+    assert (accepted["owner"], accepted["state"], accepted["model_name"]) == (
+        "alice",
+        "queued",
+        "cli",
+    )
+    stored = SubmissionStore(data / "submissions.sqlite3").get(accepted["id"])
+    assert stored is not None and stored.file_bytes == path.stat().st_size
+    again = run_cli("submit", "predictions", str(path), *where, "--model-name", "cli", env=env)
+    assert again.returncode == 2, again.stderr
+    refusal = json.loads(again.stdout)
+    assert refusal["status"] == 409 and refusal["existing_id"] == accepted["id"]
+    assert f"error: {refusal['message']}" in again.stderr
+    nobody = run_cli("submit", "model", "m", *where[2:], "--user", "bob", env=env)
+    assert nobody.returncode == 2 and "no user named 'bob'" in nobody.stderr

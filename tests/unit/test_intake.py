@@ -10,10 +10,22 @@ import pytest
 
 from evaluator.registry import get_task
 from submissions.identity import Identity
-from submissions.intake import SubmissionError, SubmissionForm, Submitter, accept_predictions
+from submissions.intake import (
+    MAX_LIMIT,
+    ModelForm,
+    SubmissionError,
+    SubmissionForm,
+    Submitter,
+    accept_predictions,
+    check_available,
+    check_model_form,
+    check_target,
+    quota_error,
+)
 from submissions.quotas import QuotaLimits
 from submissions.records import SubmissionStore
 
+MCQ = {"suite": "prefeval", "task": "mcq", "setting": "zero_shot"}
 FORM = SubmissionForm(
     suite="prefeval",
     task="mcq",
@@ -127,3 +139,85 @@ def test_bad_form_names_the_field(env, valid_bytes, change, field):
     assert [p["field"] for p in info.value.detail["problems"]] == [field]
     assert env["records"].list() == []
     assert not env["uploads_dir"].exists() or list(env["uploads_dir"].iterdir()) == []
+
+
+# -- the one answer every entry point gives (tests/test_admission_paths.py sends them through all) --
+
+
+@pytest.mark.parametrize(
+    "suite, task, setting, status, field, allowed",
+    [
+        ("nope", "mcq", "zero_shot", 422, "suite", "prefeval"),  # no suite declares it
+        ("prefeval", "nope", "zero_shot", 422, "task", "mcq"),
+        ("prefeval", "binary_choice", "zero_shot", 404, "task", "mcq"),  # another suite's task
+        ("prefeval", "mcq", "few_shot", 422, "setting", "zero_shot"),
+        ("personafeedback", "binary_choice", "zero_shot", 404, "setting", "persona"),
+    ],
+)
+def test_an_unknown_target_names_the_field_and_what_it_allows(
+    suite, task, setting, status, field, allowed
+):
+    with pytest.raises(SubmissionError) as refused:
+        check_target(suite, task, setting)
+    answer = refused.value.answer()
+    assert (answer["status"], answer["problems"][0]["field"]) == (status, field)
+    assert allowed in answer["allowed"] and ", ".join(answer["allowed"]) in answer["message"]
+    if status == 404:  # a real value: the message says whose it is
+        assert "(a " in answer["message"] and " of " in answer["message"]
+
+
+def test_a_split_not_installed_is_a_409_naming_the_command():
+    task = check_target("realpref", "mcq", "zero_shot")  # declared: the target is right
+    with pytest.raises(SubmissionError) as refused:
+        check_available(task)
+    assert refused.value.status == 409 and "personaboard splits install realpref" in str(
+        refused.value
+    )
+
+
+def test_every_missing_field_is_named_at_once(env):
+    form = SubmissionForm(suite="", task=" ", setting="zero_shot", model_name="")
+    with pytest.raises(SubmissionError) as refused:
+        accept_predictions(form, None, "", **env)
+    assert refused.value.message == "missing fields: suite, task, model_name, file"
+    assert [p["field"] for p in refused.value.detail["problems"]] == [
+        "suite",
+        "task",
+        "model_name",
+        "file",
+    ]
+    with pytest.raises(SubmissionError) as one:
+        accept(env, b"", form=SubmissionForm("prefeval", "mcq", "zero_shot", " "))
+    assert one.value.message == "model_name is required: the name shown on the leaderboard"
+
+
+@pytest.mark.parametrize(
+    "change, field, says",
+    [
+        ({"model": " "}, "model", "model is required"),
+        ({"model": "m\u202e"}, "model", "U+202E"),
+        ({"limit": 0}, "limit", "from 1 to"),
+        ({"limit": MAX_LIMIT + 1}, "limit", "from 1 to"),
+        ({"setting": ""}, "setting", "setting is required"),
+    ],
+)
+def test_a_model_run_is_checked_before_its_model_is_resolved(change, field, says):
+    form = ModelForm(**{**{"model": "m", **MCQ}, **change})
+    with pytest.raises(SubmissionError) as refused:
+        check_model_form(form)
+    assert refused.value.status == 422 and says in refused.value.message
+    assert [p["field"] for p in refused.value.detail["problems"]] == [field]
+
+
+def test_a_refusal_says_what_http_adds():
+    spent = quota_error("predictions", "prefeval", 3, 3)
+    assert spent.headers() == {"Retry-After": str(spent.detail["retry_after_s"])}
+    assert SubmissionError(401, "who?").headers() == {"WWW-Authenticate": "Bearer"}
+    refusal = SubmissionError(404, "not there", field="task", allowed=["mcq"])
+    assert refusal.headers() == {}
+    assert refusal.answer() == {
+        "status": 404,
+        "message": "not there",
+        "problems": [{"line": None, "field": "task", "message": "not there"}],
+        "allowed": ["mcq"],
+    }
