@@ -16,7 +16,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypedDict
 
 from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
 from evaluator.protocols import (
@@ -115,15 +115,28 @@ class Checkpoint:
             os.fsync(stream.fileno())
 
 
+class Progress(TypedDict, total=False):
+    """A model run's progress (ProgressMeter.report), as the queue, the status views and the CLI's
+    progress bar read it; one read back from the submission records has done and total only."""
+
+    done: int  # items answered (those of the current chunk already run included)
+    total: int
+    in_flight: int
+    tokens_per_s: float
+    items_per_s: float
+    eta_s: float | None  # None: no rate measured yet
+
+
+OnProgress = Callable[[Progress], None]
+
+
 class CheckpointWriter:
     """Checkpoint appends (with their fsync) and EVERY progress report on one thread, off the
     engine's path, in the order they were made: a report inside a chunk and the previous chunk's
     end are never delivered out of order, so progress never goes backwards. A failure there stops
     the run at the engine's next chunk."""
 
-    def __init__(
-        self, checkpoint: Checkpoint | None, on_progress: Callable[[dict[str, Any]], None] | None
-    ):
+    def __init__(self, checkpoint: Checkpoint | None, on_progress: OnProgress | None):
         self.checkpoint, self.on_progress = checkpoint, on_progress
         self.error: BaseException | None = None
         self._queue: queue.Queue = queue.Queue()
@@ -143,12 +156,12 @@ class CheckpointWriter:
             except BaseException as exc:  # noqa: BLE001 - re-raised on the engine's thread
                 self.error = exc
 
-    def put(self, decisions: list[Decision], report: dict[str, Any]) -> None:
+    def put(self, decisions: list[Decision], report: Progress) -> None:
         """A chunk's decisions, then the report that counts them."""
         self.raise_if_failed()
         self._queue.put((decisions, report))
 
-    def report(self, report: dict[str, Any]) -> None:
+    def report(self, report: Progress) -> None:
         """A progress report alone (inside a chunk), queued behind everything put before it."""
         if self.on_progress and self.error is None:
             self._queue.put((None, report))
@@ -340,7 +353,7 @@ class ProgressMeter:
     started: float = field(default_factory=time.monotonic)
     resumed: int = 0
 
-    def report(self, in_flight: int = 0) -> dict[str, Any]:
+    def report(self, in_flight: int = 0) -> Progress:
         """`in_flight`: items of the current chunk whose prompts the backend has already run."""
         elapsed = max(time.monotonic() - self.started, 1e-9)
         done = self.done + in_flight
@@ -465,7 +478,7 @@ def run_model(
     protocol: str | None = None,
     limit: int | None = None,
     checkpoint: Checkpoint | None = None,
-    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    on_progress: OnProgress | None = None,
     tools: ModelTools | None = None,
     batch_items: int | None = None,
 ) -> ModelRun:
@@ -529,7 +542,7 @@ def run_model(
         set()
     )  # items whose prompts the backend could not run (over its window): n/a
 
-    def finished(chunk: list[Item], decisions: list[Decision]) -> dict | None:
+    def finished(chunk: list[Item], decisions: list[Decision]) -> Progress:
         over = {d.id.partition("::")[0] for d in decisions if d.not_applicable}
         if circular:
             decisions[:] = combine_rotations([i.public for i in chunk], decisions)

@@ -7,7 +7,7 @@ same submission twice is a no-op while its job exists.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from redis import Redis
 from redis.exceptions import RedisError
@@ -17,6 +17,9 @@ from rq.job import Job, JobStatus
 
 from submissions.hardware import ALL_QUEUES, route
 from submissions.records import ACTIVE_STATES, Submission, SubmissionStore
+
+if TYPE_CHECKING:  # not imported at run time: the web process never loads the model runner
+    from evaluator.model_eval import Progress
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +61,30 @@ def enqueue(redis: Redis, submission: Submission) -> Job:
     )
 
 
-def live_status(redis: Redis, submission_id: str) -> dict[str, Any]:
+class LiveStatus(TypedDict, total=False):
+    """What Redis knows of a submission's job (live_status)."""
+
+    job_status: str | None  # RQ's: queued, started, finished, failed ...; None: no job
+    queue_position: int | None  # 0: next
+    progress: Progress | None  # the run's last report (model runs)
+    queue: str | None
+
+
+def live_status(redis: Redis, submission_id: str) -> LiveStatus:
     """What Redis knows of the job: its status, queue position and progress (best effort)."""
     try:
         job = Job.fetch(job_id_for(submission_id), connection=redis)
     except NoSuchJobError:
-        return {"job_status": None}
+        return LiveStatus(job_status=None)
     position = None
     if job.get_status() == JobStatus.QUEUED:
         position = Queue(job.origin, connection=redis).get_job_position(job.id)
-    return {
-        "job_status": job.get_status().value,
-        "queue_position": position,
-        "progress": job.meta.get("progress"),
-        "queue": job.origin if job.origin in ALL_QUEUES else None,
-    }
+    return LiveStatus(
+        job_status=job.get_status().value,
+        queue_position=position,
+        progress=job.meta.get("progress"),
+        queue=job.origin if job.origin in ALL_QUEUES else None,
+    )
 
 
 def reconcile(redis: Redis, store: SubmissionStore) -> list[str]:
