@@ -12,13 +12,17 @@ reference-line verdicts without re-implementing the ranking.
 
 They are derived, so they are rewritten in batches, not by every publish: re-ranking a task and
 hashing its file costs ~0.45 s at 20,000 results, which made the publish rate fall 4.5x between 100
-and 20,000 rows (bench/README.md). A publish (or withdrawal, or sync of the papers' rows) only adds
-its task to boards/stale.json, in its own commit; the publisher (leaderboard/outbox.py) rewrites
-every lagging board from the scores table in one commit of its own ("Boards: ...") once the oldest
-lagging change is PERSONABOARD_BOARDS_EVERY_S old (30 s by default), and a named release always
-carries current boards. So a board is at most that far behind the live API, and says so: a task in
-stale.json lags, a task not in it is exact. Under a steady stream of publishes the boards' cost is
-one refresh per interval, whatever the rate.
+and 20,000 rows (bench/README.md). A publish (or withdrawal, or sync of the papers' rows) only marks
+its task in boards/stale.json, in its own commit; the publisher (leaderboard/outbox.py) rewrites the
+due lagging boards from the scores table in one commit of its own ("Boards: ...") once a board's
+oldest missing change is PERSONABOARD_BOARDS_EVERY_S old (30 s by default) AND the records and
+details published into its task since weigh BOARDS_ADDED_SHARE times its board file (a withdrawal:
+by the time alone; a task's first board: at once), and a named release always carries current
+boards. Why the size rule: each refresh stores the whole board in the dataset's history again
+(5.6 MB at 20,000 results), so by time alone a slow trickle of results grew the history by a board
+per interval; with it the boards' bytes in the history stay within about 1 / BOARDS_ADDED_SHARE
+times the results' own (bench/bench_history.py). A task in stale.json lags, a task not in it is
+exact; the live API never lags.
 
 Each setting is ranked on its own, as the board's default view ranks (zero_shot and reminder rows
 are different experiments): the rows of setting X are exactly the API's download of
@@ -164,50 +168,145 @@ def rebuild(scores: pd.DataFrame, suite: str, task: str) -> pd.DataFrame:
 
 
 # -- which boards lag, and their refresh ------------------------------------------------------------
+# boards/stale.json:
+#   "lagging":     {"<suite>/<task>": UTC time of the first change its board lacks}
+#   "added_bytes": {"<suite>/<task>": bytes of the records and details published into it since}
+#   "rewritten":   ["<suite>/<task>", ...] lagging by a change other than an added result (a
+#                  withdrawal, a sync of the papers' rows): refreshed at the interval, whatever its size
+#   "board_bytes": {"<suite>/<task>": size of its board file as last written}
+def stale_state(stale: bytes | None) -> dict:
+    """boards/stale.json parsed, every key present (files written before a key existed lack it)."""
+    state = json.loads(stale) if stale else {}
+    return {
+        "lagging": dict(state.get("lagging", {})),
+        "added_bytes": dict(state.get("added_bytes", {})),
+        "rewritten": sorted(state.get("rewritten", [])),
+        "board_bytes": dict(state.get("board_bytes", {})),
+    }
+
+
 def lagging(stale: bytes | None) -> dict[str, str]:
     """{"<suite>/<task>": UTC time of the first change its board lacks} from boards/stale.json."""
-    return dict(json.loads(stale)["lagging"]) if stale else {}
+    return stale_state(stale)["lagging"]
 
 
-def stale_file(lag: dict[str, str]) -> bytes:
-    return (json.dumps({"lagging": dict(sorted(lag.items()))}, indent=1) + "\n").encode()
+def stale_file(
+    lagging: dict[str, str],
+    added_bytes: dict[str, int] | None = None,
+    rewritten: list[str] | None = None,
+    board_bytes: dict[str, int] | None = None,
+) -> bytes:
+    """boards/stale.json's bytes; "lagging" always, the other keys when not empty."""
+    state: dict = {"lagging": dict(sorted(lagging.items()))}
+    if added_bytes:
+        state["added_bytes"] = dict(sorted(added_bytes.items()))
+    if rewritten:
+        state["rewritten"] = sorted(rewritten)
+    if board_bytes:
+        state["board_bytes"] = dict(sorted(board_bytes.items()))
+    return (json.dumps(state, indent=1) + "\n").encode()
+
+
+def _utc_now() -> datetime:
+    """The clock of the lag times (bench/bench_history.py runs a stream on a clock of its own)."""
+    return datetime.now(timezone.utc)
 
 
 def mark_lagging(
-    stale: bytes | None, tasks: Iterable[tuple[str, str]], now: datetime | None = None
+    stale: bytes | None,
+    tasks: Iterable[tuple[str, str]],
+    now: datetime | None = None,
+    added_bytes: int = 0,
+    rewritten: bool = False,
 ) -> bytes | None:
-    """boards/stale.json with `tasks` added (lagging since `now`), or None when they all lag
-    already: a task keeps the time of its first missing change, so its age says how far behind."""
-    lag = lagging(stale)
-    new = {f"{suite}/{task}" for suite, task in tasks} - lag.keys()
-    if not new:
-        return None
-    since = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
-    return stale_file({**lag, **dict.fromkeys(new, since)})
+    """boards/stale.json with `tasks` added (lagging since `now`), or None when nothing in it
+    changes: a task keeps the time of its first missing change, so its age says how far behind.
+
+    `added_bytes`: the bytes a publish adds to its task (its record and details), summed per task
+    until the board is written again (the refresh's size rule, refresh_tasks). `rewritten`: the
+    change is not an added result (a withdrawal, a sync of the papers' rows): the board is due at
+    the interval whatever the bytes, so a withdrawn result leaves the board within it."""
+    state = stale_state(stale)
+    keys = [f"{suite}/{task}" for suite, task in tasks]
+    since = (now or _utc_now()).isoformat(timespec="seconds")
+    changed = False
+    for key in keys:
+        if key not in state["lagging"]:
+            state["lagging"][key] = since
+            changed = True
+        if added_bytes:
+            state["added_bytes"][key] = state["added_bytes"].get(key, 0) + added_bytes
+            changed = True
+        if rewritten and key not in state["rewritten"]:
+            state["rewritten"] = sorted({*state["rewritten"], key})
+            changed = True
+    return stale_file(**state) if changed else None
 
 
-def refresh_due(stale: bytes | None, older_than_s: float, now: datetime | None = None) -> bool:
-    """Whether some board lags and its oldest missing change is at least `older_than_s` old."""
-    lag = lagging(stale)
-    if not lag:
-        return False
-    oldest = min(datetime.fromisoformat(since) for since in lag.values())
-    return (now or datetime.now(timezone.utc)) - oldest >= timedelta(seconds=older_than_s)
+# a lagging board is due once the records and details published into its task since weigh this
+# many times its board file (refresh_tasks): the boards' bytes in the history <= ~1/this the results'
+BOARDS_ADDED_SHARE = 1.0
+
+
+def refresh_tasks(
+    stale: bytes | None,
+    older_than_s: float,
+    now: datetime | None = None,
+    added_share: float = 0.0,
+) -> list[tuple[str, str]]:
+    """The lagging tasks whose board is due: its oldest missing change is at least `older_than_s`
+    old, and (when `added_share` > 0) the records and details published into the task since the
+    board was written weigh at least `added_share` times the board file. A board written before
+    its size was kept, and one lagging a withdrawal, is due by the time alone.
+
+    Why the size rule: a refresh stores the whole board again (5.6 MB at 20,000 results), so
+    boards refreshed by time alone grow the history by a board per interval however few results
+    arrived; with it, the boards' bytes in the history are at most ~1/added_share times the bytes
+    of the results themselves (bench/bench_history.py)."""
+    state = stale_state(stale)
+    moment = now or _utc_now()
+    due = []
+    for key, since in sorted(state["lagging"].items()):
+        if moment - datetime.fromisoformat(since) < timedelta(seconds=older_than_s):
+            continue
+        size = state["board_bytes"].get(key)
+        added = state["added_bytes"].get(key, 0)
+        if (
+            added_share <= 0
+            or size is None
+            or key in state["rewritten"]
+            or added >= added_share * size
+        ):
+            suite, task = key.split("/", 1)
+            due.append((suite, task))
+    return due
+
+
+def refresh_due(
+    stale: bytes | None, older_than_s: float, now: datetime | None = None, added_share: float = 0.0
+) -> bool:
+    """Whether some board is due (refresh_tasks)."""
+    return bool(refresh_tasks(stale, older_than_s, now, added_share))
 
 
 def refreshed_boards(
-    stale: bytes | None, listed: Iterable[tuple[str, str]], scores, card: bytes | None
+    stale: bytes | None,
+    listed: Iterable[tuple[str, str]],
+    scores,
+    card: bytes | None,
+    older_than_s: float = 0.0,
+    added_share: float = 0.0,
+    now: datetime | None = None,
 ) -> tuple[dict[str, bytes], str]:
-    """The files a refresh writes, and its commit message: every lagging task's board ranked
-    afresh from the whole scores table (`scores()`, read once), the dataset card when it changes
-    (a new board, or a card an older version wrote: `card` is the current one), and an empty
-    stale file."""
-    from leaderboard.store import dataset_card, parquet_bytes
+    """The files a refresh writes, and its commit message (no files: nothing due): each due task's
+    board (refresh_tasks) ranked afresh from the whole scores table (`scores()`, read once), the
+    dataset card when it changes (a new board, or a card an older version wrote: `card` is the
+    current one), and the stale file without those tasks, with their boards' sizes."""
+    from leaderboard.layout import dataset_card, parquet_bytes
 
-    tasks: list[tuple[str, str]] = []
-    for key in sorted(lagging(stale)):
-        suite, task = key.split("/", 1)
-        tasks.append((suite, task))
+    tasks = refresh_tasks(stale, older_than_s, now, added_share)
+    if not tasks:
+        return {}, ""
     table = scores()
     files = {
         board_path(suite, task): parquet_bytes(rebuild(table, suite, task)) for suite, task in tasks
@@ -215,6 +314,13 @@ def refreshed_boards(
     described = dataset_card(set(listed) | set(tasks)).encode()
     if card != described:
         files["README.md"] = described
-    files[STALE_PATH] = stale_file({})
+    state = stale_state(stale)
+    for suite, task in tasks:
+        key = f"{suite}/{task}"
+        state["lagging"].pop(key, None)
+        state["added_bytes"].pop(key, None)
+        state["rewritten"] = [k for k in state["rewritten"] if k != key]
+        state["board_bytes"][key] = len(files[board_path(suite, task)])
+    files[STALE_PATH] = stale_file(**state)
     shown = ", ".join(f"{suite}/{task}" for suite, task in tasks)
     return files, f"{BOARDS_MESSAGE} refresh {shown}"

@@ -14,8 +14,10 @@ pass, or the web node's background thread, so the backlog goes out without anyon
 
 The publisher also keeps the dataset's boards current (leaderboard/boards.py): a publish only marks
 its task's board as lagging, and every drain (each pass of the web node's thread, every 2 s, even
-with nothing to publish) rewrites the lagging boards once the oldest change they lack is
-`boards_every_s` old, in one commit: one board refresh per interval however many results arrive.
+with nothing to publish) rewrites, in one commit, the lagging boards whose oldest missing change is
+`boards_every_s` old and whose task has, since, received results weighing `boards_added_share`
+times the board file (a withdrawal: by the time alone): at most one refresh per interval however
+many results arrive, and the boards' bytes in the history bounded by the results' own.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from leaderboard.boards import BOARDS_EVERY_S
+from leaderboard.boards import BOARDS_ADDED_SHARE, BOARDS_EVERY_S
 from leaderboard.store import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -55,12 +57,14 @@ class Outbox:
         on_published: OnPublished | None = None,
         withhold: Withhold | None = None,
         boards_every_s: float = BOARDS_EVERY_S,
+        boards_added_share: float = BOARDS_ADDED_SHARE,
     ):
         self.folder = Path(folder)
         self.store = store
         self.on_published = on_published
         self.withhold = withhold
         self.boards_every_s = boards_every_s
+        self.boards_added_share = boards_added_share
         for name in ("pending", "done", "rejected"):
             (self.folder / name).mkdir(parents=True, exist_ok=True)
 
@@ -194,7 +198,7 @@ class Outbox:
         """Rewrite the lagging boards if the oldest change they lack is old enough; a store that
         cannot be reached now leaves them lagging (marked in the dataset) for a later pass."""
         try:
-            self.store.refresh_boards(self.boards_every_s)
+            self.store.refresh_boards(self.boards_every_s, self.boards_added_share)
         except StoreUnavailable as exc:
             log.warning("outbox: the boards wait for the store: %s", exc)
         except StoreError:

@@ -300,11 +300,11 @@ def test_load_dataset_reads_the_table_from_the_folder_and_the_hub(hub_server, tm
 
 
 def test_read_path_pivots_one_hub_part_per_publish(hub_server, tmp_path, online, monkeypatch):
-    from leaderboard import hub_store as hub_store_module
+    from leaderboard import store as store_module
     from leaderboard.readpath import Filters, LeaderboardCache
     from leaderboard.table import wide_view
 
-    monkeypatch.setattr(hub_store_module, "SHARD_RECORDS", 2)
+    monkeypatch.setattr(store_module, "SHARD_RECORDS", 2)  # the one part size of both stores
     store = hub_store(hub_server, tmp_path)
     for i in range(3):
         store.publish(make_record(f"part-{i}", 0.5 + i / 10))
@@ -405,8 +405,7 @@ def test_a_publish_by_another_process_is_in_the_next_read(
 def test_a_hub_repo_with_flat_record_folders_is_sharded_once(
     hub_server, tmp_path, online, monkeypatch
 ):
-    from leaderboard import hub_store as hub_store_module
-    from leaderboard import store as store_module
+    from leaderboard import changes, layout
 
     def flat_path(record: dict) -> str:  # where stores made before id_shard kept a record
         folder = "results" if "metrics" in record else "requests"
@@ -414,9 +413,9 @@ def test_a_hub_repo_with_flat_record_folders_is_sharded_once(
 
     request = {"submission_id": "s1", "suite": "prefeval", "task": "mcq", "status": "finished"}
     with monkeypatch.context() as old_code:
-        for name in ("record_path", "request_path"):
-            old_code.setattr(hub_store_module, name, flat_path)
-        for module in (hub_store_module, store_module):  # the card's writers, before sharding
+        for name in ("record_path", "request_path"):  # where the store core writes records
+            old_code.setattr(changes, name, flat_path)
+        for module in (changes, layout):  # the card's writers, before sharding
             old_code.setattr(
                 module,
                 "dataset_card",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import multiprocessing
 import os
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from leaderboard import changes
 from leaderboard.store import SCORES_GLOB, LocalDatasetStore, StoreError, result_path
 
 
@@ -219,6 +221,7 @@ def test_a_dead_publishers_record_is_never_committed_under_another_submission(st
         check=True,
     ).stdout.split()
     assert sorted(changed) == [  # its board lags since the first publish: no board file
+        "boards/stale.json",  # the bytes added to the lagging task (leaderboard/boards.py)
         "data/scores/part-00000.parquet",
         result_path("prefeval", "mcq", "second"),
     ]
@@ -279,6 +282,7 @@ def test_a_writer_killed_after_staging_leaves_nothing_in_the_next_commit(store):
         check=True,
     ).stdout.split()
     assert sorted(changed) == [  # its board lags since the first publish: no board file
+        "boards/stale.json",  # the bytes added to the lagging task (leaderboard/boards.py)
         "data/scores/part-00000.parquet",
         result_path("prefeval", "mcq", "second"),
     ]
@@ -387,11 +391,12 @@ def test_publish_appends_to_the_newest_part_only(store, monkeypatch):
             check=True,
         ).stdout.split()
     )
-    # a full rebuild (reported-row sync) writes the same table
+    # a full rebuild (the one a store made before parts gets) writes the same table
     before = store.scores().sort_values(["submission_id", "tier"]).reset_index(drop=True)
-    store._write_scores(store._read_records_from_disk())
+    rebuilt = changes.table_files(store.records(), store_module.SHARD_RECORDS)
+    assert sorted(rebuilt) == sorted(parts)
     pd.testing.assert_frame_equal(
-        pd.concat([pd.read_parquet(p) for p in sorted(store.root.glob(SCORES_GLOB))])
+        pd.concat([pd.read_parquet(io.BytesIO(data)) for data in rebuilt.values()])
         .sort_values(["submission_id", "tier"])
         .reset_index(drop=True),
         before,
@@ -471,8 +476,8 @@ def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp
     with (
         monkeypatch.context() as old_code
     ):  # the store as it was: records flat in results/<suite>/<task>/
-        old_code.setattr(LocalDatasetStore, "record_path", staticmethod(flat_path))
-        old_code.setattr(store_module, "request_path", flat_path)
+        old_code.setattr(changes, "record_path", flat_path)
+        old_code.setattr(changes, "request_path", flat_path)
         old = LocalDatasetStore(root)
         first = old.publish(make_record("s1", 0.5))
         old.publish_requests(
@@ -605,3 +610,50 @@ def test_a_refresh_rewrites_a_card_an_older_version_wrote(store):
     store.publish(make_record("s2", 0.5))
     store.refresh_boards()
     assert (store.root / "README.md").read_text() == dataset_card([("prefeval", "mcq")])
+
+
+def test_the_git_view_reads_files_only(store):
+    """The core's view of a commit: a file's bytes; None for a missing path and for a folder."""
+    revision = store.publish(make_record("s1", 0.5))
+    with store._view(revision) as view:
+        assert json.loads(view.read(result_path("prefeval", "mcq", "s1"))) == make_record("s1", 0.5)
+        assert view.read("results/prefeval") is None
+        assert view.read("no/such/file.json") is None
+        assert view.read("README.md").startswith(b"---\n")  # the process answers after a miss
+        assert list(view.files("results")) == [result_path("prefeval", "mcq", "s1")]
+    with store._view(None) as empty:
+        assert empty.read("README.md") is None and empty.files("results") == {}
+
+
+def test_the_git_view_reads_many_files_in_one_go(store):
+    revision = store.publish(make_record("s1", 0.5))
+    store.publish(make_record("s2", 0.5))
+    paths = [result_path("prefeval", "mcq", s) for s in ("s1", "s2")]
+    with store._view(revision) as view:
+        assert view.read_many([paths[0], "results", paths[1], "README.md"]) == [
+            view.read(paths[0]),
+            None,
+            None,  # s2 came after this revision
+            view.read("README.md"),
+        ]
+
+
+def test_the_publisher_leaves_a_board_lagging_until_its_task_gained_a_boards_worth(store, tmp_path):
+    """The outbox's boards check (leaderboard/boards.py refresh_tasks): a board that exists is
+    rewritten once the records published into its task since weigh as much as the board file;
+    a forced refresh (no size rule: a release, an operator) writes it at once."""
+    from leaderboard.boards import lagging, stale_state
+    from leaderboard.outbox import Outbox
+
+    outbox = Outbox(tmp_path / "outbox", store, boards_every_s=0)
+    outbox.put("result", {"record": make_record("s1", 0.5)})
+    assert outbox.drain() == 1
+    assert store.versions()[0].message == "Boards: refresh prefeval/mcq"  # its first board: at once
+    outbox.put("result", {"record": make_record("s2", 0.6)})
+    assert outbox.drain() == 1
+    stale = stale_state(store._show(store.head(), "boards/stale.json"))
+    assert list(stale["lagging"]) == ["prefeval/mcq"]
+    assert stale["added_bytes"]["prefeval/mcq"] < stale["board_bytes"]["prefeval/mcq"]
+    assert store.versions()[0].message.startswith("Add result s2")  # not due: too few bytes
+    assert store.refresh_boards() is not None
+    assert lagging(store._show(store.head(), "boards/stale.json")) == {}
