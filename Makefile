@@ -65,7 +65,7 @@ serve: $(RUNTIME_STAMP)
 
 # --durations: CI's log names the slowest tests, where time is won first
 test: $(STAMP) browser-deps
-	$(OFFLINE_ENV) $(PY) -m pytest -q --durations=25
+	$(OFFLINE_ENV) $(PY) -m pytest -q --durations=25 -n 3 --dist loadfile
 
 # The development loop: every unit test that runs in-process (no redis-server, web app, browser,
 # model or container; `pytest -m service` etc. runs those apart).

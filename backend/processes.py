@@ -28,15 +28,27 @@ from submissions.hardware import worker_queues
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HEALTH_PATH = "/api/v1/health"
 
-# Faster detection of dead workers than RQ's defaults (see shared/docs/ENVIRONMENT.md).
-WORKER_ARGS = [
-    "--worker-ttl",
-    "20",
-    "--maintenance-interval",
-    "5",
-    "--job-monitoring-interval",
-    "5",
-]
+# Faster detection of dead workers than RQ's defaults (see shared/docs/ENVIRONMENT.md): a 20 s
+# worker TTL, and maintenance and job monitoring every 5 s (TTL - 15, when an idle worker's wait
+# for a job times out). The tests shorten them with PERSONABOARD_WORKER_TTL (tests/conftest.py).
+WORKER_TTL_ENV = "PERSONABOARD_WORKER_TTL"
+DEFAULT_WORKER_TTL_S = 20
+
+
+def worker_timing_args(env: Mapping[str, str] | None = None) -> list[str]:
+    """RQ's worker TTL, maintenance and job-monitoring intervals from PERSONABOARD_WORKER_TTL."""
+    ttl = int((os.environ if env is None else env).get(WORKER_TTL_ENV) or DEFAULT_WORKER_TTL_S)
+    interval = max(1, ttl - 15)  # RQ waits ttl - 15 s for a job (at least 1) before maintenance
+    return [
+        "--worker-ttl",
+        str(ttl),
+        "--maintenance-interval",
+        str(interval),
+        "--job-monitoring-interval",
+        str(interval),
+    ]
+
+
 # Imports the job code once per worker, not once per job (submissions/worker.py).
 WORKER_CLASS = "submissions.worker.PreloadWorker"
 
@@ -153,15 +165,20 @@ def queues_for(env: Mapping[str, str], remote: bool) -> list[str]:
     return worker_queues(hardware, gib, web_node=not remote)
 
 
-def worker_argv(name: str | None = None, queues: list[str] | None = None) -> list[str]:
+def worker_argv(
+    name: str | None = None,
+    queues: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[str]:
     """The worker's command line; the Redis URL (it may hold a password) travels in RQ_REDIS_URL.
-    Default queues: the web node's own and the CPU queue (submissions/hardware.py)."""
+    Default queues: the web node's own and the CPU queue (submissions/hardware.py); `env` (else this
+    process's environment) may shorten the worker's timings."""
     argv = [
         sys.executable,
         "-m",
         "rq.cli",
         "worker",
-        *WORKER_ARGS,
+        *worker_timing_args(env),
         "--with-scheduler",
         "--worker-class",
         WORKER_CLASS,
@@ -179,7 +196,7 @@ def start_worker(
 ) -> subprocess.Popen:
     """A forking RQ worker on the service's queue, leader of its own process group."""
     env = {**(os.environ if env is None else env), "RQ_REDIS_URL": redis_url}
-    return _popen(worker_argv(name, queues_for(env, remote=False)), env, log_path)
+    return _popen(worker_argv(name, queues_for(env, remote=False), env), env, log_path)
 
 
 def web_argv(host: str, port: int, app: str | None = None) -> list[str]:
@@ -290,7 +307,7 @@ def _killpg(pgid: int, sig: int) -> None:
 
 def session_members(sid: int) -> list[int]:
     """PIDs whose session ID is sid (from /proc; Linux only, else empty)."""
-    members = []
+    members: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

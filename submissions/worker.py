@@ -81,6 +81,10 @@ def drain_outbox() -> None:
 
 
 WARM_ENV = "PERSONABOARD_WARM_ENGINES"
+# How long a running job's heartbeat outlives its worker: after that a dead worker's job is retried.
+# RQ's 60 s unless set (the tests shorten it, tests/conftest.py).
+HEARTBEAT_GRACE_ENV = "PERSONABOARD_JOB_HEARTBEAT_GRACE_S"
+RQ_HEARTBEAT_GRACE_S = 60
 
 
 def keeps_engines_warm() -> bool:
@@ -130,13 +134,16 @@ class PreloadWorker(Worker):
 
     def execute_job(self, job, queue):
         if keeps_engines_warm():
-            return SimpleWorker.execute_job(self, job, queue)
+            # SimpleWorker's way on this worker (not one): the job runs in this process
+            return SimpleWorker.execute_job(self, job, queue)  # type: ignore[arg-type]
         return super().execute_job(job, queue)
 
     def get_heartbeat_ttl(self, job, working_time: float = 0.0) -> int:
         if keeps_engines_warm():  # no horse monitor sends heartbeats during the job
-            return SimpleWorker.get_heartbeat_ttl(self, job, working_time)
-        return super().get_heartbeat_ttl(job, working_time)
+            return SimpleWorker.get_heartbeat_ttl(self, job, working_time)  # type: ignore[arg-type]
+        # RQ's TTL is the monitoring interval + 60 s: a job whose worker died is retried after that
+        grace = int(os.environ.get(HEARTBEAT_GRACE_ENV) or RQ_HEARTBEAT_GRACE_S)
+        return super().get_heartbeat_ttl(job, working_time) - RQ_HEARTBEAT_GRACE_S + grace
 
     def work(self, *args, **kwargs):
         threads = set_compute_threads()

@@ -8,6 +8,10 @@ here is stopped by PID at teardown (children also get SIGTERM if pytest itself d
     live_service            -> LiveService: Redis + 2 workers + web app (function scope)
     shared_live_service     -> the same, started once per test session (do not break it)
     hub_server              -> HubServerProcess: a local Hub-API server (tests/hub_server.py), with a token
+
+`make test` runs the suite in 3 processes (pytest-xdist, `--dist loadfile`: a file's tests stay in one
+process, so its module-scoped service starts once; a session-scoped service starts once per process
+that needs it). At the end every run prints the seconds per marker and the live services started.
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ if str(PROJECT_ROOT) not in sys.path:  # works without `pip install -e .` too
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+# Workers started by the tests (children inherit these) run maintenance and job monitoring every
+# second instead of every 5 (backend/processes.py), and a killed worker's job is retried 15 s after
+# its last heartbeat instead of RQ's 60 (submissions/worker.py): the fault tests wait less.
+os.environ.setdefault("PERSONABOARD_WORKER_TTL", "16")
+os.environ.setdefault("PERSONABOARD_JOB_HEARTBEAT_GRACE_S", "15")
 
 from backend import processes  # noqa: E402
 from backend.redis_server import RedisServer, log_tail  # noqa: E402
@@ -53,12 +62,133 @@ NEEDS_BY_FIXTURE = {
 }
 
 
+# Under pytest-xdist (`make test` runs `-n 3 --dist loadfile`) a file that starts last must not
+# keep the run waiting: files with slow tests go first, then model, browser and service files, then
+# the in-process ones; each file keeps its own order.
+LONG_FIRST = ("slow", "model", "browser", "service")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in NEEDS_BY_FIXTURE.items():
             if used & fixtures:
                 item.add_marker(marker)
+    if hasattr(config, "workerinput"):  # every xdist worker sorts alike: they must agree
+        rank: dict[str, int] = {}
+        for item in items:
+            names = {mark.name for mark in item.iter_markers()}
+            mine = next((i for i, name in enumerate(LONG_FIRST) if name in names), len(LONG_FIRST))
+            path = _file_of(item.nodeid)
+            rank[path] = min(rank.get(path, mine), mine)
+        items.sort(key=lambda item: rank[_file_of(item.nodeid)])
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _in_process_file(nodeid: str) -> bool:
+    """What the xdist controller, which sees node ids only, takes for a quick file: tests/unit's."""
+    return "/unit/" in _file_of(nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (one worker runs all of a file: its module-scoped service starts once) in
+    the order above, with one change: a worker must hold its next test before it runs the current
+    one, so while it runs a long file's last tests it is handed a quick file next, not another long
+    one that would wait behind a test of minutes while other workers idle."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongFilesAsideScheduling(LoadFileScheduling):
+        def _assign_work_unit(self, node):
+            pending = [
+                nodeid
+                for tests in self.assigned_work.get(node, {}).values()
+                for nodeid, done in tests.items()
+                if not done
+            ]
+            want_quick = any(not _in_process_file(nodeid) for nodeid in pending)
+            for scope in self.workqueue:
+                if _in_process_file(scope) == want_quick:
+                    self.workqueue.move_to_end(scope, last=False)
+                    break
+            super()._assign_work_unit(node)
+
+    config.option.loadscopereorder = False  # keep the order above, not the most tests first
+    return LongFilesAsideScheduling(config, log)
+
+
+# -- the time per marker, printed at the end of every run (pytest-xdist's controller included) -----
+SUMMARY_MARKERS = ("service", "browser", "model", "slow", "container")
+
+
+class _RunTally:
+    """Seconds (setup + call + teardown) and tests per marker, and the live services started,
+    added up from the test reports: under pytest-xdist they reach the controller from every worker."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.seconds: dict[str, float] = {}
+        self.tests: dict[str, set[str]] = {}
+        self.startups: list[float] = []
+        self.reported_startups = 0  # of LIVE_SERVICE_STARTUPS, those a report already carries
+
+    def add(self, report) -> None:
+        props = dict(report.user_properties)
+        markers = props.get("markers") or ["unmarked"]
+        for name in [*markers, "all"]:
+            self.seconds[name] = self.seconds.get(name, 0.0) + report.duration
+            self.tests.setdefault(name, set()).add(report.nodeid)
+        self.startups += props.get("live_service_startups", [])
+
+
+RUN_TALLY = _RunTally()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each report carries its test's markers and the live services started in that phase, so the
+    process that prints the summary (xdist's controller) can add them up."""
+    report = yield
+    markers = sorted({mark.name for mark in item.iter_markers()} & set(SUMMARY_MARKERS))
+    startups = LIVE_SERVICE_STARTUPS[RUN_TALLY.reported_startups :]
+    RUN_TALLY.reported_startups = len(LIVE_SERVICE_STARTUPS)
+    # a new list: the report shares item.user_properties with the test's other phases
+    report.user_properties = [
+        *report.user_properties,
+        ("markers", markers),
+        ("live_service_startups", startups),
+    ]
+    return report
+
+
+def pytest_runtest_logreport(report):
+    RUN_TALLY.add(report)
+
+
+@pytest.hookimpl(trylast=True)  # after --durations: the last block before the result line
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if hasattr(config, "workerinput"):  # an xdist worker: its reports reach the controller
+        return
+    tally = RUN_TALLY
+    if "all" not in tally.seconds:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.write_sep("=", "time per marker")
+    write("setup + call + teardown, summed over tests; a test counts under each of its markers")
+    for name in [*SUMMARY_MARKERS, "unmarked", "all"]:
+        write(
+            f"{name:<10} {len(tally.tests.get(name, ())):>5} tests {tally.seconds.get(name, 0.0):>9.1f} s"
+        )
+    write(f"wall time {time.monotonic() - tally.started:.1f} s")
+    write(
+        f"live services started: {len(tally.startups)}, {sum(tally.startups):.1f} s in start-up"
+        + (f" (slowest {max(tally.startups):.1f} s)" if tally.startups else "")
+    )
 
 
 @dataclass
@@ -129,7 +259,7 @@ class LiveService:
         return proc
 
     def registered_workers(self) -> list:
-        """rq Worker objects registered in Redis (a SIGKILLed one stays until its TTL, 20 s)."""
+        """rq Worker objects registered in Redis (a SIGKILLed one stays until its registration expires)."""
         from rq import Worker
 
         return Worker.all(connection=self.redis_client())
@@ -185,8 +315,14 @@ def create_test_users(data_dir: Path) -> tuple[str, str]:
     return identities.issue_token("tester")[1], identities.issue_token("operator")[1]
 
 
+# Seconds each live service of this process took to start (Redis, workers, web app answering):
+# the terminal summary counts them, as start-ups are where a shared service saves time.
+LIVE_SERVICE_STARTUPS: list[float] = []
+
+
 def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
     """Redis + workers + web app under `root` (data in root/data, logs in root/logs)."""
+    started = time.monotonic()
     data_dir = root / "data"
     log_dir = root / "logs"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -215,6 +351,7 @@ def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
     except BaseException:
         svc.stop()
         raise
+    LIVE_SERVICE_STARTUPS.append(time.monotonic() - started)
     return svc
 
 

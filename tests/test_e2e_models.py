@@ -182,15 +182,17 @@ def checkpoint_lines(svc, sid: str) -> int:
 
 
 @pytest.mark.slow
-def test_worker_killed_mid_model_run_resumes_from_checkpoint(live_service, tiny):
+def test_worker_killed_mid_model_run_resumes_from_checkpoint(shared_live_service, tiny):
     # Two batches of 64 items (model_eval.BATCH_ITEMS): the worker dies during the second one.
     # zero_shot rather than cot: the first batch takes ~20 s instead of ~60 s on 2 cores, and the
-    # second still leaves a window of ~20 s to kill in.
+    # second still leaves a window of ~20 s to kill in. The shared service is left as it was: the
+    # killed worker is replaced, and its job finishes on a live one.
     LIMIT = 128
-    svc = live_service
-    register_model(svc, "tiny-gen", tiny["generative"])
+    svc = shared_live_service
+    name = f"tiny-gen-{uuid.uuid4().hex[:8]}"
+    register_model(svc, name, tiny["generative"])
     with http_client(svc) as http:
-        answer = http.post("/api/v1/submissions", json=model_body("tiny-gen", limit=LIMIT))
+        answer = http.post("/api/v1/submissions", json=model_body(name, limit=LIMIT))
         assert answer.status_code == 201, answer.text
         sid = answer.json()["id"]
         deadline = time.monotonic() + 150
@@ -225,6 +227,7 @@ def test_worker_killed_mid_model_run_resumes_from_checkpoint(live_service, tiny)
         assert prov["items_resumed"] >= 64
         assert prov["items"] == LIMIT and prov["attempts"] >= 2
         assert checkpoint_lines(svc, sid) == LIMIT  # nothing computed twice
+    svc.wait_workers_registered()  # the shared service has its two workers again
 
 
 @pytest.mark.slow

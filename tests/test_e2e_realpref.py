@@ -242,10 +242,11 @@ def judge_transcript(svc, sid: str) -> list[dict]:
 
 
 @pytest.mark.model
-def test_realpref_true_false_tiny_model(live_service, tmp_path):
+def test_realpref_true_false_tiny_model(module_live_service, tmp_path):
     """true_false from a tiny model (choice_logprobs over the single tokens True/False): a finished
     partial row (only `simple` fits the 16K window) whose accuracy is exactly that of the stored answers."""
-    svc = live_service
+    # shared with the judge test below; the end-to-end test, which starts before the install, has its own
+    svc = module_live_service
     started = time.monotonic()
     install(svc)
     name = "tiny-tf"
@@ -295,14 +296,14 @@ def test_realpref_true_false_tiny_model(live_service, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_realpref_open_ended_with_local_judge(live_service, tmp_path):
+def test_realpref_open_ended_with_local_judge(module_live_service, tmp_path):
     """open_ended with a tiny judge registered on the service and named in PERSONABOARD_JUDGE_MODEL
     (web app and workers), under the paper's judge protocol (the judge writes a score and its
     rationale; the worker parses them): (a) an uploaded predictions file -> finished row, every
     rubric mean the judge's written score, no judge failures, the rationales kept beside the
     answers and nowhere public; (b) a tiny model's own answers (generate_parse, limit 2) ->
     finished partial row, judged the same way."""
-    svc = live_service
+    svc = module_live_service  # it names a judge and restarts the service's processes: last
     started = time.monotonic()
     install(svc)
     judge, runner = "tiny-judge", "tiny-oe"

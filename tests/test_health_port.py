@@ -11,6 +11,7 @@ import time
 import httpx
 import pytest
 from board_fixture import minimal_record
+from live_helpers import wait_until
 
 from backend import health
 from backend.health import PATH, HealthListener, LoopHeartbeat, QueueProbe
@@ -94,9 +95,15 @@ def test_a_web_loop_that_stops_beating_is_reported_stalled(tmp_path, monkeypatch
         with httpx.Client(timeout=10) as http:
             loop.run_until_complete(asyncio.sleep(0.6))  # the loop runs: it beat moments ago
             assert http.get(url).status_code == 200
-            time.sleep(2.5)  # the loop does not run: no beat for longer than LOOP_STALL_S
-            stalled = http.get(url)
-            assert stalled.status_code == 503 and stalled.json()["status"] == "stalled"
+            # the loop does not run: once it has not beaten for LOOP_STALL_S, health says so
+            stalled = wait_until(
+                lambda: (answer := http.get(url)).status_code == 503 and answer,
+                30,
+                "health to report the stalled loop",
+                interval=0.2,
+            )
+            assert heartbeat.silent_for() > health.LOOP_STALL_S  # not before
+            assert stalled.json()["status"] == "stalled"
             assert "event loop" in stalled.json()["message"]
             loop.run_until_complete(asyncio.sleep(0.3))  # running again
             assert http.get(url).status_code == 200

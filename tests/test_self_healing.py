@@ -143,6 +143,9 @@ def test_serve_heals_redis_web_and_worker_kills_under_uploads(tmp_path):
     token = uploader_token(data_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERSONABOARD_")}
     env.update(
+        # the tests' shorter worker timings (tests/conftest.py): the killed worker's job comes back sooner
+        PERSONABOARD_WORKER_TTL=os.environ["PERSONABOARD_WORKER_TTL"],
+        PERSONABOARD_JOB_HEARTBEAT_GRACE_S=os.environ["PERSONABOARD_JOB_HEARTBEAT_GRACE_S"],
         PERSONABOARD_DATA_DIR=str(data_dir),
         PERSONABOARD_HOST="127.0.0.1",
         PERSONABOARD_PORT=str(processes.free_port()),
