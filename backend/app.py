@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -60,7 +61,7 @@ def add_offline_docs(app: FastAPI) -> None:
     @app.get("/docs", include_in_schema=False)
     def docs():
         return get_swagger_ui_html(
-            openapi_url=app.openapi_url,
+            openapi_url=app.openapi_url or "/openapi.json",  # None: the app keeps the default
             title=f"{app.title} API",
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
@@ -76,7 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     sweeper_stop = threading.Event()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         services.start_reconciler()  # re-queue anything accepted but lost by the queue
         services.start_publisher()  # requests/ records and the outbox backlog, to the results store
         services.start_board_watcher()  # the leaderboard of each new results head, built before it is asked for
@@ -113,7 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(metrics_router(services))
 
     @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError):
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [
             {
                 "line": None,
@@ -126,14 +127,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse({"detail": {"message": message, "problems": problems}}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException):
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         # The framework's own refusals (a body it cannot parse: 400; a method not allowed: 405) say
         # their detail as a string; every error body of this API is {"detail": {"message": ...}}.
         detail = exc.detail if isinstance(exc.detail, dict) else {"message": str(exc.detail)}
         return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)
-    async def unexpected_error(request: Request, exc: Exception):
+    async def unexpected_error(request: Request, exc: Exception) -> JSONResponse:
         # Logged with the traceback for the operator; the client gets no internals.
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return JSONResponse(

@@ -29,6 +29,7 @@ import asyncio
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from redis import ConnectionPool, Redis
@@ -37,6 +38,9 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from submissions.service import Services
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +98,7 @@ class QueueProbe:
         return False
 
 
-def health_report(services, probe: QueueProbe) -> dict:
+def health_report(services: Services, probe: QueueProbe) -> dict[str, Any]:
     """What /api/v1/health says: the service lives, whether the queue answers, the results head,
     and the publish backlog."""
     backlog = services.outbox.backlog()
@@ -117,7 +121,7 @@ class HealthFastPath:
     """Answers GET /api/v1/health itself (any query string is ignored, as the route ignores it);
     everything else goes on. The route stays, for the API schema."""
 
-    def __init__(self, app: ASGIApp, services, probe: QueueProbe) -> None:
+    def __init__(self, app: ASGIApp, services: Services, probe: QueueProbe) -> None:
         self.app = app
         self.services = services
         self.probe = probe
@@ -162,7 +166,7 @@ class HealthListener:
     loop has not beaten its heartbeat for LOOP_STALL_S (the process lives, the service does not)."""
 
     def __init__(
-        self, services, probe: QueueProbe, heartbeat: LoopHeartbeat, host: str, port: int
+        self, services: Services, probe: QueueProbe, heartbeat: LoopHeartbeat, host: str, port: int
     ) -> None:
         self.services, self.probe, self.heartbeat = services, probe, heartbeat
         # log_config/log_level None: a Config otherwise reconfigures the process's uvicorn loggers

@@ -20,6 +20,8 @@ body, and no request copies the body.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.responses import Response
@@ -35,6 +37,9 @@ from leaderboard.readpath import (
     check_filters,
 )
 from leaderboard.table import EXPORT_FORMATS
+
+if TYPE_CHECKING:
+    from submissions.service import Services
 
 PATH = "/api/v1/leaderboard"
 FAST_PARAMS = {"suite", "task", "setting", "tier", "format", "limit", "offset", "complete"}
@@ -125,7 +130,7 @@ def leaderboard_response(
     fmt: str,
     pinned: bool,
     if_none_match: str | None,
-    query: list[tuple[str, str]] = (),
+    query: Sequence[tuple[str, str]] = (),
     path: str = PATH,
     filename: str = "leaderboard",
 ) -> Response:
@@ -158,11 +163,11 @@ def leaderboard_response(
 
 
 class LeaderboardFastPath:
-    def __init__(self, app: ASGIApp, services) -> None:
+    def __init__(self, app: ASGIApp, services: Services) -> None:
         self.app = app
         self.services = services
         self._parsed: dict[
-            bytes, tuple | None
+            bytes, FastRequest | None
         ] = {}  # query string -> what it asks for (None: the route's)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -178,8 +183,9 @@ class LeaderboardFastPath:
 
     def _cached(self, scope: Scope) -> tuple[Body, str, str | None, list[tuple[str, str]]] | None:
         query = scope.get("query_string", b"")
-        request = self._parsed.get(query, _UNPARSED)
-        if request is _UNPARSED:
+        try:
+            request = self._parsed[query]
+        except KeyError:
             request = _fast_request(query)
             if len(self._parsed) >= PARSED_QUERIES:
                 self._parsed.clear()  # query strings come from anyone: bounded
@@ -196,10 +202,11 @@ class LeaderboardFastPath:
         return (body, fmt, decode(b"if-none-match"), pairs) if body is not None else None
 
 
-_UNPARSED = object()
+# what a query string asks for: its filters, format, page, and its parameters (the Link header's)
+FastRequest = tuple[Filters, str, Page | None, list[tuple[str, str]]]
 
 
-def _fast_request(query: bytes) -> tuple[Filters, str, Page | None, list[tuple[str, str]]] | None:
+def _fast_request(query: bytes) -> FastRequest | None:
     """What a query string asks for, or None when the route must answer it."""
     pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
     params = dict(pairs)
@@ -215,7 +222,12 @@ def _fast_request(query: bytes) -> tuple[Filters, str, Page | None, list[tuple[s
     complete = params.get("complete", "false")
     if limit is False or offset is False or complete not in ("true", "false"):
         return None  # the route explains what is wrong (or reads a spelling of true it accepts)
-    filters = Filters(*(params.get(name) or None for name in ("suite", "task", "setting", "tier")))
+    filters = Filters(
+        suite=params.get("suite") or None,
+        task=params.get("task") or None,
+        setting=params.get("setting") or None,
+        tier=params.get("tier") or None,
+    )
     try:
         check_filters(filters)
     except UnknownFilter:

@@ -13,12 +13,15 @@ no reference line.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluator.suite import Task
 
+if TYPE_CHECKING:
+    from evaluator.scoring import Scores
 
-def _constant_scores(task: Task) -> dict[str, dict[str, Any]]:
+
+def _constant_scores(task: Task) -> dict[str, Scores]:
     from evaluator.scoring import score_answers
 
     split = task.load_split()
@@ -33,7 +36,7 @@ def _value(block: dict[str, Any], metric: str) -> float | None:
     return None if stats is None else stats.get("value")
 
 
-def _mean_line(scores: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+def _mean_line(scores: list[Scores], metric: str) -> dict[str, Any]:
     """The average of several constant answers' results, total and per tier (no interval: an expectation)."""
     first = scores[0]
 

@@ -38,10 +38,14 @@ from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evaluator.metrics import metric_scale
+
+if TYPE_CHECKING:
+    from evaluator.scoring import Scores
 
 MIN_ITEMS = 50  # no released number (total, tier, partial run) comes from fewer items
 MIN_TIER_ITEMS = MIN_ITEMS
@@ -89,11 +93,11 @@ def _rounded(stats: dict[str, Any], step: float) -> dict[str, Any]:
     }
 
 
-def primary_value(metrics: dict[str, Any]) -> float | None:
+def primary_value(metrics: Mapping[str, Any]) -> float | None:
     return (metrics["total"].get(metrics["metric"]) or {}).get("value")
 
 
-def primary_step(metrics: dict[str, Any]) -> float:
+def primary_step(metrics: Mapping[str, Any]) -> float:
     return noise_step(metrics["n_items"], metrics["metric"])
 
 
@@ -151,7 +155,7 @@ def _large_enough(stats: dict[str, Any]) -> bool:
     return (stats.get("n") or 0) >= MIN_ITEMS
 
 
-def released_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+def released_metrics(metrics: Mapping[str, Any]) -> Scores:
     """The copy of `metrics` (the scorer's output) that may leave the scorer: the primary metric
     and the metrics `released_metric_kind` lets out, rounded to their own step, nothing from fewer
     than MIN_ITEMS items, tiers thinned the same way."""
@@ -161,7 +165,7 @@ def released_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
         for m, stats in metrics["total"].items()
         if released_metric_kind(m, primary) != "withheld" and _large_enough(stats)
     }
-    tiers: dict[str, dict[str, Any]] = {}
+    tiers: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     for group, by_tier in metrics["tiers"].items():
         kept = {
             tier: {
@@ -175,12 +179,15 @@ def released_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
         kept = {tier: values for tier, values in kept.items() if values}
         if kept:
             tiers[group] = kept
-    released = {
-        # `private`: the private part's score, kept by the service until a named release
-        k: v
-        for k, v in metrics.items()
-        if k not in ("total", "tiers", "tiers_not_covered", "private")
-    }
+    released = cast(
+        "Scores",
+        {
+            # `private`: the private part's score, kept by the service until a named release
+            k: v
+            for k, v in metrics.items()
+            if k not in ("total", "tiers", "tiers_not_covered", "private")
+        },
+    )
     released.update(
         {
             "total": total,

@@ -7,7 +7,9 @@ submitter's own answers it would reveal the hidden gold labels.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Required, TypedDict
 
 import numpy as np
 
@@ -23,8 +25,37 @@ SCORER_VERSION = "1.0.0"
 BOOTSTRAP_SEED = 20251122
 
 
+class SplitFields(TypedDict):
+    """split_provenance(): what a result records of the split it was scored on."""
+
+    split: dict[str, Any]  # name, sha256 (of the whole split), n_items (scored), full_n_items
+    suite_version: str
+    scorer_version: str
+
+
+class Scores(TypedDict, total=False):
+    """The scorer's result: aggregates only, never an item's. score_answers gives the required
+    keys (and the optional ones its task calls for); score_predictions_file adds the split's fields
+    and the time taken; evaluator/release.py's released copy of a hidden split's adds `release`."""
+
+    metric: Required[str]  # the primary metric
+    interval_unit: str  # what the bootstrap resamples (items, or the task's units)
+    total: Required[dict[str, dict[str, Any]]]  # metric -> {value, ci95, n} on all items
+    # tier group -> tier -> the primary metric (and any the task reports per tier) -> stats
+    tiers: Required[dict[str, dict[str, dict[str, dict[str, Any]]]]]
+    n_items: Required[int]
+    scoring_provenance: dict[str, Any]  # a judge-scored task: its judge
+    parts: dict[str, int]  # a split with a private part: the items of each part
+    private: dict[str, Any]  # the private part's primary metric: kept, never published
+    split: dict[str, Any]
+    suite_version: str
+    scorer_version: str
+    scoring_seconds: float
+    release: dict[str, Any]  # how a hidden split's numbers were released
+
+
 def item_arrays(
-    task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None
+    task: Task, split: Split, answers: Mapping[str, object], judge: Judge | None = None
 ) -> dict[str, np.ndarray]:
     """Per-item arrays the metrics read (the task's hook, or exact-match correctness). A
     judge-scored task's hook gets the judge the caller resolved (evaluator/judge.py)."""
@@ -101,8 +132,8 @@ def private_part_ids(task: Task) -> frozenset[str]:
 
 
 def score_answers(
-    task: Task, split: Split, answers: dict[str, object], judge: Judge | None = None
-) -> dict[str, Any]:
+    task: Task, split: Split, answers: Mapping[str, object], judge: Judge | None = None
+) -> Scores:
     """Aggregate metrics for a complete, validated set of answers: every metric on the total,
     the primary metric on every tier. `judge`: the judge model of a judge-scored task.
 
@@ -118,18 +149,15 @@ def score_answers(
     )
     live = np.flatnonzero(~in_private)
     total, tiers = _aggregate(task, split, arrays, live, rng, units)
-    result = {
-        **(
-            {"scoring_provenance": {"judge": judge.provenance(task)}}
-            if judge and task.judge
-            else {}
-        ),
+    result: Scores = {
         "metric": task.metric,
         "interval_unit": units.name,
         "total": total,
         "tiers": tiers,
         "n_items": len(live),
     }
+    if judge and task.judge:
+        result["scoring_provenance"] = {"judge": judge.provenance(task)}
     if in_private.any():
         held = np.flatnonzero(in_private)
         held_total, _ = _aggregate(
@@ -144,7 +172,7 @@ def score_answers(
     return result
 
 
-def split_provenance(task: Task, scored: Split, full: Split | None = None) -> dict[str, Any]:
+def split_provenance(task: Task, scored: Split, full: Split | None = None) -> SplitFields:
     """What a result records of the split it was scored on (the one place these fields are made):
     the items scored (`scored`: the whole split, or a model run's subset) and the whole split's hash."""
     full = full or scored
@@ -161,8 +189,8 @@ def split_provenance(task: Task, scored: Split, full: Split | None = None) -> di
 
 
 def score_predictions_file(
-    task: Task, path, filename: str | None = None, judge: Judge | None = None
-) -> dict[str, Any]:
+    task: Task, path: str | Path, filename: str | None = None, judge: Judge | None = None
+) -> Scores:
     """Validate a predictions file and score it: the one entry point the CLI and the workers share."""
     split = task.load_split()
     started = time.perf_counter()

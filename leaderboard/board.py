@@ -33,7 +33,17 @@ import pandas as pd
 
 from evaluator.metrics import known_metrics
 from evaluator.registry import all_suites
-from leaderboard.columns import board_download_columns
+from leaderboard.columns import (
+    ABOVE_REFERENCE,
+    COMPARABLE_PAPER_ROWS,
+    DUPLICATE_OF,
+    MODEL_REVISION,
+    RANK,
+    RANK_AMONG,
+    RANK_GROUP,
+    SIZE,
+    board_download_columns,
+)
 from leaderboard.reported import comparable_paper_rows
 from leaderboard.table import (
     TOTAL,
@@ -79,8 +89,8 @@ def model_facts(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         rows.append(
             {
                 "submission_id": record["submission_id"],
-                **{c: facts[c] for c in FACT_COLUMNS[1:] if c != "size"},
-                "size": size_bucket(facts["parameters"]),
+                **{c: facts[c] for c in FACT_COLUMNS[1:] if c != SIZE},
+                SIZE: size_bucket(facts["parameters"]),
             }
         )
     return pd.DataFrame(rows, columns=FACT_COLUMNS)
@@ -90,9 +100,9 @@ FACT_COLUMNS = [
     "submission_id",
     "model_type",
     "parameters",
-    "size",
+    SIZE,
     "license",
-    "model_revision",
+    MODEL_REVISION,
     "predictions_sha256",
 ]
 
@@ -170,7 +180,7 @@ def rank_rows(
         board["predictions_sha256"] = board["predictions_sha256"].fillna("")
     for column in ("model_type", "license"):
         board[column] = board[column].fillna(UNKNOWN) if column in board else UNKNOWN
-    board["size"] = [size_bucket(p) for p in board.get("parameters", pd.Series(index=board.index))]
+    board[SIZE] = [size_bucket(p) for p in board.get("parameters", pd.Series(index=board.index))]
     ranked_by = ranking_column(board, tier)
     bounds = cells[cells["column"] == ranked_by].drop_duplicates("submission_id")
     bounds = bounds.set_index("submission_id")
@@ -178,31 +188,31 @@ def rank_rows(
     low = board["submission_id"].map(bounds["ci_low"]).astype(float).fillna(value)
     high = board["submission_id"].map(bounds["ci_high"]).astype(float).fillna(value)
     judged = (board["row_kind"] != REFERENCE_KIND) & value.notna()
-    board["above_reference"] = pd.Series(pd.NA, index=board.index, dtype="boolean")
+    board[ABOVE_REFERENCE] = pd.Series(pd.NA, index=board.index, dtype="boolean")
     if line is not None:
-        board.loc[judged, "above_reference"] = (low[judged] > line["value"]).to_numpy()
-    below = board["above_reference"].eq(False).fillna(False).astype(bool)
-    board["duplicate_of"] = duplicates_of(board)
+        board.loc[judged, ABOVE_REFERENCE] = (low[judged] > line["value"]).to_numpy()
+    below = board[ABOVE_REFERENCE].eq(False).fillna(False).astype(bool)
+    board[DUPLICATE_OF] = duplicates_of(board)
     # the paper rows each row may stand beside: same setting and protocol (leaderboard/reported.py)
     protocols = dict(zip(board["submission_id"], board["protocol"].fillna("").astype(str)))
-    board["comparable_paper_rows"] = comparable_paper_rows(board, protocols)
+    board[COMPARABLE_PAPER_ROWS] = comparable_paper_rows(board, protocols)
     verified = (
-        (board["row_kind"] == RANKED_KIND) & value.notna() & ~below & (board["duplicate_of"] == "")
+        (board["row_kind"] == RANKED_KIND) & value.notna() & ~below & (board[DUPLICATE_OF] == "")
     )
-    board["rank"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
-    board["rank_among"] = rank_groups(board)
-    for group in board.loc[verified, "rank_among"].unique():
-        members = verified & (board["rank_among"] == group)
-        board.loc[members, "rank"] = ranks_from_intervals(low[members], high[members])
+    board[RANK] = pd.Series(pd.NA, index=board.index, dtype="Int64")
+    board[RANK_AMONG] = rank_groups(board)
+    for group in board.loc[verified, RANK_AMONG].unique():
+        members = verified & (board[RANK_AMONG] == group)
+        board.loc[members, RANK] = ranks_from_intervals(low[members], high[members])
     # 1, 2, 3 ... over the distinct ranks of each ranking (the default protocol's, then each other's)
-    board["rank_group"] = pd.Series(pd.NA, index=board.index, dtype="Int64")
-    for group in board["rank_among"].unique():
-        members = board["rank_among"] == group
-        ranks = sorted(board.loc[members, "rank"].dropna().unique())
-        board.loc[members, "rank_group"] = board.loc[members, "rank"].map(
+    board[RANK_GROUP] = pd.Series(pd.NA, index=board.index, dtype="Int64")
+    for group in board[RANK_AMONG].unique():
+        members = board[RANK_AMONG] == group
+        ranks = sorted(board.loc[members, RANK].dropna().unique())
+        board.loc[members, RANK_GROUP] = board.loc[members, RANK].map(
             {rank: i + 1 for i, rank in enumerate(ranks)}
         )
-    board["_group"] = (board["rank_among"] != "").astype(int)
+    board["_group"] = (board[RANK_AMONG] != "").astype(int)
     board["_section"] = (
         board["row_kind"]
         .map({k: i for i, k in enumerate(SECTION_ORDER)})
@@ -211,7 +221,7 @@ def rank_rows(
     board["_below"] = below
     board["_score"] = value
     board = board.sort_values(
-        ["_section", "_group", "rank_among", "_below", "_score", "submitted_at"],
+        ["_section", "_group", RANK_AMONG, "_below", "_score", "submitted_at"],
         ascending=[True, True, True, True, False, True],
         na_position="last",
     )

@@ -4,6 +4,11 @@ Everything that lists the board's columns asks here: the board's column order an
 (space/board_view.py), the header labels (space/display.py) and the downloads
 (leaderboard/readpath.py via `board_download_columns`). Score columns (`{metric}`, `{tier}`) are
 placeholders filled from the manifests and metrics.yaml by the caller.
+
+Code that names a column the board computes (not a field of the result record, whose names the
+record's schema spells: leaderboard/result_record.py) uses the constants below, never the name
+itself: tests/unit/test_column_literals.py fails on such a name written as a string anywhere else,
+and `registry()` fails if columns.yaml no longer lists a column named here.
 """
 
 from __future__ import annotations
@@ -21,6 +26,32 @@ Shown = Literal["always", "default", "optional", "never"]
 SHOWN: tuple[Shown, ...] = ("always", "default", "optional", "never")
 SOURCES = ("record", "provenance", "scores", "board")
 TYPES = ("str", "int", "float", "bool")
+
+# The board's computed columns (leaderboard/board.py, leaderboard/table.py), by name.
+RANK = "rank"
+RANK_GROUP = "rank_group"
+RANK_AMONG = "rank_among"
+TOTAL_CI_LOW = "total_ci_low"
+TOTAL_CI_HIGH = "total_ci_high"
+ABOVE_REFERENCE = "above_reference"
+SIZE = "size"
+DUPLICATE_OF = "duplicate_of"
+COMPARABLE_PAPER_ROWS = "comparable_paper_rows"
+MODEL_REVISION = "model_revision"
+SPLIT_SHA256 = "split_sha256"
+NAMED_COLUMNS = (
+    RANK,
+    RANK_GROUP,
+    RANK_AMONG,
+    TOTAL_CI_LOW,
+    TOTAL_CI_HIGH,
+    ABOVE_REFERENCE,
+    SIZE,
+    DUPLICATE_OF,
+    COMPARABLE_PAPER_ROWS,
+    MODEL_REVISION,
+    SPLIT_SHA256,
+)
 
 
 @dataclass(frozen=True)
@@ -73,10 +104,22 @@ def parse_columns(entries: list[dict], where: str = "columns.yaml") -> tuple[Col
     return tuple(columns)
 
 
+def read_registry(path: Path) -> tuple[Column, ...]:
+    """A registry file's columns, checked; it must list every column named by a constant here."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    columns = parse_columns(data.get("columns") or [], str(path))
+    listed = {c.name for c in columns}
+    if unlisted := [name for name in NAMED_COLUMNS if name not in listed]:
+        # renamed or dropped in the YAML: the code naming it would read a column that is not there
+        raise ColumnRegistryError(
+            f"{path}: no column {', '.join(unlisted)} (named in leaderboard/columns.py)"
+        )
+    return columns
+
+
 @lru_cache(maxsize=1)
 def registry() -> tuple[Column, ...]:
-    data = yaml.safe_load(REGISTRY.read_text(encoding="utf-8")) or {}
-    return parse_columns(data.get("columns") or [], str(REGISTRY))
+    return read_registry(REGISTRY)
 
 
 def column(name: str) -> Column:

@@ -41,6 +41,7 @@ import pandas as pd
 
 from evaluator.registry import all_suites
 from leaderboard.board import RANKED_KIND, SIZE_BUCKETS, ranks_from_intervals, size_bucket
+from leaderboard.columns import RANK, SIZE, SPLIT_SHA256, TOTAL_CI_HIGH, TOTAL_CI_LOW
 from leaderboard.table import UNKNOWN
 
 UPLOADED = "uploaded predictions"  # the protocol an uploaded predictions file records
@@ -52,7 +53,7 @@ OVERVIEW_NOTE = (
     "columns are different metrics on different scales, items and splits: do not average them."
 )
 # per task column: value, interval, rank, and the facts behind them
-CELL_FIELDS = ("ci_low", "ci_high", "rank", "n", "setting", "note", "submission_id")
+CELL_FIELDS = ("ci_low", "ci_high", RANK, "n", "setting", "note", "submission_id")
 # per model: who it is and the facts the filters read (its newest result that states each)
 MODEL_FIELDS = (
     "model_name",
@@ -61,7 +62,7 @@ MODEL_FIELDS = (
     "model_link",
     "model_type",
     "parameters",
-    "size",
+    SIZE,
     "license",
     "tasks",
 )
@@ -173,9 +174,9 @@ def counted_rows(rows: pd.DataFrame, wanted: Iterable[Condition]) -> pd.DataFram
 def rank_column(cells: pd.DataFrame) -> pd.DataFrame:
     """`rank` and `note` for the counted cells of one column (see the module doc)."""
     cells = cells.sort_values(["submitted_at", "submission_id"]).copy()
-    cells["rank"] = pd.Series(pd.NA, index=cells.index, dtype="Int64")
+    cells[RANK] = pd.Series(pd.NA, index=cells.index, dtype="Int64")
     cells["note"] = ""
-    split = cells["split_sha256"].fillna("").astype(str)
+    split = cells[SPLIT_SHA256].fillna("").astype(str)
     # the column's split version: the one most of its rows ran (ties: the newest row's)
     counts = split.value_counts()
     newest = split.iloc[::-1]
@@ -200,9 +201,9 @@ def rank_column(cells: pd.DataFrame) -> pd.DataFrame:
     ranked = cells["note"] == ""
     if ranked.any():
         value = cells.loc[ranked, "total"].astype(float)
-        low = cells.loc[ranked, "total_ci_low"].astype(float).fillna(value)
-        high = cells.loc[ranked, "total_ci_high"].astype(float).fillna(value)
-        cells.loc[ranked, "rank"] = ranks_from_intervals(low, high)
+        low = cells.loc[ranked, TOTAL_CI_LOW].astype(float).fillna(value)
+        high = cells.loc[ranked, TOTAL_CI_HIGH].astype(float).fillna(value)
+        cells.loc[ranked, RANK] = ranks_from_intervals(low, high)
     return cells
 
 
@@ -238,9 +239,9 @@ def overview_table(
     for column in columns:
         cells = ranked[ranked["column"] == column].set_index("model_key")
         frame[column] = cells["total"].astype(float)
-        frame[f"{column} ci_low"] = cells["total_ci_low"].astype(float)
-        frame[f"{column} ci_high"] = cells["total_ci_high"].astype(float)
-        frame[f"{column} rank"] = cells["rank"].astype("Int64")
+        frame[f"{column} ci_low"] = cells[TOTAL_CI_LOW].astype(float)
+        frame[f"{column} ci_high"] = cells[TOTAL_CI_HIGH].astype(float)
+        frame[f"{column} rank"] = cells[RANK].astype("Int64")
         frame[f"{column} n"] = cells["n_items"].astype("Int64")
         for name in ("setting", "note", "submission_id"):
             frame[f"{column} {name}"] = cells[name]
@@ -279,7 +280,7 @@ def model_facts(ranked: pd.DataFrame) -> pd.DataFrame:
     frame["model_type"] = newest_known("model_type").reindex(frame.index).fillna(UNKNOWN)
     parameters = pd.to_numeric(ranked["parameters"], errors="coerce")
     frame["parameters"] = parameters.groupby(ranked["model_key"]).last().reindex(frame.index)
-    frame["size"] = [size_bucket(p) for p in frame["parameters"]]
+    frame[SIZE] = [size_bucket(p) for p in frame["parameters"]]
     frame["license"] = newest_known("license").reindex(frame.index).fillna(UNKNOWN)
     frame["source"] = grouped["source"].last().map(producer)
     frame["model_link"] = newest_known("model_link").reindex(frame.index).fillna("")
@@ -297,7 +298,7 @@ def filter_overview(
     license, whose name contains `search` (any case). Ranks stay those of the whole column; a
     column no kept model has a result in is dropped."""
     keep = pd.Series(True, index=frame.index)
-    for column, wanted in (("model_type", model_type), ("size", size), ("license", license)):
+    for column, wanted in (("model_type", model_type), (SIZE, size), ("license", license)):
         if wanted:
             keep &= frame[column] == wanted
     needle = (search or "").strip().casefold()

@@ -29,8 +29,7 @@ def _released(task, line: dict[str, Any]) -> dict[str, Any]:
     from evaluator.release import released_metrics
 
     released = released_metrics({**line["metrics"], "n_items": line["n_items"]})
-    released.pop("n_items", None)
-    return released
+    return {k: v for k, v in released.items() if k != "n_items"}
 
 
 def _row(task, line: dict[str, Any], split_sha: str) -> dict[str, Any]:

@@ -119,25 +119,36 @@ class ResultRecord(BaseModel):
     n_items: int = 0  # 0: not known (a paper that gives no count)
     metrics: Metrics
 
+    def published(self) -> dict[str, Any]:
+        """The JSON-ready dict the store writes: what was given, no optional field added as null."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+def new_record(**fields: Any) -> ResultRecord:
+    """The one constructor: a validated record of the current schema version (RecordError naming
+    the field otherwise)."""
+    return checked_record({"schema_version": SCHEMA_VERSION, **fields})
+
 
 def make_record(**fields: Any) -> dict[str, Any]:
-    """The one constructor: a validated record (of the current schema version) as the JSON-ready
-    dict the store writes."""
-    return validate_record({"schema_version": SCHEMA_VERSION, **fields})
+    """new_record's record as the JSON-ready dict the store writes."""
+    return new_record(**fields).published()
 
 
-def validate_record(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` checked against the result record (RecordError naming the field), as a plain dict."""
+def checked_record(data: dict[str, Any]) -> ResultRecord:
+    """`data` as the typed result record; RecordError naming the field when it is not one."""
     try:
-        record = ResultRecord.model_validate(data)
+        return ResultRecord.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
         )
         raise RecordError(f"result record {data.get('submission_id', '?')!r}: {problems}") from None
-    return record.model_dump(
-        mode="json", exclude_unset=True
-    )  # what was given: no optional field added as null
+
+
+def validate_record(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` checked against the result record (RecordError naming the field), as a plain dict."""
+    return checked_record(data).published()
 
 
 def record_json_schema() -> dict[str, Any]:

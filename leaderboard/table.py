@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from evaluator.metrics import known_metrics
+from leaderboard.columns import MODEL_REVISION, SPLIT_SHA256, TOTAL_CI_HIGH, TOTAL_CI_LOW
 from leaderboard.result_record import (
     JudgeProvenance,
     ModelProvenance,
@@ -34,11 +35,11 @@ PROVENANCE_COLUMNS = [
     "model_type",
     "parameters",
     "license",
-    "model_revision",
+    MODEL_REVISION,
     "protocol",
     "judge",
     "backend",
-    "split_sha256",
+    SPLIT_SHA256,
     "predictions_sha256",
 ]
 # What a table part written before a column existed reads as
@@ -93,11 +94,11 @@ def provenance_columns(record: dict[str, Any]) -> dict[str, Any]:
         "model_type": model_type_of(record, model),
         "parameters": float(parameters) if isinstance(parameters, (int, float)) else None,
         "license": model.get("license") or UNKNOWN,
-        "model_revision": model.get("revision") or provenance.get("revision") or "",
+        MODEL_REVISION: model.get("revision") or provenance.get("revision") or "",
         "protocol": provenance.get("protocol") or "",
         "judge": provenance.get("judge", JudgeProvenance()).get("model") or "",
         "backend": provenance.get("backend") or "",
-        "split_sha256": provenance.get("split", SplitProvenance()).get("sha256") or "",
+        SPLIT_SHA256: provenance.get("split", SplitProvenance()).get("sha256") or "",
         # an upload's file hash, or a model run's answers hash (submissions/jobs.py)
         "predictions_sha256": provenance.get("predictions_sha256")
         or provenance.get("answers_sha256")
@@ -224,7 +225,7 @@ def wide_rows(scores: pd.DataFrame) -> WideRows:
     the total's interval, item count and trailing columns; unfiltered and unordered."""
     if scores.empty:
         return WideRows(
-            pd.DataFrame(columns=[*EMPTY_VIEW_COLUMNS, "total_ci_low", "total_ci_high"]),
+            pd.DataFrame(columns=[*EMPTY_VIEW_COLUMNS, TOTAL_CI_LOW, TOTAL_CI_HIGH]),
             pd.DataFrame(columns=[*SLICE_COLUMNS, "column"]),
             pd.DataFrame(columns=CELL_COLUMNS),
         )
@@ -243,8 +244,8 @@ def wide_rows(scores: pd.DataFrame) -> WideRows:
         index="submission_id", columns="column", values="value", aggfunc="first", dropna=False
     )
     wide = ids[ID_COLUMNS].join(values)
-    wide["total_ci_low"] = totals["ci_low"]
-    wide["total_ci_high"] = totals["ci_high"]
+    wide[TOTAL_CI_LOW] = totals["ci_low"]
+    wide[TOTAL_CI_HIGH] = totals["ci_high"]
     wide["n_items"] = totals["n"]
     wide["submitted_at"] = ids["submitted_at"]
     wide["model_link"] = ids["model_link"]
@@ -295,8 +296,8 @@ def finish_view(
     ordered = [
         *ID_COLUMNS,
         TOTAL,
-        "total_ci_low",
-        "total_ci_high",
+        TOTAL_CI_LOW,
+        TOTAL_CI_HIGH,
         *metric_columns,
         *tier_columns,
         *TRAILING_COLUMNS,

@@ -15,7 +15,16 @@ from urllib.parse import quote
 import pandas as pd
 
 from evaluator.metrics import known_metrics
-from leaderboard.columns import chooser_entries, default_chooser, registry
+from leaderboard.columns import (
+    ABOVE_REFERENCE,
+    DUPLICATE_OF,
+    RANK,
+    RANK_AMONG,
+    SIZE,
+    chooser_entries,
+    default_chooser,
+    registry,
+)
 from leaderboard.table import TOTAL
 from space.display import (
     MIN_CELL_ITEMS,
@@ -132,7 +141,7 @@ def shown_columns(board: pd.DataFrame, chosen: list[str] | None) -> list[str]:
     ranked_by = board.attrs.get("ranked_by", TOTAL)
     tiers = [c for c in board.columns if "/" in c]
     metrics = [c for c in board.columns if c in known_metrics()]
-    columns = ["rank", "model_name", ranked_by]
+    columns = [RANK, "model_name", ranked_by]
     if "ci" in chosen:
         columns.append("ci")
     if "reference" in chosen and board.attrs.get("reference_line"):
@@ -149,7 +158,7 @@ def shown_columns(board: pd.DataFrame, chosen: list[str] | None) -> list[str]:
 
 def _above_reference(row) -> bool | None:
     """The board's verdict (leaderboard/board.py): True, False, or None where there is no line."""
-    above = row.get("above_reference")
+    above = row.get(ABOVE_REFERENCE)
     return None if _missing(above) else bool(above)
 
 
@@ -169,6 +178,9 @@ def _reference_cell(row, line: dict | None, metric) -> tuple[str, str, str]:
     )
 
 
+Cell = tuple[str, str, str]  # (html, sort key, css class)
+
+
 def _cell(
     row,
     column: str,
@@ -176,79 +188,103 @@ def _cell(
     ranked_by: str,
     reference: dict | None = None,
     distinct: dict[str, str] | None = None,
-) -> tuple[str, str, str]:
+) -> Cell:
     """(html, sort key, css class) for one cell."""
-    metric = row.get("metric")
-    if column == "rank":
-        rank = row.get("rank")
-        if row.get("duplicate_of"):
-            return (
-                f'<span class="pb-duplicate" title="the same predictions (file byte for byte, or a model run\'s answers) as '
-                f'{html.escape(str(row["duplicate_of"]))}: one result, ranked once">= copy</span>',
-                "",
-                "pb-rank",
-            )
-        if _missing(rank) and row.get("row_kind") == "computed" and _above_reference(row) is False:
-            return (
-                '<span class="pb-below-ref" title="not ranked: its 95% interval does not clear the reference line">'
-                "–</span>",
-                "",
-                "pb-rank",
-            )
-        if _missing(rank):
-            return "", "", "pb-rank"
-        among = row.get("rank_among")
-        if among and not _missing(among):
-            # another protocol than the task's default: ranked among its own protocol's rows only
-            label = html.escape(str(among))
-            return (
-                f'{int(rank)} <span class="pb-rank-among" title="ranked only among {label} rows: '
-                f"not the task's default protocol, never ranked against it\">{label}</span>",
-                str(int(rank)),
-                "pb-rank",
-            )
-        return str(int(rank)), str(int(rank)), "pb-rank"
-    if column == "reference":
-        n = cells.get((row["submission_id"], ranked_by), (None, None, 0))[2]
-        if row.get("row_kind") == "partial" and n and n < MIN_CELL_ITEMS:
-            return "", "", "pb-text"  # its score is hidden (too few items): no verdict either
-        return _reference_cell(row, reference, metric)
+    if column == RANK:
+        return _rank_cell(row)
     if column == "model_name":
-        name = str(row["model_name"])
-        extra = (distinct or {}).get(str(row["submission_id"]), "")
-        title = f"{name} ({extra})" if extra else name
-        link = f'<a href="/model/{quote(name, safe="")}" title="{html.escape(title)}">{html.escape(name)}</a>'
-        if extra:  # another row has the same name: say what tells them apart, in the cell itself
-            link += f'<span class="pb-distinct">{html.escape(extra)}</span>'
-        return link, title.lower(), "pb-model pb-text"
-    if column == "ci":
+        return _model_cell(row, distinct or {})
+    if column in ("reference", "ci"):
         low, high, n = cells.get((row["submission_id"], ranked_by), (None, None, 0))
-        if row.get("row_kind") == "partial" and n and n < MIN_CELL_ITEMS:
-            return "", "", "pb-ci"  # its score is hidden: too few items
-        return f'<span class="pb-ci">{format_interval(low, high, metric)}</span>', "", "pb-ci"
-    if _is_score(column):
-        value = row.get(column)
-        if _missing(value):
-            return "", "", ""
-        cell_metric = metric if (column == TOTAL or "/" in column) else column
-        low, high, n = cells.get((row["submission_id"], column), (None, None, 0))
-        text = format_value(value, cell_metric)
-        title = (
-            f"95% CI {format_interval(low, high, cell_metric)}; "
-            if format_interval(low, high, cell_metric)
-            else ""
+        hidden = row.get("row_kind") == "partial" and n and n < MIN_CELL_ITEMS  # too few items
+        if column == "reference":  # a hidden score has no verdict either
+            if hidden:
+                return "", "", "pb-text"
+            return _reference_cell(row, reference, row.get("metric"))
+        if hidden:
+            return "", "", "pb-ci"
+        return (
+            f'<span class="pb-ci">{format_interval(low, high, row.get("metric"))}</span>',
+            "",
+            "pb-ci",
         )
-        title += f"{n} items" if n else "item count not reported"
-        css = "pb-main" if column == ranked_by else ""
-        if row.get("row_kind") == "partial":
-            if n and n < MIN_CELL_ITEMS:  # the ranking column too: too few items to mean anything
-                return (
-                    f'<span title="only {n} items: too few to show a score">– <span class="pb-n">n={n}</span></span>',
-                    "",
-                    css,
-                )
-            text += f' <span class="pb-n">n={n}</span>'
-        return f'<span title="{html.escape(title)}">{text}</span>', repr(float(value)), css
+    if _is_score(column):
+        return _score_cell(row, column, cells, ranked_by)
+    return _fact_cell(row, column)
+
+
+def _rank_cell(row) -> Cell:
+    """The rank; a copy of another result, or a row under the reference line, says so instead; a
+    rank among another protocol's rows names that protocol."""
+    rank = row.get(RANK)
+    if row.get(DUPLICATE_OF):
+        return (
+            f'<span class="pb-duplicate" title="the same predictions (file byte for byte, or a model run\'s answers) as '
+            f'{html.escape(str(row[DUPLICATE_OF]))}: one result, ranked once">= copy</span>',
+            "",
+            "pb-rank",
+        )
+    if _missing(rank) and row.get("row_kind") == "computed" and _above_reference(row) is False:
+        return (
+            '<span class="pb-below-ref" title="not ranked: its 95% interval does not clear the reference line">'
+            "–</span>",
+            "",
+            "pb-rank",
+        )
+    if _missing(rank):
+        return "", "", "pb-rank"
+    among = row.get(RANK_AMONG)
+    if among and not _missing(among):
+        # another protocol than the task's default: ranked among its own protocol's rows only
+        label = html.escape(str(among))
+        return (
+            f'{int(rank)} <span class="pb-rank-among" title="ranked only among {label} rows: '
+            f"not the task's default protocol, never ranked against it\">{label}</span>",
+            str(int(rank)),
+            "pb-rank",
+        )
+    return str(int(rank)), str(int(rank)), "pb-rank"
+
+
+def _model_cell(row, distinct: dict[str, str]) -> Cell:
+    """The model's name, a link to its page; where another row has the same name, what tells them
+    apart, in the cell itself."""
+    name = str(row["model_name"])
+    extra = distinct.get(str(row["submission_id"]), "")
+    title = f"{name} ({extra})" if extra else name
+    link = f'<a href="/model/{quote(name, safe="")}" title="{html.escape(title)}">{html.escape(name)}</a>'
+    if extra:
+        link += f'<span class="pb-distinct">{html.escape(extra)}</span>'
+    return link, title.lower(), "pb-model pb-text"
+
+
+def _score_cell(row, column: str, cells: dict, ranked_by: str) -> Cell:
+    """A score in its metric's format, its interval and item count on hover; a partial run's with
+    its count, hidden under too few items."""
+    value = row.get(column)
+    if _missing(value):
+        return "", "", ""
+    metric = row.get("metric")
+    cell_metric = metric if (column == TOTAL or "/" in column) else column
+    low, high, n = cells.get((row["submission_id"], column), (None, None, 0))
+    text = format_value(value, cell_metric)
+    interval = format_interval(low, high, cell_metric)
+    title = f"95% CI {interval}; " if interval else ""
+    title += f"{n} items" if n else "item count not reported"
+    css = "pb-main" if column == ranked_by else ""
+    if row.get("row_kind") == "partial":
+        if n and n < MIN_CELL_ITEMS:  # the ranking column too: too few items to mean anything
+            return (
+                f'<span title="only {n} items: too few to show a score">– <span class="pb-n">n={n}</span></span>',
+                "",
+                css,
+            )
+        text += f' <span class="pb-n">n={n}</span>'
+    return f'<span title="{html.escape(title)}">{text}</span>', repr(float(value)), css
+
+
+def _fact_cell(row, column: str) -> Cell:
+    """A model fact or a record's field, as text."""
     value = row.get(column)
     if _missing(value):
         return "", "", "pb-text"
@@ -258,7 +294,7 @@ def _cell(
         return html.escape(ROW_KINDS.get(value, str(value))), str(value), "pb-text"
     if column == "submitted_at":
         return html.escape(str(value)[:16].replace("T", " ")), str(value), "pb-text"
-    if column == "size":
+    if column == SIZE:
         parameters = row.get("parameters")
         return (
             html.escape(str(value)),
@@ -316,10 +352,10 @@ def render_board(
             cells["submission_id"], cells["column"], cells["ci_low"], cells["ci_high"], cells["n"]
         )
     }
-    numeric = {"rank", "n_items", "size"} | {c for c in columns if _is_score(c)}
+    numeric = {RANK, "n_items", SIZE} | {c for c in columns if _is_score(c)}
     head = "".join(
         f'<th role="columnheader" data-col="{html.escape(c)}" data-type="{"num" if c in numeric else "text"}"'
-        f' class="{"pb-rank" if c == "rank" else "pb-model pb-text" if c == "model_name" else "pb-main" if c == ranked_by else ""}"'
+        f' class="{"pb-rank" if c == RANK else "pb-model pb-text" if c == "model_name" else "pb-main" if c == ranked_by else ""}"'
         f' title="{html.escape(header_title(board, c, labels))}">{html.escape(labels.get(c, c))}</th>'
         for c in columns
     )
@@ -328,8 +364,7 @@ def render_board(
         board["row_kind"].where(board["row_kind"].isin(SECTION_TITLES), "reported"), sort=False
     ):
         groups = {
-            rank: i
-            for i, rank in enumerate(sorted({r for r in section["rank"] if not _missing(r)}))
+            rank: i for i, rank in enumerate(sorted({r for r in section[RANK] if not _missing(r)}))
         }
         title = (
             UNRANKED_COMPUTED_TITLE if kind == "computed" and not groups else SECTION_TITLES[kind]
@@ -340,8 +375,8 @@ def render_board(
         for _, row in section.iterrows():
             group = (
                 ""
-                if _missing(row.get("rank"))
-                else f" pb-group-{'odd' if groups[row['rank']] % 2 == 0 else 'even'}"
+                if _missing(row.get(RANK))
+                else f" pb-group-{'odd' if groups[row[RANK]] % 2 == 0 else 'even'}"
             )
             tds = []
             for column in columns:

@@ -68,7 +68,7 @@ def task_setting_choices(suite: str | None, task: str | None) -> list[str]:
 
 
 def tier_choices(suite: str | None, task: str | None) -> list[tuple[str, str]]:
-    choices = []
+    choices: list[tuple[str, str]] = []
     for suite_name, suite_ in all_suites().items():
         if suite and suite != ALL and suite_name != suite:
             continue

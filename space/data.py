@@ -4,6 +4,7 @@ revision, so a cache keyed by it is never stale)."""
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -11,6 +12,9 @@ from evaluator.registry import all_suites
 from evaluator.splits import SplitNotInstalled, split_files
 from leaderboard.board import manifest_tier_order, model_facts  # noqa: F401  (re-exported for the tabs)
 from leaderboard.boards import BOARDS_MESSAGE
+
+if TYPE_CHECKING:
+    from submissions.service import Services
 
 _CACHE: dict[str, tuple[str, object]] = {}
 _LOCK = threading.Lock()
@@ -116,7 +120,7 @@ def default_view(services, suite: str | None = None) -> tuple[str | None, str | 
 
 
 def default_board(
-    services, suite: str | None = None, task: str | None = None
+    services: Services, suite: str | None = None, task: str | None = None
 ) -> tuple[str | None, str | None, str | None]:
     """(suite, task, setting) of the first screen: as default_view, ranked within one setting (the
     one with the most verified rows, else the most rows; rows of different settings answer

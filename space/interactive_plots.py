@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from evaluator.registry import all_suites
+from leaderboard.columns import TOTAL_CI_HIGH, TOTAL_CI_LOW
 from leaderboard.table import TOTAL
 from space.display import MIN_CELL_ITEMS, column_labels, metric_format, metric_label
 from space.labels import row_labels
@@ -96,10 +97,14 @@ def _bar(name: str, labels: list[str], points: list[tuple], scale: float, colour
         value = _number(value)
         xs.append(None if value is None else value * scale)
         low, high = _number(low), _number(high)
-        ok = value is not None and low is not None and high is not None
-        lows.append((value - low) * scale if ok else 0)
-        highs.append((high - value) * scale if ok else 0)
-        interval = f"<br>95% CI {low * scale:.1f}–{high * scale:.1f}" if ok else ""
+        interval = ""
+        if value is not None and low is not None and high is not None:
+            lows.append((value - low) * scale)
+            highs.append((high - value) * scale)
+            interval = f"<br>95% CI {low * scale:.1f}–{high * scale:.1f}"
+        else:
+            lows.append(0)
+            highs.append(0)
         hover.append(f"{interval}<br>{int(n)} items" if n else interval)
     return {
         "type": "bar",
@@ -243,7 +248,7 @@ def _span(data: list[dict], keep: list[int]) -> list[float]:
 
 
 def _group_titles(board: pd.DataFrame) -> dict[str, str]:
-    titles = {}
+    titles: dict[str, str] = {}
     for suite in all_suites().values():
         for task in suite.tasks.values():
             for group in task.tier_groups:
@@ -276,8 +281,8 @@ def setting_figure(board: pd.DataFrame, title: str, limit: int = 15) -> list[dic
                 points.append(
                     (
                         best["total"],
-                        best.get("total_ci_low"),
-                        best.get("total_ci_high"),
+                        best.get(TOTAL_CI_LOW),
+                        best.get(TOTAL_CI_HIGH),
                         best.get("n_items"),
                     )
                 )
@@ -322,8 +327,8 @@ def size_figure(board: pd.DataFrame, title: str) -> list[dict]:
                 "error_y": {
                     "type": "data",
                     "symmetric": False,
-                    "array": ((rows["total_ci_high"].astype(float) - values) * scale).tolist(),
-                    "arrayminus": ((values - rows["total_ci_low"].astype(float)) * scale).tolist(),
+                    "array": ((rows[TOTAL_CI_HIGH].astype(float) - values) * scale).tolist(),
+                    "arrayminus": ((values - rows[TOTAL_CI_LOW].astype(float)) * scale).tolist(),
                 },
                 "hovertemplate": "%{text}<br>%{x:.3s} parameters: <b>%{y:.1f}</b><extra></extra>",
             }

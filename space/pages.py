@@ -14,7 +14,7 @@ import html
 import io
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Form, HTTPException, Query
@@ -36,6 +36,9 @@ from space.display import (
     metric_label,
     suite_title,
 )
+
+if TYPE_CHECKING:
+    from submissions.service import Services
 
 SVG = "image/svg+xml"
 MAX_IDS = plots.MAX_SERIES
@@ -72,6 +75,18 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
+def _kind(record: dict) -> str:
+    """A row kind as readers know it ("verified", "reported (paper)")."""
+    kind = str(record.get("row_kind") or "")
+    return ROW_KINDS.get(kind, kind)
+
+
+def _interval(low_high, metric: str | None) -> str:
+    """A stats' "ci95" pair as text ("" where there is none)."""
+    low, high = low_high or (None, None)
+    return format_interval(low, high, metric)
+
+
 def _chip(value: str) -> str:
     """A revision in a code chip; a missing one is a dash (an empty chip reads as a glitch)."""
     return f"<code>{_e(value)}</code>" if value else '<span class="none">–</span>'
@@ -97,9 +112,9 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, value)]
 
 
-def _published(services) -> dict[str, tuple[str, str]]:
+def _published(services: Services) -> dict[str, tuple[str, str]]:
     """submission id -> (results revision that published it, when)."""
-    found = {}
+    found: dict[str, tuple[str, str]] = {}
     for version in services.results.versions():
         match = PUBLISHED.match(version.message)
         if match:
@@ -151,11 +166,8 @@ def _score_rows(record: dict) -> str:
     metrics = record["metrics"]
     primary = metrics.get("metric")
     labels = column_labels()
-    task = (
-        all_suites().get(record["suite"]).tasks.get(record["task"])
-        if record["suite"] in all_suites()
-        else None
-    )
+    suite = all_suites().get(record["suite"])
+    task = suite.tasks.get(record["task"]) if suite else None
     rows = []
     for metric, stats in metrics["total"].items():
         rows.append(
@@ -178,7 +190,7 @@ def _score_rows(record: dict) -> str:
                 )
     body = "".join(
         f"<tr><td>{_e(name)}</td><td>{_e(metric_label(metric))}</td><td class=num>{format_value(s.get('value'), metric)}</td>"
-        f"<td class=num>{format_interval(*(s.get('ci95') or (None, None)), metric)}</td><td class=num>{_e(s.get('n') or '')}</td></tr>"
+        f"<td class=num>{_interval(s.get('ci95'), metric)}</td><td class=num>{_e(s.get('n') or '')}</td></tr>"
         for name, metric, s in rows
     )
     return (
@@ -298,7 +310,7 @@ HIDDEN_COMPARE_TOKEN = (
 )
 
 
-def _comparison_result(services, a: str, b: str, token: str | None = None) -> str:
+def _comparison_result(services: Services, a: str, b: str, token: str | None = None) -> str:
     """The paired comparison of results a and b, from services.compare (GET /api/v1/compare's
     code), as the identity whose API token was typed into the form (a hidden split needs one)."""
     from submissions.intake import SubmissionError
@@ -324,14 +336,14 @@ def _comparison_result(services, a: str, b: str, token: str | None = None) -> st
             f"{_e(result['b']['model_name'])} ({_e(result['b']['setting'])}) · {_e(result['b']['submission_id'])}",
         ),
         (
-            f"{metric_label(metric)}: A, B",
+            f"{metric_label(metric or '')}: A, B",
             f"{format_value(result.get('a_mean'), metric)}, {format_value(result.get('b_mean'), metric)}",
         ),
         ("Difference (A − B)", format_difference(result["difference"], metric)),
     ]
     if result.get("paired", True):
         rows += [
-            ("95% CI of the difference", _e(format_interval(*result["ci95"], metric))),
+            ("95% CI of the difference", _e(_interval(result["ci95"], metric))),
             ("p-value", format_p_value(result.get("p_value"))),
             ("Items both answered", _e(result["n"])),
             (f"Units ({unit}s, resampled together)", _e(result["n_units"])),
@@ -366,7 +378,7 @@ def _turns_section(name: str, mine: list[dict]) -> str:
         points = {str(p["turns"]): p for p in line["points"]}
         skipped = (by_id[line["submission_id"]].get("provenance") or {}).get("not_applicable") or {}
         cells = "".join(
-            f'<td class=num title="95% CI {_e(format_interval(*points[c]["ci95"], line["metric"]))}; {_e(points[c]["n"])} items">'
+            f'<td class=num title="95% CI {_e(_interval(points[c]["ci95"], line["metric"]))}; {_e(points[c]["n"])} items">'
             f"{format_value(points[c]['value'], line['metric'])}</td>"
             if c in points
             else f'<td class=num title="{_e(skipped.get(c, "not run"))}">n/a</td>'
@@ -384,150 +396,200 @@ def _turns_section(name: str, mine: list[dict]) -> str:
     )
 
 
-def build_pages(services) -> APIRouter:
+# -- the pages: the services and the request's values in, the page out (tests/unit/test_tab_handlers.py)
+
+
+def find_record(services: Services, submission_id: str) -> dict | None:
+    return next((r for r in records(services) if r["submission_id"] == submission_id), None)
+
+
+def result_page(services: Services, submission_id: str) -> HTMLResponse:
+    """One published result: its facts, scores, per-tier plot, reproduce command, provenance."""
+    record = find_record(services, submission_id)
+    if record is None:
+        return _not_found(f"No published result with id {submission_id!r}.")
+    published = _published(services).get(submission_id)
+    provenance = _flatten(record.get("provenance") or {}) + _flatten(
+        record.get("timings") or {}, "timings"
+    )
+    name = record["model_name"]
+    facts = [
+        ("Model", f'<a href="/model/{quote(name, safe="")}">{_e(name)}</a>'),
+        ("Suite / task", f"{_e(suite_title(record['suite']))} / {_e(record['task'])}"),
+        ("Setting", _e(record["setting"])),
+        ("Kind", _e(_kind(record))),
+        ("Source", _e(record.get("source"))),
+        ("Submitted", _e(record.get("submitted_at"))),
+        ("Items", _e(record.get("n_items"))),
+        ("Description", _e(record.get("description"))),
+        ("Published in results revision", _e(published[0] if published else "")),
+        ("Published at", _e(published[1] if published else "")),
+    ]
+    where = {"suite": record["suite"], "task": record["task"]}
+    board = "/?" + urlencode({**where, "highlight": submission_id})
+    body = (
+        f"<h1>Result {_e(submission_id)}</h1><p>{_links(record)}</p>"
+        f'<p><a class="board-link" href="{_e(board)}">Its row on the leaderboard</a></p>'
+        "<table class=facts>"
+        + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in facts)
+        + "</table>"
+        "<h2>Scores</h2>"
+        + _score_rows(record)
+        + "<h2>Per tier</h2>"
+        + plot_box(
+            "/plots/tiers.json?" + urlencode({**where, "ids": submission_id}),
+            "per-tier scores with 95% intervals",
+        )
+        + f"<h2>Reproduce</h2><pre class=reproduce>{_e(reproduce_command(record))}</pre>"
+        "<h2>Provenance</h2><div class=scroll><table class=provenance>"
+        + "".join(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>" for k, v in provenance)
+        + "</table></div>"
+    )
+    return _page(f"Result {submission_id}", body)
+
+
+def _history_row(record: dict, published: dict[str, tuple[str, str]]) -> str:
+    """A result in the model page's history: when, where, its score and interval, the model
+    revision it ran at and the results revision that published it."""
+    r, metric = record, record["metrics"].get("metric")
+    total = r["metrics"]["total"].get(metric) or {}
+    model = (r.get("provenance") or {}).get("model")
+    revision = str(model.get("revision", "")) if isinstance(model, dict) else ""
+    return (
+        f'<tr class="kind-{_e(r.get("row_kind"))}">'
+        f"<td>{_e((r.get('submitted_at') or '')[:16].replace('T', ' '))}</td>"
+        f"<td>{_e(suite_title(r['suite']))} / {_e(r['task'])}</td><td>{_e(r['setting'])}</td>"
+        f"<td>{_e(_kind(r))}</td>"
+        f"<td class=num>{format_value(total.get('value'), metric)}</td>"
+        f"<td class=num>{_interval(total.get('ci95'), metric)}</td>"
+        f"<td class=num>{_e(r.get('n_items'))}</td>"
+        f"<td>{_chip(revision[:16])}</td>"
+        f"<td>{_chip(published.get(r['submission_id'], ('',))[0][:12])}</td>"
+        f'<td><a href="/result/{_e(r["submission_id"])}">result</a></td></tr>'
+    )
+
+
+def _tier_plots(name: str, mine: list[dict]) -> str:
+    """One per-tier plot per suite/task the model has results of, with all of them."""
+    parts = []
+    for suite, task in dict.fromkeys((r["suite"], r["task"]) for r in mine):
+        ids = ",".join(r["submission_id"] for r in mine if (r["suite"], r["task"]) == (suite, task))
+        src = "/plots/tiers.json?" + urlencode({"suite": suite, "task": task, "ids": ids[:2000]})
+        parts.append(
+            f"<h3>{_e(suite_title(suite))} / {_e(task)}</h3>"
+            + plot_box(src, f"per-tier scores of {name} on {suite}/{task}")
+        )
+    return "".join(parts)
+
+
+def model_page(
+    services: Services, name: str, a: str | None, b: str | None, token: str | None = None
+) -> HTMLResponse:
+    """Every published result of a model, oldest first, with its history, turns plot, the paired
+    comparison form (and, with `a` and `b`, their comparison) and per-tier plots."""
+    every = records(services)
+    mine = sorted(
+        (r for r in every if r["model_name"] == name),
+        key=lambda r: (r.get("submitted_at") or "", r["submission_id"]),
+    )
+    if not mine:
+        return _not_found(f"No published result for a model named {name!r}.")
+    published = _published(services)
+    links = " · ".join(dict.fromkeys(filter(None, (_links(r) for r in mine))))
+    history = "".join(_history_row(r, published) for r in mine)
+    body = (
+        f"<h1>{_e(name)}</h1><p>{links}</p>"
+        "<h2>Results and history</h2><p>Every published result of this model, oldest first: the model revision "
+        "it ran at and the results revision that published it.</p><div class=scroll><table class=history>"
+        "<thead><tr><th>Submitted</th><th>Suite / task</th><th>Setting</th><th>Kind</th><th>Score</th><th>95% CI</th>"
+        "<th>Items</th><th>Model revision</th><th>Results revision</th><th></th></tr></thead>"
+        f"<tbody>{history}</tbody></table></div>"
+        + _turns_section(name, mine)
+        + "<h2>Compare with another result</h2><p>A paired comparison on the items both results answered: is "
+        "the difference real? Pick a result of the same suite, task and setting.</p>"
+        + _comparison_forms(name, mine, every, (a, b) if a and b else None)
+        + (_comparison_result(services, a, b, token) if a and b else "")
+        + f"<h2>Per-tier scores</h2>{_tier_plots(name, mine)}"
+    )
+    return _page(name, body)
+
+
+def board_of(services: Services, suite: str, task: str, revision: str | None = None):
+    """The ranked board a plot draws: the newest, or the version the board shows; an unknown
+    task or version is a 404, a store out of reach a 503."""
+    if suite not in all_suites() or task not in all_suites()[suite].tasks:
+        raise HTTPException(404, f"unknown suite/task {suite!r}/{task!r}")
+    try:
+        scores, facts = board_inputs(services, revision)
+    except StoreUnavailable:
+        raise HTTPException(503, "the results store cannot be reached right now") from None
+    except StoreError:
+        raise HTTPException(404, "unknown results revision") from None
+    return ranked_board(scores, facts, suite, task, tier_order=manifest_tier_order())
+
+
+def turns_svg(services: Services, ids: str) -> bytes:
+    """PrefEval mcq_turns: the chosen results' accuracy against distractor turns (SVG)."""
+    chosen = set([i for i in ids.split(",") if i][:MAX_IDS])
+    series = accuracy_by_turns(r for r in records(services) if r["submission_id"] in chosen)
+    if not series:
+        return plots._empty("No PrefEval mcq_turns result chosen.")
+    buffer = io.BytesIO()
+    plots.one_at_a_time(plot_accuracy_by_turns)(  # pyplot: one drawing at a time (space/plots.py)
+        series, buffer, title="PrefEval mcq_turns: accuracy (95% intervals) against turns"
+    )
+    return buffer.getvalue()
+
+
+def example_file(suite: str, task: str) -> Response:
+    from space.formats import example_predictions
+
+    if suite not in all_suites() or task not in all_suites()[suite].tasks:
+        raise HTTPException(404, f"unknown suite/task {suite!r}/{task!r}")
+    body = example_predictions(all_suites()[suite].tasks[task], EXAMPLE_LINES)
+    return Response(
+        body,
+        media_type="application/jsonl",
+        headers={"Content-Disposition": f'attachment; filename="{suite}-{task}-example.jsonl"'},
+    )
+
+
+# -- the routes -----------------------------------------------------------------------------------
+
+
+def build_pages(services: Services) -> APIRouter:
     router = APIRouter(include_in_schema=False)
+    _page_routes(router, services)
+    _plot_routes(router, services)
+    router.get("/examples/{suite}/{task}.jsonl")(example_file)
+    return router
 
-    def find(submission_id: str) -> dict | None:
-        return next((r for r in records(services) if r["submission_id"] == submission_id), None)
 
+def _page_routes(router: APIRouter, services: Services) -> None:
     @router.get("/result/{submission_id}", response_class=HTMLResponse)
-    def result_page(submission_id: str):
-        record = find(submission_id)
-        if record is None:
-            return _not_found(f"No published result with id {submission_id!r}.")
-        published = _published(services).get(submission_id)
-        provenance = _flatten(record.get("provenance") or {}) + _flatten(
-            record.get("timings") or {}, "timings"
-        )
-        facts = [
-            (
-                "Model",
-                f'<a href="/model/{quote(record["model_name"], safe="")}">{_e(record["model_name"])}</a>',
-            ),
-            ("Suite / task", f"{_e(suite_title(record['suite']))} / {_e(record['task'])}"),
-            ("Setting", _e(record["setting"])),
-            ("Kind", _e(ROW_KINDS.get(record.get("row_kind"), record.get("row_kind")))),
-            ("Source", _e(record.get("source"))),
-            ("Submitted", _e(record.get("submitted_at"))),
-            ("Items", _e(record.get("n_items"))),
-            ("Description", _e(record.get("description"))),
-            ("Published in results revision", _e(published[0] if published else "")),
-            ("Published at", _e(published[1] if published else "")),
-        ]
-        board = "/?" + urlencode(
-            {"suite": record["suite"], "task": record["task"], "highlight": submission_id}
-        )
-        body = (
-            f"<h1>Result {_e(submission_id)}</h1><p>{_links(record)}</p>"
-            f'<p><a class="board-link" href="{_e(board)}">Its row on the leaderboard</a></p>'
-            "<table class=facts>"
-            + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in facts)
-            + "</table>"
-            "<h2>Scores</h2>"
-            + _score_rows(record)
-            + "<h2>Per tier</h2>"
-            + plot_box(
-                "/plots/tiers.json?"
-                + urlencode(
-                    {"suite": record["suite"], "task": record["task"], "ids": submission_id}
-                ),
-                "per-tier scores with 95% intervals",
-            )
-            + f"<h2>Reproduce</h2><pre class=reproduce>{_e(reproduce_command(record))}</pre>"
-            "<h2>Provenance</h2><div class=scroll><table class=provenance>"
-            + "".join(
-                f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>" for k, v in provenance
-            )
-            + "</table></div>"
-        )
-        return _page(f"Result {submission_id}", body)
+    def result(submission_id: str):
+        return result_page(services, submission_id)
 
     @router.post("/model/{name:path}", response_class=HTMLResponse)
-    def model_page_compared(
+    def model_compared(
         name: str,
         a: str = Form(..., max_length=64),
         b: str = Form(..., max_length=64),
         token: str = Form("", max_length=200),
     ):
         """The compare form of a hidden split: the API token comes in the body (not the URL)."""
-        return render_model_page(name, a, b, token.strip() or None)
+        return model_page(services, name, a, b, token.strip() or None)
 
     @router.get("/model/{name:path}", response_class=HTMLResponse)
-    def model_page(
+    def model(
         name: str,
         a: str | None = Query(None, max_length=64),
         b: str | None = Query(None, max_length=64),
     ):
-        return render_model_page(name, a, b)
+        return model_page(services, name, a, b)
 
-    def render_model_page(name: str, a: str | None, b: str | None, token: str | None = None):
-        mine = sorted(
-            (r for r in records(services) if r["model_name"] == name),
-            key=lambda r: (r.get("submitted_at") or "", r["submission_id"]),
-        )
-        if not mine:
-            return _not_found(f"No published result for a model named {name!r}.")
-        published = _published(services)
-        links = " · ".join(dict.fromkeys(filter(None, (_links(r) for r in mine))))
-        history = "".join(
-            f'<tr class="kind-{_e(r.get("row_kind"))}"><td>{_e((r.get("submitted_at") or "")[:16].replace("T", " "))}</td>'
-            f"<td>{_e(suite_title(r['suite']))} / {_e(r['task'])}</td><td>{_e(r['setting'])}</td>"
-            f"<td>{_e(ROW_KINDS.get(r.get('row_kind'), r.get('row_kind')))}</td>"
-            f"<td class=num>{format_value((r['metrics']['total'].get(r['metrics'].get('metric')) or {}).get('value'), r['metrics'].get('metric'))}</td>"
-            f"<td class=num>{format_interval(*((r['metrics']['total'].get(r['metrics'].get('metric')) or {}).get('ci95') or (None, None)), r['metrics'].get('metric'))}</td>"
-            f"<td class=num>{_e(r.get('n_items'))}</td>"
-            f"<td>{_chip(str(((r.get('provenance') or {}).get('model') or {}).get('revision', '') if isinstance((r.get('provenance') or {}).get('model'), dict) else '')[:16])}</td>"
-            f"<td>{_chip(published.get(r['submission_id'], ('',))[0][:12])}</td>"
-            f'<td><a href="/result/{_e(r["submission_id"])}">result</a></td></tr>'
-            for r in mine
-        )
-        tasks = list(dict.fromkeys((r["suite"], r["task"]) for r in mine))
-        plots_html = "".join(
-            f"<h3>{_e(suite_title(s))} / {_e(t)}</h3>"
-            + plot_box(
-                "/plots/tiers.json?"
-                + urlencode(
-                    {
-                        "suite": s,
-                        "task": t,
-                        "ids": ",".join(
-                            r["submission_id"] for r in mine if (r["suite"], r["task"]) == (s, t)
-                        )[:2000],
-                    }
-                ),
-                f"per-tier scores of {name} on {s}/{t}",
-            )
-            for s, t in tasks
-        )
-        body = (
-            f"<h1>{_e(name)}</h1><p>{links}</p>"
-            "<h2>Results and history</h2><p>Every published result of this model, oldest first: the model revision "
-            "it ran at and the results revision that published it.</p><div class=scroll><table class=history>"
-            "<thead><tr><th>Submitted</th><th>Suite / task</th><th>Setting</th><th>Kind</th><th>Score</th><th>95% CI</th>"
-            "<th>Items</th><th>Model revision</th><th>Results revision</th><th></th></tr></thead>"
-            f"<tbody>{history}</tbody></table></div>"
-            + _turns_section(name, mine)
-            + "<h2>Compare with another result</h2><p>A paired comparison on the items both results answered: is "
-            "the difference real? Pick a result of the same suite, task and setting.</p>"
-            + _comparison_forms(name, mine, records(services), (a, b) if a and b else None)
-            + (_comparison_result(services, a, b, token) if a and b else "")
-            + f"<h2>Per-tier scores</h2>{plots_html}"
-        )
-        return _page(name, body)
 
-    def board_of(suite: str, task: str, revision: str | None = None):
-        if suite not in all_suites() or task not in all_suites()[suite].tasks:
-            raise HTTPException(404, f"unknown suite/task {suite!r}/{task!r}")
-        try:
-            scores, facts = board_inputs(
-                services, revision
-            )  # the newest, or the version the board shows
-        except StoreUnavailable:
-            raise HTTPException(503, "the results store cannot be reached right now") from None
-        except StoreError:
-            raise HTTPException(404, "unknown results revision") from None
-        return ranked_board(scores, facts, suite, task, tier_order=manifest_tier_order())
-
+def _plot_routes(router: APIRouter, services: Services) -> None:
     @router.get("/plots/plotly.min.js")
     def plotly_js():
         # the plotly package's own bundle: the interactive plots work offline
@@ -544,7 +606,7 @@ def build_pages(services) -> APIRouter:
         ids: str = Query("", max_length=2000),
         revision: str | None = Query(None, max_length=100),
     ):
-        board, cells = board_of(suite, task, revision)
+        board, cells = board_of(services, suite, task, revision)
         chosen = [i for i in ids.split(",") if i][:MAX_IDS]
         title = f"{suite_title(suite)} / {task}"
         return {"figures": interactive_plots.tier_figures(board, cells, chosen, title)}
@@ -555,10 +617,9 @@ def build_pages(services) -> APIRouter:
         task: str = Query(..., max_length=100),
         revision: str | None = Query(None, max_length=100),
     ):
-        board, _ = board_of(suite, task, revision)
+        board, _ = board_of(services, suite, task, revision)
         board = board[~board["row_kind"].isin(["partial", "reference"])]
-        title = "Total by setting"
-        return {"figures": interactive_plots.setting_figure(board, title)}
+        return {"figures": interactive_plots.setting_figure(board, "Total by setting")}
 
     @router.get("/plots/size.json")
     def size_figures(
@@ -566,36 +627,10 @@ def build_pages(services) -> APIRouter:
         task: str = Query(..., max_length=100),
         revision: str | None = Query(None, max_length=100),
     ):
-        board, _ = board_of(suite, task, revision)
+        board, _ = board_of(services, suite, task, revision)
         board = board[board["row_kind"] == "computed"]
-        title = "Total against model size"
-        return {"figures": interactive_plots.size_figure(board, title)}
+        return {"figures": interactive_plots.size_figure(board, "Total against model size")}
 
     @router.get("/plots/turns.svg")
     def turns_plot(ids: str = Query("", max_length=2000)):
-        chosen = set([i for i in ids.split(",") if i][:MAX_IDS])
-        series = accuracy_by_turns(r for r in records(services) if r["submission_id"] in chosen)
-        if not series:
-            return Response(plots._empty("No PrefEval mcq_turns result chosen."), media_type=SVG)
-        buffer = io.BytesIO()
-        plots.one_at_a_time(
-            plot_accuracy_by_turns
-        )(  # pyplot: one drawing at a time (space/plots.py)
-            series, buffer, title="PrefEval mcq_turns: accuracy (95% intervals) against turns"
-        )
-        return Response(buffer.getvalue(), media_type=SVG)
-
-    @router.get("/examples/{suite}/{task}.jsonl")
-    def example_file(suite: str, task: str):
-        from space.formats import example_predictions
-
-        if suite not in all_suites() or task not in all_suites()[suite].tasks:
-            raise HTTPException(404, f"unknown suite/task {suite!r}/{task!r}")
-        body = example_predictions(all_suites()[suite].tasks[task], EXAMPLE_LINES)
-        return Response(
-            body,
-            media_type="application/jsonl",
-            headers={"Content-Disposition": f'attachment; filename="{suite}-{task}-example.jsonl"'},
-        )
-
-    return router
+        return Response(turns_svg(services, ids), media_type=SVG)

@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 
 from space.display import format_interval, format_value
 from submissions.intake import SubmissionError
+from submissions.service import SubmissionStatus
 
 TERMINAL_STATES = ("finished", "failed", "cancelled")
 
@@ -22,7 +23,7 @@ def inert(text: object) -> str:
     return "".join(c if c.isalnum() or c == " " else f"&#{ord(c)};" for c in str(text))
 
 
-def format_status(status: dict) -> str:
+def format_status(status: SubmissionStatus) -> str:
     lines = [
         f"**Submission {inert(status['id'])}**: {inert(status['model_name'])} on "
         f"{inert(status['suite'])}/{inert(status['task'])} ({inert(status['setting'])})",
@@ -41,24 +42,24 @@ def format_status(status: dict) -> str:
             f"- {inert(entry['at'][:16].replace('T', ' '))} {inert(entry['actor'])}: {inert(entry['action'])}"
             + (f" ({inert(entry['reason'])})" if entry.get("reason") else "")
         )
-    if status["state"] == "queued" and status.get("queue_position") is not None:
-        lines.append(f"Position in queue: {status['queue_position'] + 1}")
+    position = status.get("queue_position")
+    if status["state"] == "queued" and position is not None:
+        lines.append(f"Position in queue: {position + 1}")
     progress = status.get("progress") or {}
     if status["state"] == "running" and progress.get("total"):
         line = f"Progress: {progress['done']} of {progress['total']} items"
         if progress.get("tokens_per_s"):
             line += f", {progress['tokens_per_s']:.0f} tokens/s"
-        if progress.get("eta_s") is not None:
-            line += f", about {duration(progress['eta_s'])} left"
+        if (eta_s := progress.get("eta_s")) is not None:
+            line += f", about {duration(eta_s)} left"
         lines.append(line)
     if status.get("error"):
         lines.append(f"Reason: {inert(status['error'])}")
-    if status["state"] == "finished" and (status.get("result") or {}).get("released") is False:
-        lines.append(
-            f"Result: {inert(status['result']['message'])}"
-        )  # hidden split, the Ladder withheld it
-    elif status["state"] == "finished" and status.get("result"):
-        total = status["result"]["total"]
+    result = status.get("result") or {}
+    if status["state"] == "finished" and result.get("released") is False:
+        lines.append(f"Result: {inert(result['message'])}")  # hidden split, the Ladder withheld it
+    elif status["state"] == "finished" and result:
+        total = result["total"]
         for metric, stats in total.items():
             low, high = stats.get("ci95") or (None, None)
             lines.append(

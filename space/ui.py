@@ -2,6 +2,12 @@
 
 Everything shown is driven by the suites' manifests (tasks, tiers, settings, labels); the UI only
 rounds for display (space/display.py), the API keeps full precision.
+
+A tab is two parts: handlers, plain functions from the controls' values (and a link's query) and
+the services to what the tab shows (a dataclass, or HTML), tested in process
+(tests/unit/test_tab_handlers.py); and a thin builder that lays out the components and wires their
+events to those handlers (the browser tests check the layout and the round trip). No function in
+space/ is over 80 lines (tests/unit/test_space_functions.py).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ def _on_tab(event: gr.SelectData) -> tuple[gr.Timer, gr.Timer, str]:
 def _opened_tab(tabs: gr.Tabs):
     """The tab a link names opens (`?tab=<id>`; `/?status=<id>`, the queue's and status line's
     links, the Submission status tab)."""
-    known = {str(child.id) for child in tabs.children if getattr(child, "id", None)}
+    known = {str(tab_id) for child in tabs.children if (tab_id := getattr(child, "id", None))}
 
     def opened(request: gr.Request):
         wanted = url_tab(query_params(request))

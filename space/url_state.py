@@ -84,7 +84,7 @@ def tab_params(request, tab: str) -> dict[str, str]:
     return params if url_tab(params) == tab else {}
 
 
-def url_writer_js(tab: str, fields: Sequence[tuple[str, str | None]]) -> str:
+def url_writer_js(tab: str, fields: Sequence[tuple[str, str | int | None]]) -> str:
     """A js function for `.then(None, inputs, None, js=...)`: the inputs' values (one per field,
     in order) become `tab`'s view; a value equal to its field's default is left out, a list is
     written comma-joined ("none" when empty). Then the tab's header sort is re-applied."""

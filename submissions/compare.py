@@ -28,13 +28,14 @@ from evaluator.comparison import ComparisonError, compare_answers
 from evaluator.predictions import iter_lines, read_predictions
 from evaluator.registry import get_task
 from evaluator.settings import load_evaluator_settings
+from evaluator.suite import Task
 from submissions.identity import IdentityStore
 from submissions.intake import SubmissionError, Submitter, quota_error
 from submissions.quotas import today
 from submissions.records import Submission, SubmissionStore
 
 
-def _answers(task, submission: Submission) -> dict[str, Any]:
+def _answers(task: Task, submission: Submission) -> dict[str, Any]:
     try:
         return _read_answers(task, submission)
     except OSError:  # the upload or checkpoint was removed (a deleted row, a cleaned data folder)
@@ -44,7 +45,7 @@ def _answers(task, submission: Submission) -> dict[str, Any]:
         ) from None
 
 
-def _read_answers(task, submission: Submission) -> dict[str, Any]:
+def _read_answers(task: Task, submission: Submission) -> dict[str, Any]:
     if submission.kind == "model":
         from evaluator.model_eval import Checkpoint, _by_item
 

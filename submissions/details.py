@@ -29,6 +29,8 @@ from evaluator.metrics import get_metric
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import item_arrays
 from evaluator.suite import Split, Task
+from leaderboard.columns import SPLIT_SHA256
+from leaderboard.readpath import LeaderboardCache
 from submissions.compare import _answers
 from submissions.intake import SubmissionError
 from submissions.records import Submission, SubmissionStore
@@ -163,7 +165,7 @@ class Published:
     submission id, the split hash its row records ("" if none; None when the table does not hold
     it: withdrawn); `details(submission)`: its details file, if one was published."""
 
-    def __init__(self, board) -> None:
+    def __init__(self, board: LeaderboardCache) -> None:
         self.board = board  # the read path (LeaderboardCache): its source is the results store
 
     def __call__(self, submission_id: str) -> str | None:
@@ -171,7 +173,7 @@ class Published:
         found = rows.loc[rows["submission_id"] == submission_id]
         if found.empty:
             return None
-        value = found.iloc[0].get("split_sha256")
+        value = found.iloc[0].get(SPLIT_SHA256)
         return value if isinstance(value, str) else ""
 
     def details(self, submission: Submission) -> pd.DataFrame | None:
@@ -182,7 +184,7 @@ class Published:
         return pd.read_parquet(io.BytesIO(data)) if data is not None else None
 
 
-def published_split(board) -> Published:
+def published_split(board: LeaderboardCache) -> Published:
     return Published(board)
 
 

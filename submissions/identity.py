@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Mapping
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
@@ -312,10 +313,10 @@ class HfSigninPolicy:
     hub_endpoint: str | None = None  # the Hub the account is read from (None: HF_ENDPOINT's)
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "HfSigninPolicy":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "HfSigninPolicy":
         import os
 
-        env = os.environ if env is None else env
+        env = os.environ if environ is None else environ
 
         def names(key: str) -> frozenset[str]:
             return frozenset(n.strip() for n in env.get(key, "").split(",") if n.strip())

@@ -25,7 +25,7 @@ import os
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlparse
 
 from redis import Redis
@@ -51,6 +51,9 @@ from submissions.records import (
     new_submission_id,
     utc_now,
 )
+
+if TYPE_CHECKING:  # loaded when a model is submitted (accept_model)
+    from evaluator.models import ModelRegistry, ResolvedModel
 
 log = logging.getLogger(__name__)
 
@@ -488,7 +491,7 @@ class ModelForm:
     description: str = ""
 
 
-def partial_run_problem(task, limit: int | None) -> str | None:
+def partial_run_problem(task: Task, limit: int | None) -> str | None:
     """Why a partial run of `limit` items is refused on `task` (None: it is not). On a hidden split
     a score of a few items is nearly their labels (one item: its label), so a partial run there
     needs at least MIN_ITEMS items, the least any released number comes from. Refused at once
@@ -506,7 +509,7 @@ def partial_run_problem(task, limit: int | None) -> str | None:
     return None
 
 
-def model_dedup_key(resolved, form: ModelForm, protocol: str) -> str:
+def model_dedup_key(resolved: ResolvedModel, form: ModelForm, protocol: str) -> str:
     from evaluator.protocols import PROTOCOL_VERSION
 
     key = [
@@ -577,7 +580,7 @@ def accept_model(
     form: ModelForm,
     *,
     records: SubmissionStore,
-    registry,
+    registry: ModelRegistry,
     redis: Redis | None,
     submitter: Submitter,
 ) -> Submission:

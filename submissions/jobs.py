@@ -12,20 +12,25 @@ import hashlib
 import json
 import logging
 import time
-from typing import Any
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable
 
+from redis import Redis
 from redis.exceptions import RedisError
 from rq import get_current_job
+from rq.job import Job
 
 from evaluator.backends.base import BackendError
-from evaluator.judge import judge_for, judged_setting
+from evaluator.judge import Judge, judge_for, judged_setting
 from evaluator.predictions import PredictionsError
 from evaluator.registry import UnknownSuiteError, get_task
-from evaluator.scoring import score_predictions_file
-from evaluator.settings import load_evaluator_settings
+from evaluator.scoring import Scores, score_predictions_file
+from evaluator.settings import EvaluatorSettings, load_evaluator_settings
+from evaluator.suite import Task
 from leaderboard.head_signal import RedisHeadSignal
-from leaderboard.outbox import Outbox
-from leaderboard.result_record import make_record
+from leaderboard.outbox import OnPublished, Outbox, Withhold
+from leaderboard.result_record import ResultRecord, new_record
 from leaderboard.results import open_outbox
 from leaderboard.store import StoreUnavailable
 from submissions import queue
@@ -36,6 +41,9 @@ from submissions.records import Submission, SubmissionStore, utc_now
 from submissions.remote import RemoteLedger, ensure_pinned_split, note_released, send_event
 from submissions.settings import load_submission_settings
 
+if TYPE_CHECKING:  # loaded by a model run only (_evaluate_model)
+    from evaluator.model_eval import Progress
+
 log = logging.getLogger(__name__)
 
 # How long a finished job waits to see its result published before it reports "finished, waiting to
@@ -44,11 +52,12 @@ PUBLISH_WAIT_S = 30.0
 
 
 def _stores(
-    snapshot: dict[str, Any] | None = None, connection=None
+    snapshot: dict[str, Any] | None = None, connection: Redis | None = None
 ) -> tuple[SubmissionStore | RemoteLedger, Outbox]:
     """Where this job reads and reports its submission: the web node's records (a worker on the web
     node), or the job's snapshot and Redis events (a worker elsewhere: submissions/remote.py)."""
     settings = load_submission_settings()
+    submissions: SubmissionStore | RemoteLedger
     if settings.worker_remote:
         if snapshot is None:
             raise RuntimeError(
@@ -60,14 +69,14 @@ def _stores(
     return submissions, publishing_outbox(connection)
 
 
-def _redis(connection=None):
+def _redis(connection: Redis | None = None) -> Redis:
     job = get_current_job()
     return connection or (
         job.connection if job is not None else queue.connect(load_submission_settings().redis_url)
     )
 
 
-def publishing_outbox(connection=None) -> Outbox:
+def publishing_outbox(connection: Redis | None = None) -> Outbox:
     """This machine's outbox, reporting each published result's revision where the records are:
     the web node's database, or (from a remote worker) an event the web node folds in."""
     settings = load_submission_settings()
@@ -88,7 +97,7 @@ def publishing_outbox(connection=None) -> Outbox:
     )
 
 
-def withhold_hidden(records: SubmissionStore):
+def withhold_hidden(records: SubmissionStore) -> Withhold:
     """The outbox's last check before a result goes out, where the records are: a submission an
     operator hid or deleted since its job started is not published; its record is kept for unhide."""
 
@@ -102,7 +111,7 @@ def withhold_hidden(records: SubmissionStore):
     return withhold
 
 
-def withhold_hidden_remote(redis):
+def withhold_hidden_remote(redis: Redis) -> Withhold:
     """The same check on a worker elsewhere: the visibility the web node keeps in Redis; a withheld
     record goes to the web node (an event), which keeps it for unhide. Redis unreachable: the entry
     waits in the outbox (never published without the check)."""
@@ -130,7 +139,7 @@ def head_signal(redis_url: str) -> RedisHeadSignal:
     return RedisHeadSignal(redis_url)
 
 
-def record_published(report):
+def record_published(report: Callable[[str, str], None]) -> OnPublished:
     """The outbox's report: a result that went out gets its revision on the submission record."""
 
     def on_published(entry: dict[str, Any], revision: str | None) -> None:
@@ -140,7 +149,7 @@ def record_published(report):
     return on_published
 
 
-def _connection():
+def _connection() -> Redis | None:
     job = get_current_job()
     return job.connection if job is not None else None
 
@@ -154,10 +163,10 @@ def _report_progress(done: int, total: int) -> None:
 
 def result_record(
     submission: Submission,
-    metrics: dict[str, Any],
+    metrics: Scores,
     timings: dict[str, Any],
     run: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ResultRecord:
     """The published record: the result with everything needed to reproduce or audit it."""
     provenance = {
         "suite_version": metrics["suite_version"],
@@ -195,31 +204,25 @@ def result_record(
             }
         )
         source, row_kind = "predictions file", "computed"
-    return make_record(
-        **{
-            "submission_id": submission.id,
-            "suite": submission.suite,
-            "task": submission.task,
-            "setting": setting,
-            "model_name": submission.model_name,
-            "model_link": submission.model_link,
-            "description": submission.description,
-            "source": source,
-            "row_kind": row_kind,
-            "submitted_at": submission.created_at,
-            "provenance": provenance,
-            "timings": timings,
-            "n_items": metrics["n_items"],
-            "metrics": {
-                "metric": metrics["metric"],
-                "total": metrics["total"],
-                "tiers": metrics["tiers"],
-            },
-        }
+    return new_record(
+        submission_id=submission.id,
+        suite=submission.suite,
+        task=submission.task,
+        setting=setting,
+        model_name=submission.model_name,
+        model_link=submission.model_link,
+        description=submission.description,
+        source=source,
+        row_kind=row_kind,
+        submitted_at=submission.created_at,
+        provenance=provenance,
+        timings=timings,
+        n_items=metrics["n_items"],
+        metrics={"metric": metrics["metric"], "total": metrics["total"], "tiers": metrics["tiers"]},
     )
 
 
-def _judge(task, settings, submission_id: str):
+def _judge(task: Task, settings: EvaluatorSettings, submission_id: str) -> Judge | None:
     """The judge of a judge-scored task, keeping what it writes (scores, rationales) beside the
     submission's answers in the private checkpoints folder; None for other tasks."""
     judge = judge_for(task, settings)
@@ -228,7 +231,9 @@ def _judge(task, settings, submission_id: str):
     )
 
 
-def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, dict]:
+def _evaluate_model(
+    submission: Submission, task: Task, submissions: SubmissionStore | RemoteLedger
+) -> tuple[Scores, dict[str, Any]]:
     """Run the model on the hidden split (resuming from the checkpoint) and score its answers."""
     from evaluator.backends import ModelSpec
     from evaluator.backends.pool import shared_pool
@@ -256,7 +261,7 @@ def _evaluate_model(submission: Submission, task, submissions) -> tuple[dict, di
         get_current_job()
     )  # progress is reported from the checkpoint writer's thread, where RQ's is unset
 
-    def on_progress(report: dict[str, Any]) -> None:
+    def on_progress(report: Progress) -> None:
         if job is not None:
             job.meta["progress"] = report
             job.save_meta()
@@ -302,7 +307,7 @@ def answers_sha256(answers: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def retrieval_stats(task, settings) -> dict[str, str]:
+def retrieval_stats(task: Task, settings: EvaluatorSettings) -> dict[str, str]:
     """What a `rag` row records of its retriever: the model, and where the suite's paper names
     another (task option `paper_retriever`), that deviation."""
     from evaluator.backends.embedding import retriever_name
@@ -313,7 +318,7 @@ def retrieval_stats(task, settings) -> dict[str, str]:
     return {"retrieval_model": used, **(deviation if used != paper else {})}
 
 
-def _wait_for_gate(gate, limit_s: float = 600) -> None:
+def _wait_for_gate(gate: Path, limit_s: float = 600) -> None:
     """Hold the running job until the test opens the gate (creates the file); bounded."""
     deadline = time.monotonic() + limit_s
     while not gate.exists() and time.monotonic() < deadline:
@@ -356,17 +361,19 @@ def evaluate_submission(
     done = metrics["n_items"]
     _report_progress(done, done)
     if task.suite.split_hidden:
-        metrics = _through_the_ladder(submissions, submission, metrics)
-        if metrics is None:  # withheld: finished, nothing published (the reason is the result)
+        released = _through_the_ladder(submissions, submission, metrics)
+        if released is None:  # withheld: finished, nothing published (the reason is the result)
             return None
+        metrics = released
     timings = {
         "submitted_at": submission.created_at,
         "started_at": submission.started_at,
         "scoring_seconds": metrics.get("scoring_seconds"),
         "job_seconds": time.time() - started,
     }
-    record = result_record(submission, metrics, timings, run_stats)
-    if submissions.get(submission_id).state == "cancelled":  # an operator stopped it meanwhile
+    record = result_record(submission, metrics, timings, run_stats).published()
+    current = submissions.get(submission_id)
+    if current is None or current.state == "cancelled":  # an operator stopped it meanwhile
         return None
     # Durable in the outbox first; published now unless the store is down (then it waits, in order).
     publish_started = time.time()
@@ -375,8 +382,9 @@ def evaluate_submission(
         entry["details"] = base64.b64encode(details).decode("ascii")  # in the result's commit
     _, revision = results.publish_now("result", entry, wait_s=PUBLISH_WAIT_S)
     record_job(_connection(), "finished", time.time() - started, time.time() - publish_started)
+    current = submissions.get(submission_id)
     if (
-        submissions.get(submission_id).visibility != "public"
+        current is None or current.visibility != "public"
     ):  # hidden or deleted while it ran: out again, in order
         results.publish_now(
             "withdraw",
@@ -409,8 +417,8 @@ def submitter_of(submission: Submission) -> str:
 
 
 def _through_the_ladder(
-    submissions: SubmissionStore, submission: Submission, metrics: dict
-) -> dict | None:
+    submissions: SubmissionStore | RemoteLedger, submission: Submission, metrics: Scores
+) -> Scores | None:
     """Released (rounded, tier-thinned) metrics, or None after recording why the result is withheld.
     The exact metrics go no further than this function (evaluator/release.py)."""
     from evaluator import release
@@ -461,7 +469,13 @@ def _through_the_ladder(
     return None
 
 
-def on_job_failure(job, connection, exc_type, exc_value, traceback) -> None:
+def on_job_failure(
+    job: Job,
+    connection: Redis,
+    exc_type: type[BaseException],
+    exc_value: BaseException,
+    traceback: TracebackType | None,
+) -> None:
     """RQ calls this when the job raised or its worker died; RQ retries afterwards if it can."""
     record_job(connection, "error")
     submission_id = job.args[0]

@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from redis import Redis
+from redis.client import Pipeline
 from redis.exceptions import RedisError
 from rq import Queue, Worker
 
@@ -34,7 +35,7 @@ QUEUE_STATES = {
 }
 
 
-def _observe(pipe, name: str, buckets: tuple[float, ...], seconds: float) -> None:
+def _observe(pipe: Pipeline, name: str, buckets: tuple[float, ...], seconds: float) -> None:
     key = f"{KEY}:{name}"
     bucket = next((str(b) for b in buckets if seconds <= b), "+Inf")
     pipe.hincrby(key, bucket, 1)
@@ -63,10 +64,15 @@ def record_job(
         log.warning("metrics not recorded (queue unreachable): %s", exc)
 
 
+def _text(value: bytes | str) -> str:
+    """A Redis reply as text: the client answers bytes unless it was made to decode."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def _histogram(
     redis: Redis, name: str, buckets: tuple[float, ...], help_text: str
 ) -> HistogramMetricFamily:
-    raw = {k.decode(): v.decode() for k, v in redis.hgetall(f"{KEY}:{name}").items()}
+    raw = {_text(k): _text(v) for k, v in redis.hgetall(f"{KEY}:{name}").items()}
     cumulative, running = [], 0
     for bound in [*(str(b) for b in buckets), "+Inf"]:
         running += int(raw.get(bound, 0))
@@ -145,7 +151,7 @@ class ServiceCollector:
         workers = GaugeMetricFamily("personaboard_workers", "workers registered with the queue")
         workers.add_metric([], len(Worker.all(connection=self.redis)))
         yield workers
-        counts = {k.decode(): int(v) for k, v in self.redis.hgetall(f"{KEY}:jobs").items()}
+        counts = {_text(k): int(v) for k, v in self.redis.hgetall(f"{KEY}:jobs").items()}
         outcome = CounterMetricFamily(
             "personaboard_jobs",
             "jobs ended, by outcome (finished: published; "

@@ -27,6 +27,7 @@ from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
+from redis.typing import EncodableT
 
 from leaderboard.outbox import Outbox
 from leaderboard.store import StoreError
@@ -149,11 +150,10 @@ def apply(
         finished_at=None,
     )
     entry["revision"] = withdraw_result(outbox, submission_id, "rerun")
-    if redis is not None:
+    rerun = records.get(submission_id)
+    if redis is not None and rerun is not None:
         try:
-            queue.enqueue(
-                redis, records.get(submission_id)
-            )  # routed by its hardware, carrying its snapshot
+            queue.enqueue(redis, rerun)  # routed by its hardware, carrying its snapshot
         except (
             RedisError
         ) as exc:  # recorded as queued: the reconciler enqueues it when Redis answers
@@ -254,7 +254,7 @@ def mirror_visibility(redis: Redis, records: SubmissionStore) -> None:
     shown = {
         k.decode() if isinstance(k, bytes) else k: v for k, v in redis.hgetall(VISIBILITY).items()
     }
-    changes = {
+    changes: dict[EncodableT, str] = {
         sid: "hidden"
         for sid in withdrawn
         if sid not in shown or shown[sid] in (b"public", "public")

@@ -24,6 +24,7 @@ from typing import Any
 
 from evaluator.release import MIN_ITEMS, _rounded, noise_step
 from evaluator.splits import PRIVATE_PART, PRIVATE_TIER_GROUP, PUBLIC_PART
+from leaderboard.store import ResultsStore
 from submissions.records import SubmissionStore, utc_now
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,9 @@ def with_private_score(record: dict[str, Any], metric: str, stats: dict, n: int)
     return released
 
 
-def release_private_part(records: SubmissionStore, store, release_name: str) -> list[str]:
+def release_private_part(
+    records: SubmissionStore, store: ResultsStore, release_name: str
+) -> list[str]:
     """Publish the private score of every kept, still published result not released before;
     returns their submission ids. Called by `personaboard release` before it names the version."""
     done = []

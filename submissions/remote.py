@@ -29,14 +29,14 @@ import json
 import logging
 import socket
 from dataclasses import fields
-from typing import Any
+from typing import Any, cast
 
 from redis import Redis
 from redis.exceptions import RedisError, ResponseError
 
 from leaderboard.outbox import Outbox
 from submissions.moderation import keep_withheld, shared_visibility, withdraw_result
-from submissions.records import Submission, utc_now
+from submissions.records import Decide, Submission, SubmissionStore, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class RemoteLedger:
         return self.submission
 
     def decide_release(
-        self, submission_id: str, submitter: str, scope: str, decide
+        self, submission_id: str, submitter: str, scope: str, decide: Decide
     ) -> tuple[bool, float | None]:
         """The Ladder step (evaluator/release.py) as SubmissionStore.decide_release, atomic in Redis
         (any machine's workers see each other's decisions); the decision is also sent to the web node,
@@ -162,8 +162,12 @@ class EventFolder:
     """The web node's side: apply the workers' events to the submission records, in order."""
 
     def __init__(
-        self, redis: Redis, records, consumer: str | None = None, outbox: Outbox | None = None
-    ):
+        self,
+        redis: Redis,
+        records: SubmissionStore,
+        consumer: str | None = None,
+        outbox: Outbox | None = None,
+    ) -> None:
         self.redis = redis
         self.records = records
         self.consumer = consumer or f"web-{socket.gethostname()}"
@@ -185,12 +189,15 @@ class EventFolder:
         self._ensure_group()
         applied = 0
         for start in ("0", ">"):
-            answer = self.redis.xreadgroup(
-                GROUP,
-                self.consumer,
-                {EVENTS: start},
-                count=count,
-                block=None if start == "0" else block_ms,
+            answer = cast(  # the RESP2 shape (the client's protocol): [[stream, [(id, fields)]]]
+                "list[list[Any]] | None",
+                self.redis.xreadgroup(
+                    GROUP,
+                    self.consumer,
+                    {EVENTS: start},
+                    count=count,
+                    block=None if start == "0" else block_ms,
+                ),
             )
             for _, entries in answer or []:
                 for event_id, fields_ in entries:
@@ -268,7 +275,8 @@ class EventFolder:
         if (
             changes.get("revision")
             and self.outbox is not None
-            and self.records.get(submission_id).visibility != "public"
+            and (now := self.records.get(submission_id)) is not None
+            and now.visibility != "public"
         ):
             # published by a worker elsewhere after an operator hid it (after the worker's last check): out now
             withdraw_result(self.outbox, submission_id, "hidden")

@@ -18,6 +18,11 @@ from playwright import sync_api
 from playwright.sync_api import expect
 
 CHROMIUM = "/usr/bin/chromium"
+# Every wait for a condition (expect(...), a page's own waits) has a deadline that holds on a busy
+# machine: Playwright's expect() gives up after 5 s by default, and a redraw behind a loaded
+# server's queue takes longer than that.
+DEADLINE_MS = 30_000
+expect.set_options(timeout=DEADLINE_MS)
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -43,7 +48,7 @@ def launch_chromium():
 
 
 @contextlib.contextmanager
-def open_page(browser, base_url: str, timeout_ms: int = 30_000, token: str | None = None):
+def open_page(browser, base_url: str, timeout_ms: int = DEADLINE_MS, token: str | None = None):
     """A fresh context (own cookies/storage, downloads allowed) on the service's page, loaded;
     with `token`, the page's API-token field holds it (submitting needs an identity)."""
     context = browser.new_context(
@@ -116,7 +121,7 @@ def choose(page, elem_id: str, option: str) -> None:
             f"#{elem_id} [role='listbox'] [role='option'][aria-label={json.dumps(option, ensure_ascii=False)}]"
         )
         try:
-            choice.first.wait_for(state="visible", timeout=5_000)
+            choice.first.wait_for(state="visible", timeout=DEADLINE_MS / 3)
         except sync_api.TimeoutError:
             page.keyboard.press("Escape")
             continue

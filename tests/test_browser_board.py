@@ -412,59 +412,23 @@ def test_a_long_tier_group_is_paged_on_a_phone(browser, service, tmp_path):
 
 
 def test_model_and_result_pages(page, tmp_path):
+    """The pages' layout and the way between them (what they say: tests/unit/test_tab_handlers.py):
+    the model page's history and plots drawn whole, its link to the result page, and a page for
+    a model nobody published."""
     page.goto("/model/alpha")
     expect(page.locator("h1")).to_have_text("alpha")
-    assert page.locator("a.hub-link").first.get_attribute("href") == "https://huggingface.co/alpha"
-    assert (
-        page.locator("a.submitter-link").first.get_attribute("href") == "https://example.org/alpha"
-    )
-    history = page.locator("table.history tbody tr")
-    expect(history).to_have_count(1)
-    cells = history.first.locator("td").all_inner_texts()
-    assert cells[3:7] == ["verified", "80.0", "76.0–84.0", "1000"], cells
-    assert cells[7].startswith("0123456789abcdef") and len(cells[8]) == 12, (
-        cells
-    )  # model and results revisions
+    expect(page.locator("table.history tbody tr")).to_have_count(1)
     figures = plot_texts(page, "body")  # the same interactive per-tier plots as the board's
     assert {"Total", "Explicit", "Implicit (choice)"} <= set(figures[0]["ticks"]), figures
     assert not any(f["clipped"] for f in figures), figures
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
     shot(page, tmp_path, "model-page")
 
     base = page.url.split("/model/")[0]
     page.locator("table.history a", has_text="result").first.click()
     expect(page).to_have_url(f"{base}/result/fx-alpha")
-    scores = {
-        r[0]: r[1:]
-        for r in (
-            row.locator("td").all_inner_texts()
-            for row in page.locator("table.scores tbody tr").all()
-        )
-    }
-    assert scores["Total"] == ["Accuracy", "80.0", "76.0–84.0", "1000"], scores
-    assert scores["Preference form: Explicit"] == ["Accuracy", "80.0", "74.0–86.0", "333"], scores
-    provenance = dict(
-        zip(
-            page.locator("table.provenance th").all_inner_texts(),
-            page.locator("table.provenance td").all_inner_texts(),
-        )
-    )
-    for field in (
-        "split.sha256",
-        "split.n_items",
-        "scorer_version",
-        "suite_version",
-        "model.revision",
-        "model.license",
-        "model.parameters",
-        "protocol",
-    ):
-        assert field in provenance, (field, provenance)
-    assert provenance["model.license"] == "apache-2.0"
-    command = page.locator("pre.reproduce").inner_text()
-    assert (
-        command.startswith("personaboard evaluate --model alpha --revision 0123456789abcdef")
-        and "--setting zero_shot" in command
-    )
+    expect(page.locator("table.scores tbody tr").first).to_contain_text("76.0–84.0")
+    expect(page.locator("pre.reproduce")).to_contain_text("personaboard evaluate --model alpha")
     shot(page, tmp_path, "result-page")
     page.goto("/model/no-such-model")
     expect(page.locator("h1")).to_have_text("Not found")

@@ -44,11 +44,16 @@ def test_personafeedback_columns_and_reported_rows(page, shared_live_service):
     choose(page, "filter-suite", "PersonaFeedback")
     # the board opens on one setting; these checks read every setting's paper rows
     choose(page, "filter-setting", "(all settings, ranked together)")
-    # wait for the filtered table: the unfiltered one has these columns too (reported rows)
+    # wait for the table of every setting: the one-setting table drawn before it has these
+    # columns too, without the other settings' paper rows (read at once, it raced the redraw)
     headers, rows = wait_table(
         page,
-        lambda h, r: "Specific Easy" in h and "Explicit" not in h and r,
-        "the PersonaFeedback columns only",
+        lambda h, r: (
+            "Specific Easy" in h
+            and "Explicit" not in h
+            and any(x["Model"] == "GPT-4.1" and "Table 3" in x["Source"] for x in r)
+        ),
+        "the PersonaFeedback columns only, with Table 3's GPT-4.1 row",
     )
     assert all(column in headers for column in TABLE3), headers
     assert "Explicit" not in headers  # PrefEval's tiers are gone with the suite filter
@@ -102,10 +107,16 @@ def test_recentering_metric_columns(page):
     expect(page.locator("#leaderboard-downloads a").first).to_have_attribute(
         "href", re.compile("task=relevance")
     )
+    # the GRPO row comes with the table of every setting (the one-setting table before it has
+    # the same columns: a wait for the columns alone raced that redraw)
     headers, rows = wait_table(
         page,
-        lambda h, r: "F1" in h and "Specific Easy" not in h and r,
-        "the relevance metric columns only",
+        lambda h, r: (
+            "F1" in h
+            and "Specific Easy" not in h
+            and any(x["Model"] == "Qwen3-4B + GRPO" for x in r)
+        ),
+        "the relevance metric columns only, with the GRPO row",
     )
     assert {"Precision", "Recall", "F1"} <= set(headers), headers
     grpo = next(r for r in rows if r["Model"] == "Qwen3-4B + GRPO")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import gradio as gr
@@ -30,6 +32,9 @@ from submissions.details import (
     result_details,
 )
 from submissions.intake import SubmissionError
+
+if TYPE_CHECKING:
+    from submissions.service import Services
 
 TAB = "items"
 # the view's URL parameters, in the order of the controls the writer is given (space/url_state.py).
@@ -61,7 +66,7 @@ table.pb-items .pb-item-id{min-width:11em;max-width:16em;overflow-wrap:break-wor
 </style>"""
 
 
-def result_choices(services) -> list[tuple[str, str]]:
+def result_choices(services: Services) -> list[tuple[str, str]]:
     """Finished, published public results whose split is public: those the explorer can open."""
     choices = []
     for s in services.records.list(("finished",), limit=RESULTS_LISTED, public_only=True):
@@ -142,7 +147,7 @@ def download_links(submission_id: str, tier, outcome) -> str:
     return "Download these items (the details file of this result): " + " · ".join(links)
 
 
-def tier_options(services, submission_id) -> list[tuple[str, str]]:
+def tier_options(services: Services, submission_id) -> list[tuple[str, str]]:
     """The Tier filter's choices: the tiers of the result's task, where its items may be shown
     (published_submission's rule: an unknown or hidden result names no task here)."""
     tiers = [("all tiers", ALL)]
@@ -155,7 +160,7 @@ def tier_options(services, submission_id) -> list[tuple[str, str]]:
     return tiers
 
 
-def link_view(services, params: dict[str, str]) -> tuple[str, str, str, int, str]:
+def link_view(services: Services, params: dict[str, str]) -> tuple[str, str, str, int, str]:
     """The view a link names (result, tier, outcome, page): the id as given (it is checked when the
     items are read), the rest kept only where it is one of the control's own values; and a note
     (HTML, the link's text escaped) naming what the link asked for and did not get, else ""."""
@@ -183,41 +188,129 @@ def link_view(services, params: dict[str, str]) -> tuple[str, str, str, int, str
     return submission_id, tier, outcome, number, note
 
 
-def build_explorer_tab(ui: gr.Blocks, services) -> None:
-    def pick(submission_id, shown, outcome):
-        """Another result: its tiers, its first page (the outcome filter kept). A pasted id comes
-        with the box's blur, which also fires when nothing changed: then nothing is redrawn."""
-        submission_id = (submission_id or "").strip()
-        if submission_id == (shown or ""):
-            return (gr.skip(),) * 5
-        tiers = gr.update(choices=tier_options(services, submission_id), value=ALL)
-        return (tiers, 1, *show(submission_id, ALL, outcome, 1), submission_id)
+# -- handlers: the controls' values and the services in, view data out (tests/unit/test_tab_handlers.py)
 
+
+@dataclass
+class ItemsView:
+    """What the tab shows for a result, a tier, an answer and a page: the items (HTML) and the
+    download links of the same table."""
+
+    table: str
+    downloads: str = ""
+
+
+def items_view(services: Services, submission_id, tier, outcome, page) -> ItemsView:
+    """One page of the result's items under the filters; a result whose items may not be shown (an
+    unknown id, a hidden split, another split version) says why and shows none."""
+    if not submission_id:
+        return ItemsView(  # STYLE in every answer: it also keeps the boxes' text off their arrows
+            STYLE + "<p><em>Choose a result: finished results on public splits (PrefEval) are "
+            "listed. Hidden splits show no items, to anyone.</em></p>"
+        )
+    try:
+        submission, frame = result_details(
+            services.records, submission_id, published_split(services.board)
+        )
+        task = get_task(submission.suite, submission.task)
+        frame = filter_details(
+            frame, task, None if tier == ALL else tier, None if outcome == ALL else outcome
+        )
+    except (SubmissionError, ValueError) as exc:
+        return ItemsView(
+            STYLE + '<p class="pb-empty" id="items-refused"><strong>No items to show.</strong> '
+            f"<em>{html.escape(str(exc))}</em></p>"
+        )
+    offset = max(0, (min(int(page or 1), MAX_PAGE) - 1) * PAGE_ITEMS)
+    groups = [g.name for g in task.tier_groups]
+    body = render_items(frame.iloc[offset : offset + PAGE_ITEMS], groups, offset, len(frame))
+    return ItemsView(body, download_links(submission.id, tier, outcome))
+
+
+@dataclass
+class PickedResult:
+    """Another result chosen: its tiers (the filter reset to all of them), its first page."""
+
+    submission_id: str
+    tiers: list[tuple[str, str]]
+    view: ItemsView
+
+
+def picked_result(services: Services, submission_id, shown, outcome) -> PickedResult | None:
+    """The result the reader chose or pasted, on its first page (the outcome filter kept); None
+    where it is the one shown already (a pasted id comes with the box's blur, which also fires
+    when nothing changed)."""
+    submission_id = (submission_id or "").strip()
+    if submission_id == (shown or ""):
+        return None
+    return PickedResult(
+        submission_id,
+        tier_options(services, submission_id),
+        items_view(services, submission_id, ALL, outcome, 1),
+    )
+
+
+# -- the Gradio side: the layout, the events, updates from the handlers' data ---------------------
+
+
+def _layout() -> tuple[list[Any], gr.HTML, gr.HTML]:
+    """The controls (result, tier, answer, page), the table and its links."""
+    gr.Markdown(
+        "**Item explorer.** A published result on a public split, item by item: the inputs, "
+        "the gold answer, the submission's answer and whether it was right. Hidden splits "
+        "show nothing per item, to anyone, the submitter included (their gold never leaves "
+        "the scorer).",
+        elem_id="items-note",
+    )
+    with gr.Row():
+        # min widths: on a phone the result and tier take a line each (their labels are
+        # long) and the three answers stay on one; on a desktop all four share one line
+        result = gr.Dropdown(
+            [],
+            label="Result (or paste a submission id)",
+            scale=3,
+            min_width=280,
+            elem_id="items-result",
+            allow_custom_value=True,  # choices come at page load; any id is checked anyway
+        )
+        tier = gr.Dropdown(
+            [("all tiers", ALL)],
+            value=ALL,
+            label="Tier",
+            scale=2,
+            min_width=240,
+            elem_id="items-tier",
+        )
+        outcome = gr.Radio(
+            OUTCOMES, value=ALL, label="Answer", scale=2, min_width=240, elem_id="items-outcome"
+        )
+        page = gr.Number(
+            value=1,
+            minimum=1,
+            precision=0,
+            label="Page",
+            scale=1,
+            min_width=100,
+            elem_id="items-page",
+        )
+    return (
+        [result, tier, outcome, page],
+        gr.HTML(elem_id="items-table"),
+        gr.HTML(elem_id="items-downloads"),
+    )
+
+
+def build_explorer_tab(ui: gr.Blocks, services: Services) -> None:
     def show(submission_id, tier, outcome, page):
-        if not submission_id:
-            return (  # STYLE in every answer: it also keeps the boxes' text off their arrows
-                STYLE + "<p><em>Choose a result: finished results on public splits (PrefEval) are "
-                "listed. Hidden splits show no items, to anyone.</em></p>",
-                "",
-            )
-        try:
-            submission, frame = result_details(
-                services.records, submission_id, published_split(services.board)
-            )
-            task = get_task(submission.suite, submission.task)
-            frame = filter_details(
-                frame, task, None if tier == ALL else tier, None if outcome == ALL else outcome
-            )
-        except (SubmissionError, ValueError) as exc:
-            return (
-                STYLE + '<p class="pb-empty" id="items-refused"><strong>No items to show.</strong> '
-                f"<em>{html.escape(str(exc))}</em></p>",
-                "",
-            )
-        offset = max(0, (min(int(page or 1), MAX_PAGE) - 1) * PAGE_ITEMS)
-        groups = [g.name for g in task.tier_groups]
-        body = render_items(frame.iloc[offset : offset + PAGE_ITEMS], groups, offset, len(frame))
-        return body, download_links(submission.id, tier, outcome)
+        found = items_view(services, submission_id, tier, outcome, page)
+        return found.table, found.downloads
+
+    def pick(submission_id, shown, outcome):
+        found = picked_result(services, submission_id, shown, outcome)
+        if found is None:
+            return (gr.skip(),) * 5
+        tiers = gr.update(choices=found.tiers, value=ALL)
+        return tiers, 1, found.view.table, found.view.downloads, found.submission_id
 
     def on_load(request: gr.Request):
         """The listed results, and the view a link to this tab names, else the defaults."""
@@ -234,54 +327,14 @@ def build_explorer_tab(ui: gr.Blocks, services) -> None:
     def show_linked(submission_id, tier, outcome, page, note):
         """The linked view, under the note on what the link asked for and did not get (the next
         redraw, by the reader's own choice, drops it)."""
-        body, downloads = show(submission_id, tier, outcome, page)
-        return note + body, downloads
+        found = items_view(services, submission_id, tier, outcome, page)
+        return note + found.table, found.downloads
 
     with gr.Tab("Items", id=TAB):
-        gr.Markdown(
-            "**Item explorer.** A published result on a public split, item by item: the inputs, "
-            "the gold answer, the submission's answer and whether it was right. Hidden splits "
-            "show nothing per item, to anyone, the submitter included (their gold never leaves "
-            "the scorer).",
-            elem_id="items-note",
-        )
-        with gr.Row():
-            # min widths: on a phone the result and tier take a line each (their labels are
-            # long) and the three answers stay on one; on a desktop all four share one line
-            result = gr.Dropdown(
-                [],
-                label="Result (or paste a submission id)",
-                scale=3,
-                min_width=280,
-                elem_id="items-result",
-                allow_custom_value=True,  # choices come at page load; any id is checked anyway
-            )
-            tier = gr.Dropdown(
-                [("all tiers", ALL)],
-                value=ALL,
-                label="Tier",
-                scale=2,
-                min_width=240,
-                elem_id="items-tier",
-            )
-            outcome = gr.Radio(
-                OUTCOMES, value=ALL, label="Answer", scale=2, min_width=240, elem_id="items-outcome"
-            )
-            page = gr.Number(
-                value=1,
-                minimum=1,
-                precision=0,
-                label="Page",
-                scale=1,
-                min_width=100,
-                elem_id="items-page",
-            )
-        table = gr.HTML(elem_id="items-table")
-        links = gr.HTML(elem_id="items-downloads")
+        view, table, links = _layout()
         shown = gr.State("")  # the result whose items are shown
         link_note = gr.State("")  # what a link asked for and did not get (shown once)
-
-    view = [result, tier, outcome, page]
+    result, tier, outcome, page = view
     outputs = [table, links]
     url_js = url_writer_js(TAB, URL_FIELDS)
 

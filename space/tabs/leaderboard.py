@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 from urllib.parse import urlencode
 
 import gradio as gr
@@ -34,8 +34,10 @@ from space.interactive_plots import MAX_SERIES
 from space.interactive_plots import TAB_JS as PLOTS_JS
 from space.labels import row_labels
 from space.url_state import FIRST_TAB, tab_params, url_writer_js
-from space.versions import older_version_note
-from space.versions import versions_update as version_selector
+from space.versions import older_version_note, versions_update
+
+if TYPE_CHECKING:
+    from submissions.service import Services
 
 RANKING_HELP = (
     "**Rank**: verified rows only (full runs scored here on the hidden split). A row's rank is 1 + the number of "
@@ -84,12 +86,22 @@ HEAD_POLL_S = 3.0  # a publish shows on the board within this (when the newest v
 DEFAULT_COMPARED = 3  # results in the per-tier plot until the reader picks others
 
 
+STORE_DOWN = '<p class="pb-empty"><em>The results store cannot be reached right now; try again shortly.</em></p>'
+
+
 @dataclass
 class LeaderboardTab:
     follow: Callable  # follow(component holding a submission id): on change, show its task, its row outlined
 
 
-def download_name(suite, task, setting, tier, revision, fmt: str) -> str:
+def download_name(
+    suite: str | None,
+    task: str | None,
+    setting: str | None,
+    tier: str | None,
+    revision: str | None,
+    fmt: str,
+) -> str:
     """`prefeval-mcq-zero_shot-3f2a9c1d.csv`: what the file holds, and at which results revision."""
     parts = [suite, task, setting if setting not in (None, "", ALL) else "all-settings"]
     if tier not in (None, "", NO_TIER):
@@ -99,7 +111,14 @@ def download_name(suite, task, setting, tier, revision, fmt: str) -> str:
     return "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", str(p)) for p in parts) + f".{fmt}"
 
 
-def download_links(suite, task, setting, tier, revision=None, shown_revision="") -> str:
+def download_links(
+    suite: str | None,
+    task: str | None,
+    setting: str | None,
+    tier: str | None,
+    revision: str | None = None,
+    shown_revision: str = "",
+) -> str:
     params = {
         k: v
         for k, v in {
@@ -174,226 +193,390 @@ def filter_board(board: pd.DataFrame, model_type, size, license_, search) -> pd.
     return shown
 
 
-def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
-    def fact_choices(board: pd.DataFrame, column: str) -> list[str]:
-        return (
-            [ALL, *sorted({str(v) for v in board[column].dropna()} - {UNKNOWN}), UNKNOWN]
-            if len(board)
-            else [ALL]
-        )
+# -- handlers: the controls' values and the services in, view data out (tests/unit/test_tab_handlers.py)
 
-    def show(
+
+@dataclass(frozen=True)
+class BoardControls:
+    """The value of every control of the tab, in the order of the builder's `view` components:
+    what a link names, what the first screen shows, and what the board is drawn from."""
+
+    suite: str | None
+    task: str | None
+    setting: str | None = ALL
+    tier: str | None = NO_TIER
+    model_type: str | None = ALL
+    size: str | None = ALL
+    license: str | None = ALL
+    search: str | None = ""
+    columns: Sequence[str] | None = tuple(DEFAULT_COLUMNS)
+    highlight: str | None = ""
+    version: str | None = LATEST
+
+    @property
+    def revision(self) -> str | None:
+        """The version as the store reads it: None for the newest."""
+        return None if self.version in (None, "", LATEST) else self.version
+
+
+@dataclass(frozen=True)
+class TaskControls:
+    """The dropdowns that follow the suite and the task: each one's choices and value."""
+
+    tasks: list[tuple[str, str]]
+    task: str | None
+    settings: list[tuple[str, str] | str]
+    setting: str
+    tiers: list[tuple[str, str] | str]
+    tier: str
+
+
+@dataclass
+class BoardView:
+    """What the tab shows for one set of controls: the table (HTML), its download links, and the
+    ranked board before the fact filters (None when nothing was ranked), which the filters' and
+    the plot's choices follow."""
+
+    table: str
+    downloads: str = ""
+    board: pd.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class BoardChoices:
+    """The choices that come with a drawn board: its models' facts, and its rows for the plot."""
+
+    model_types: list[str]
+    sizes: list[str]
+    licenses: list[str]
+    compared: list[tuple[str, str]] = field(default_factory=list)  # (distinct label, result id)
+    default_compared: list[str] = field(default_factory=list)
+
+
+def task_controls(
+    suite: str | None, task: str | None, setting: str | None = None, tier: str | None = NO_TIER
+) -> TaskControls:
+    """The task's own settings (no form offers one the task refuses), and all of them; its tiers."""
+    return TaskControls(
+        tasks=task_choices(suite),
+        task=task,
+        settings=[(ALL_SETTINGS, ALL), *task_setting_choices(suite, task)],
+        setting=setting or ALL,
+        tiers=[NO_TIER, *tier_choices(suite, task)],
+        tier=tier or NO_TIER,
+    )
+
+
+def chosen_suite(services: Services, suite: str | None) -> TaskControls:
+    """The reader chose a suite: its task and setting with the most verified rows."""
+    _, task, setting = default_board(services, suite)
+    return task_controls(suite, task, setting)
+
+
+def chosen_task(services: Services, suite: str | None, task: str | None) -> TaskControls:
+    """The reader chose a task: its setting with the most verified rows."""
+    return task_controls(suite, task, default_board(services, suite, task)[2])
+
+
+def link_controls(services: Services, params: dict[str, str]) -> BoardControls:
+    """The view the link's parameters name (every control's value: a reloaded or shared link opens
+    the same view), each kept only where it is one of the control's values; else the first
+    screen: the task with the most verified rows, in one setting."""
+    suite, task, setting = default_board(services)
+    if params.get("suite") in all_suites():
+        suite = params["suite"]
+        task = params.get("task")
+        if task not in all_suites()[suite].tasks:
+            task = default_board(services, suite)[1]
+        setting = default_board(services, suite, task)[2]
+    wanted = params.get("setting")
+    if suite and (wanted == ALL or wanted in task_setting_choices(suite, task)):
+        setting = wanted
+    tiers = [value for _, value in tier_choices(suite, task)]
+    columns = params.get("columns")
+    fact = {name: (params.get(name) or ALL)[:100] for name in ("type", "size", "license")}
+    return BoardControls(
         suite,
         task,
-        setting,
-        tier,
-        model_type,
-        size,
-        license_,
-        search,
-        columns,
-        highlight=None,
-        version=None,
-    ):
-        if not suite or not task:
-            return '<p class="pb-empty"><em>Choose a suite and a task.</em></p>', "", None
-        version = None if version in (None, "", LATEST) else version
-        try:
-            scores, facts = board_inputs(services, version)
-        except StoreUnavailable:
-            return (
-                '<p class="pb-empty"><em>The results store cannot be reached right now; try again shortly.</em></p>',
-                "",
-                None,
-            )
-        except StoreError:
-            return (
-                f'<p class="pb-empty" id="version-missing"><em>There is no leaderboard version '
-                f"{html.escape(version)}; choose another.</em></p>",
-                "",
-                None,
-            )
-        board, cells = ranked_board(
-            scores,
-            facts,
-            suite,
-            task,
-            None if setting in (None, "", ALL) else setting,
-            None if tier in (None, "", NO_TIER) else tier,
-            tier_order=manifest_tier_order(),
-        )
-        shown = filter_board(board, model_type, size, license_, search)
-        table = render_board(shown, cells, columns, empty=empty_reason(suite, task, board))
-        if not board.empty and not (board["row_kind"] == "computed").any():
-            table = no_verified_note(suite, task) + table
-        if highlight and (shown["submission_id"] == highlight).any():
-            table = table.replace(
-                f'data-id="{html.escape(highlight)}"',
-                f'data-id="{html.escape(highlight)}" '
-                'style="outline:3px solid #f59e0b" aria-current="true"',
-                1,
-            )
-        if version:
-            table = older_version_note(version, "leaderboard", "version-note") + table
-        shown_revision = version or services.results_head() or ""
-        return (
-            table,
-            download_links(suite, task, setting, tier, version, shown_revision),
-            board,
-        )
-
-    def versions_update(current=None):
-        return version_selector(services, current)
-
-    def refresh_choices(board):
-        if board is None:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        names = row_labels(board)  # distinct: two rows of one model never read the same
-        compared = [(names[str(i)], i) for i in board["submission_id"]]
-        worth = [
-            i for i, kind in zip(board["submission_id"], board["row_kind"]) if kind != "reference"
-        ]
-        return (
-            *(gr.update(choices=fact_choices(board, c)) for c in ("model_type", "size", "license")),
-            gr.update(choices=compared, value=worth[:DEFAULT_COMPARED]),
-        )
-
-    def show_plots(suite, task, setting, chosen, version=None):
-        if not suite or not task:
-            return ""
-        where = {
-            "suite": suite,
-            "task": task,
-            **({"revision": version} if version not in (None, "", LATEST) else {}),
-        }
-        tiers = urlencode({**where, "ids": ",".join((chosen or [])[:MAX_SERIES])})
-        boxes = [
-            ("plot-tiers", f"/plots/tiers.json?{tiers}", "Choose results to compare above."),
-            ("plot-settings", f"/plots/settings.json?{urlencode(where)}", "No totals to plot."),
-            ("plot-size", f"/plots/size.json?{urlencode(where)}", "No result of known size."),
-        ]
-        # drawn in the browser by interactive_plots.TAB_JS (Plotly): hover, zoom, legend toggles
-        return (
-            '<div class="pb-plots">'
-            + "".join(
-                f'<div class="pb-plot" id="{name}" data-src="{html.escape(src)}" '
-                f'data-empty="{html.escape(empty)}"></div>'
-                for name, src, empty in boxes
-            )
-            + "</div>"
-        )
-
-    def setting_update(suite, task, value):
-        """The task's own settings (no form offers one the task refuses), and all of them."""
-        return gr.update(
-            choices=[(ALL_SETTINGS, ALL), *task_setting_choices(suite, task)], value=value
-        )
-
-    def on_suite(suite):
-        _, task, setting = default_board(services, suite)
-        return (
-            gr.update(choices=task_choices(suite), value=task),
-            setting_update(suite, task, setting or ALL),
-            gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=NO_TIER),
-        )
-
-    def on_task(suite, task):
-        setting = default_board(services, suite, task)[2]
-        return (
-            setting_update(suite, task, setting or ALL),
-            gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=NO_TIER),
-        )
-
-    def on_finished(submission_id):
-        """A submission of this page finished: show its suite and task with its row outlined."""
-        found = services.submission(submission_id)
-        if found is None or found.suite not in all_suites():
-            return (gr.skip(),) * 6
-        return (
-            gr.update(value=found.suite),
-            gr.update(choices=task_choices(found.suite), value=found.task),
-            setting_update(found.suite, found.task, found.setting),
-            gr.update(choices=[NO_TIER, *tier_choices(found.suite, found.task)], value=NO_TIER),
-            found.id,
-            versions_update(),
-        )  # its result is in the newest version
-
-    def on_load(request: gr.Request):
-        """The view the URL names (every control's value: a reloaded or shared link opens the same
-        view), else the first screen: the task with the most verified rows, in one setting."""
-        params = tab_params(request, FIRST_TAB)
-        suite, task, setting = default_board(services)
-        if params.get("suite") in all_suites():
-            suite = params["suite"]
-            task = params.get("task")
-            if task not in all_suites()[suite].tasks:
-                task = default_board(services, suite)[1]
-            setting = default_board(services, suite, task)[2]
-        wanted = params.get("setting")
-        if suite and (wanted == ALL or wanted in task_setting_choices(suite, task)):
-            setting = wanted
-        tiers = [value for _, value in tier_choices(suite, task)]
-        tier = params.get("tier") if params.get("tier") in tiers else NO_TIER
-
-        def fact(name):  # the fact filters' choices come with the board; take the link's value
-            value = (params.get(name) or ALL)[:100]
-            return gr.update(choices=[ALL, *([value] if value != ALL else [])], value=value)
-
-        columns = params.get("columns")
-        chosen = (
+        setting or ALL,
+        params["tier"] if params.get("tier") in tiers else NO_TIER,
+        # the fact filters' choices come with the board: the link's value is taken as it is
+        model_type=fact["type"],
+        size=fact["size"],
+        license=fact["license"],
+        search=(params.get("q") or "")[:200],
+        columns=tuple(
             DEFAULT_COLUMNS
             if columns is None
             else [c for c in columns.split(",") if c in OPTIONAL_COLUMNS]
-        )
-        return (
-            gr.update(choices=suite_choices(), value=suite),
-            gr.update(choices=task_choices(suite), value=task),
-            setting_update(suite, task, setting or ALL),
-            gr.update(choices=[NO_TIER, *tier_choices(suite, task)], value=tier),
-            fact("type"),
-            fact("size"),
-            fact("license"),
-            (params.get("q") or "")[:200],
-            chosen,
-            params.get("highlight") or "",
-            versions_update((params.get("revision") or "")[:100] or None),
-        )
+        ),
+        highlight=params.get("highlight") or "",
+        version=(params.get("revision") or "")[:100] or LATEST,
+    )
 
+
+def first_controls(services: Services) -> BoardControls:
+    """The first screen, as the Blocks are built, so the boxes show it from the first render (a
+    page's load then applies its link, and the default again as the results stand by then). A
+    store that cannot be read yet leaves the first suite's first task."""
+    try:
+        return link_controls(services, {})
+    except StoreError:
+        suite = next((name for _, name in suite_choices()), None)
+        return BoardControls(suite, next((name for _, name in task_choices(suite)), None))
+
+
+def finished_controls(services: Services, submission_id: str) -> BoardControls | None:
+    """A submission of this page finished: its suite, task and setting, its row outlined, at the
+    newest version (which holds its result); None for one the board cannot show."""
+    found = services.submission(submission_id)
+    if found is None or found.suite not in all_suites():
+        return None
+    return BoardControls(found.suite, found.task, found.setting, highlight=found.id)
+
+
+def board_view(services: Services, controls: BoardControls) -> BoardView:
+    """The ranked board the controls choose, filtered, with its downloads."""
+    c = controls
+    if not c.suite or not c.task:
+        return BoardView('<p class="pb-empty"><em>Choose a suite and a task.</em></p>')
+    try:
+        scores, facts = board_inputs(services, c.revision)
+    except StoreUnavailable:
+        return BoardView(STORE_DOWN)
+    except StoreError:
+        return BoardView(
+            f'<p class="pb-empty" id="version-missing"><em>There is no leaderboard version '
+            f"{html.escape(str(c.revision))}; choose another.</em></p>"
+        )
+    board, cells = ranked_board(
+        scores,
+        facts,
+        c.suite,
+        c.task,
+        None if c.setting in (None, "", ALL) else c.setting,
+        None if c.tier in (None, "", NO_TIER) else c.tier,
+        tier_order=manifest_tier_order(),
+    )
+    table = board_table(board, cells, c)
+    if c.revision:
+        table = older_version_note(c.revision, "leaderboard", "version-note") + table
+    shown_revision = c.revision or services.results_head() or ""
+    links = download_links(c.suite, c.task, c.setting, c.tier, c.revision, shown_revision)
+    return BoardView(table, links, board)
+
+
+def board_table(board: pd.DataFrame, cells: pd.DataFrame, c: BoardControls) -> str:
+    """The ranked board as HTML, under the fact filters and the search, with the highlighted row
+    outlined; a board of papers' numbers only says why nothing is ranked."""
+    assert c.suite and c.task  # board_view draws no board without them
+    shown = filter_board(board, c.model_type, c.size, c.license, c.search)
+    columns = None if c.columns is None else list(c.columns)
+    table = render_board(shown, cells, columns, empty=empty_reason(c.suite, c.task, board))
+    if not board.empty and not (board["row_kind"] == "computed").any():
+        table = no_verified_note(c.suite, c.task) + table
+    if c.highlight and (shown["submission_id"] == c.highlight).any():
+        table = table.replace(
+            f'data-id="{html.escape(c.highlight)}"',
+            f'data-id="{html.escape(c.highlight)}" '
+            'style="outline:3px solid #f59e0b" aria-current="true"',
+            1,
+        )
+    return table
+
+
+def fact_choices(board: pd.DataFrame, column: str) -> list[str]:
+    """A fact filter's choices: the board's values, sorted, "unknown" last."""
+    if not len(board):
+        return [ALL]
+    return [ALL, *sorted({str(v) for v in board[column].dropna()} - {UNKNOWN}), UNKNOWN]
+
+
+def board_choices(board: pd.DataFrame) -> BoardChoices:
+    """The fact filters' choices, and the rows the plot may compare (distinct labels: two rows of
+    one model never read the same), the first few results (no reference line) chosen."""
+    names = row_labels(board)
+    worth = [i for i, kind in zip(board["submission_id"], board["row_kind"]) if kind != "reference"]
+    return BoardChoices(
+        model_types=fact_choices(board, "model_type"),
+        sizes=fact_choices(board, "size"),
+        licenses=fact_choices(board, "license"),
+        compared=[(names[str(i)], i) for i in board["submission_id"]],
+        default_compared=worth[:DEFAULT_COMPARED],
+    )
+
+
+def plots_html(suite, task, setting, chosen, version=None) -> str:
+    """The plot boxes of the view: drawn in the browser by interactive_plots.TAB_JS (Plotly: hover,
+    zoom, legend toggles) from the figures each box's data-src names."""
+    if not suite or not task:
+        return ""
+    where = {
+        "suite": suite,
+        "task": task,
+        **({"revision": version} if version not in (None, "", LATEST) else {}),
+    }
+    tiers = urlencode({**where, "ids": ",".join((chosen or [])[:MAX_SERIES])})
+    boxes = [
+        ("plot-tiers", f"/plots/tiers.json?{tiers}", "Choose results to compare above."),
+        ("plot-settings", f"/plots/settings.json?{urlencode(where)}", "No totals to plot."),
+        ("plot-size", f"/plots/size.json?{urlencode(where)}", "No result of known size."),
+    ]
+    return (
+        '<div class="pb-plots">'
+        + "".join(
+            f'<div class="pb-plot" id="{name}" data-src="{html.escape(src)}" '
+            f'data-empty="{html.escape(empty)}"></div>'
+            for name, src, empty in boxes
+        )
+        + "</div>"
+    )
+
+
+def head_moved(services: Services, seen: str | None) -> tuple[str | None, str | None]:
+    """(the head now, to remember; the head again where it moved since the last tick, to redraw):
+    None where nothing changes (no head, the same head, or the first tick)."""
+    head = services.results_head()
+    if head is None or head == seen:
+        return None, None
+    return head, (head if seen is not None else None)
+
+
+# -- the Gradio side: updates from the handlers' data, the layout, the events ---------------------
+
+
+def _task_updates(c: TaskControls) -> tuple[Any, Any, Any]:
+    return (
+        gr.update(choices=c.tasks, value=c.task),
+        gr.update(choices=c.settings, value=c.setting),
+        gr.update(choices=c.tiers, value=c.tier),
+    )
+
+
+def _fact_update(value) -> Any:
+    return gr.update(choices=[ALL, *([value] if value != ALL else [])], value=value)
+
+
+def _control_updates(services: Services, c: BoardControls) -> tuple:
+    """Every control of `view` set to `c` (the fact filters offer `c`'s value until the board's own
+    choices come)."""
+    return (
+        gr.update(choices=suite_choices(), value=c.suite),
+        *_task_updates(task_controls(c.suite, c.task, c.setting, c.tier)),
+        *map(_fact_update, (c.model_type, c.size, c.license)),
+        c.search,
+        list(c.columns or []),
+        c.highlight,
+        versions_update(services, c.revision),
+    )
+
+
+def _skip(value):
+    return gr.skip() if value is None else value
+
+
+def _choice_updates(board: pd.DataFrame | None) -> tuple:
+    if board is None:
+        return (gr.skip(),) * 4
+    found = board_choices(board)
+    return (
+        *(gr.update(choices=c) for c in (found.model_types, found.sizes, found.licenses)),
+        gr.update(choices=found.compared, value=found.default_compared),
+    )
+
+
+@dataclass
+class _Components:
+    """The tab's components: the controls first, named as BoardControls' fields."""
+
+    suite: gr.Dropdown
+    task: gr.Dropdown
+    setting: gr.Dropdown
+    tier: gr.Dropdown
+    model_type: gr.Dropdown
+    size: gr.Dropdown
+    license: gr.Dropdown
+    search: gr.Textbox
+    columns: gr.CheckboxGroup
+    highlight: gr.Textbox
+    version: gr.Dropdown
+    table: gr.HTML
+    downloads: gr.HTML
+    compare: gr.Dropdown
+    plots: gr.HTML
+    board_state: gr.State
+    seen_head: gr.State
+    moved_head: gr.Textbox
+    head_timer: gr.Timer
+
+    @property
+    def view(self) -> list[Any]:
+        """The controls, in BoardControls' order (the inputs of every redraw)."""
+        return [getattr(self, f.name) for f in fields(BoardControls)]
+
+    @property
+    def plot_inputs(self) -> list[Any]:
+        return [self.suite, self.task, self.setting, self.compare, self.version]
+
+
+def _filters(first: BoardControls) -> dict[str, Any]:
+    """The filter rows, showing the first screen from the first render: the controls by name."""
+    tasks = task_controls(first.suite, first.task, first.setting)
+    with gr.Row():
+        suite = gr.Dropdown(
+            suite_choices(), value=first.suite, label="Suite", elem_id="filter-suite"
+        )
+        task = gr.Dropdown(tasks.tasks, value=tasks.task, label="Task", elem_id="filter-task")
+        setting = gr.Dropdown(
+            tasks.settings, value=tasks.setting, label="Setting", elem_id="filter-setting"
+        )
+        tier = gr.Dropdown(
+            tasks.tiers, value=NO_TIER, label="Tier (rank by it)", elem_id="filter-tier"
+        )
+    with gr.Row():
+        model_type = gr.Dropdown([ALL], value=ALL, label="Model type", elem_id="filter-type")
+        size = gr.Dropdown([ALL], value=ALL, label="Size (parameters)", elem_id="filter-size")
+        license_ = gr.Dropdown([ALL], value=ALL, label="License", elem_id="filter-license")
+        search = gr.Textbox(
+            label="Search models", placeholder="model name…", elem_id="filter-search"
+        )
+    with gr.Row(equal_height=True):
+        columns = gr.CheckboxGroup(
+            [(label, key) for key, label in OPTIONAL_COLUMNS.items()],
+            value=DEFAULT_COLUMNS,
+            label="Columns",
+            elem_id="column-chooser",
+            scale=4,
+        )
+        version = gr.Dropdown(
+            [(LATEST_LABEL, LATEST)],
+            value=LATEST,
+            label="Version",
+            elem_id="filter-version",
+            scale=2,
+            info="the newest, a release, or an earlier revision",
+        )
+    highlight = gr.Textbox(visible=False, elem_id="leaderboard-highlight")
+    return {
+        "suite": suite,
+        "task": task,
+        "setting": setting,
+        "tier": tier,
+        "model_type": model_type,
+        "size": size,
+        "license": license_,
+        "search": search,
+        "columns": columns,
+        "highlight": highlight,
+        "version": version,
+    }
+
+
+def _layout(first: BoardControls) -> _Components:
     with gr.Tab("Leaderboard", id="leaderboard"):
         gr.HTML(FILTER_STYLE, elem_id="leaderboard-style", padding=False)
-        with gr.Row():
-            f_suite = gr.Dropdown(suite_choices(), label="Suite", elem_id="filter-suite")
-            f_task = gr.Dropdown([], label="Task", elem_id="filter-task")
-            f_setting = gr.Dropdown(
-                [(ALL_SETTINGS, ALL)], value=ALL, label="Setting", elem_id="filter-setting"
-            )
-            f_tier = gr.Dropdown(
-                [NO_TIER], value=NO_TIER, label="Tier (rank by it)", elem_id="filter-tier"
-            )
-        with gr.Row():
-            f_type = gr.Dropdown([ALL], value=ALL, label="Model type", elem_id="filter-type")
-            f_size = gr.Dropdown([ALL], value=ALL, label="Size (parameters)", elem_id="filter-size")
-            f_license = gr.Dropdown([ALL], value=ALL, label="License", elem_id="filter-license")
-            f_search = gr.Textbox(
-                label="Search models", placeholder="model name…", elem_id="filter-search"
-            )
-        with gr.Row(equal_height=True):
-            f_columns = gr.CheckboxGroup(
-                [(label, key) for key, label in OPTIONAL_COLUMNS.items()],
-                value=DEFAULT_COLUMNS,
-                label="Columns",
-                elem_id="column-chooser",
-                scale=4,
-            )
-            f_version = gr.Dropdown(
-                [(LATEST_LABEL, LATEST)],
-                value=LATEST,
-                label="Version",
-                elem_id="filter-version",
-                scale=2,
-                info="the newest, a release, or an earlier revision",
-            )
-        board_html = gr.HTML(elem_id="leaderboard-table", js_on_load=SORT_JS)
+        controls = _filters(first)
+        table = gr.HTML(elem_id="leaderboard-table", js_on_load=SORT_JS)
         gr.Markdown(RANKING_HELP, elem_id="leaderboard-help")
         downloads = gr.HTML(elem_id="leaderboard-downloads")
         with gr.Accordion("Plots", open=True, elem_id="leaderboard-plots"):
@@ -404,90 +587,89 @@ def build_leaderboard_tab(ui: gr.Blocks, services) -> LeaderboardTab:
                 label="Results to compare (per-tier bars)",
                 elem_id="plot-choice",
             )
-            plots_html = gr.HTML(elem_id="plots", js_on_load=PLOTS_JS)
-        highlight = gr.Textbox(visible=False, elem_id="leaderboard-highlight")
-        board_state = gr.State(None)
+            plots = gr.HTML(elem_id="plots", js_on_load=PLOTS_JS)
         # The board follows the results live: a timer notes the head revision, and a move redraws.
-        seen_head = gr.State(None)
-        moved_head = gr.Textbox(visible=False, elem_id="leaderboard-head")
-        head_timer = gr.Timer(HEAD_POLL_S)
+        return _Components(
+            **controls,
+            table=table,
+            downloads=downloads,
+            compare=compare,
+            plots=plots,
+            board_state=gr.State(None),
+            seen_head=gr.State(None),
+            moved_head=gr.Textbox(visible=False, elem_id="leaderboard-head"),
+            head_timer=gr.Timer(HEAD_POLL_S),
+        )
 
-    view = [
-        f_suite,
-        f_task,
-        f_setting,
-        f_tier,
-        f_type,
-        f_size,
-        f_license,
-        f_search,
-        f_columns,
-        highlight,
-        f_version,
-    ]
-    outputs = [board_html, downloads, board_state]
+
+def build_leaderboard_tab(ui: gr.Blocks, services: Services) -> LeaderboardTab:
+    tab = _layout(first_controls(services))
+
+    def show(*values):
+        found = board_view(services, BoardControls(*values))
+        return found.table, found.downloads, found.board
+
+    def on_suite(suite):
+        return _task_updates(chosen_suite(services, suite))
+
+    def on_task(suite, task):
+        return _task_updates(chosen_task(services, suite, task))[1:]  # the setting and the tier
+
+    def on_load(request: gr.Request):
+        return _control_updates(services, link_controls(services, tab_params(request, FIRST_TAB)))
+
+    def on_finished(submission_id):
+        found = finished_controls(services, submission_id)
+        if found is None:
+            return (gr.skip(),) * 6
+        tasks = _task_updates(task_controls(found.suite, found.task, found.setting))
+        return (gr.update(value=found.suite), *tasks, found.highlight, versions_update(services))
+
+    def on_tick(seen):
+        return tuple(map(_skip, head_moved(services, seen)))
+
+    def on_moved(current):
+        return versions_update(services, current)  # the newest version's choices, the reader's kept
+
+    redraw = _wire(tab, show)
+    redraw(tab.suite.input(on_suite, tab.suite, [tab.task, tab.setting, tab.tier]).then)
+    redraw(tab.task.input(on_task, [tab.suite, tab.task], [tab.setting, tab.tier]).then)
+    redraw(tab.version.input)
+    redraw(ui.load(on_load, None, tab.view).then)
+    tab.head_timer.tick(
+        on_tick, tab.seen_head, [tab.seen_head, tab.moved_head], show_progress="hidden"
+    )
+    redraw(tab.moved_head.change(on_moved, tab.version, tab.version, show_progress="hidden").then)
+
+    def follow(source: gr.Textbox):
+        followed = [tab.suite, tab.task, tab.setting, tab.tier, tab.highlight, tab.version]
+        redraw(source.change(on_finished, source, followed).then)
+
+    return LeaderboardTab(follow=follow)
+
+
+def _wire(tab: _Components, show: Callable) -> Callable:
+    """Wires the controls that redraw the board alone; returns redraw(trigger): the board, the
+    URL, the choices that follow the board, and the plots, after `trigger`."""
+    outputs = [tab.table, tab.downloads, tab.board_state]
+    facts = [tab.model_type, tab.size, tab.license, tab.compare]
 
     def redraw(trigger):
         return (
-            trigger(show, view, outputs)
-            .then(None, view, None, js=URL_JS)
-            .then(refresh_choices, board_state, [f_type, f_size, f_license, compare])
-            .then(show_plots, [f_suite, f_task, f_setting, compare, f_version], plots_html)
+            trigger(show, tab.view, outputs)
+            .then(None, tab.view, None, js=URL_JS)
+            .then(_choice_updates, tab.board_state, facts)
+            .then(plots_html, tab.plot_inputs, tab.plots)
         )
 
     # .input (the reader's own choices), not .change: the page's own updates must not cascade.
-    redraw(f_suite.input(on_suite, f_suite, [f_task, f_setting, f_tier]).then)
-    redraw(f_task.input(on_task, [f_suite, f_task], [f_setting, f_tier]).then)
     # always_last: a change made while the board is being drawn is drawn after it, never dropped
-    for control in (f_setting, f_tier, f_type, f_size, f_license, f_columns):
-        control.input(show, view, outputs, trigger_mode="always_last").then(
-            None, view, None, js=URL_JS
+    for control in (tab.setting, tab.tier, tab.model_type, tab.size, tab.license, tab.columns):
+        control.input(show, tab.view, outputs, trigger_mode="always_last").then(
+            None, tab.view, None, js=URL_JS
         )
-    f_search.change(show, view, outputs, show_progress="hidden", trigger_mode="always_last").then(
-        None, view, None, js=URL_JS
-    )
-    compare.input(
-        show_plots,
-        [f_suite, f_task, f_setting, compare, f_version],
-        plots_html,
-        trigger_mode="always_last",
-    )
-    redraw(f_version.input)
-    redraw(
-        ui.load(
-            on_load,
-            None,
-            [
-                f_suite,
-                f_task,
-                f_setting,
-                f_tier,
-                f_type,
-                f_size,
-                f_license,
-                f_search,
-                f_columns,
-                highlight,
-                f_version,
-            ],
-        ).then
-    )
-
-    def head_moved(seen):
-        """(the head now, the head again where it moved since the last tick, else skip)."""
-        head = services.results_head()
-        if head is None or head == seen:
-            return gr.skip(), gr.skip()
-        return head, (head if seen is not None else gr.skip())
-
-    head_timer.tick(head_moved, seen_head, [seen_head, moved_head], show_progress="hidden")
-    redraw(moved_head.change(versions_update, f_version, f_version, show_progress="hidden").then)
-
-    def follow(source: gr.Textbox):
-        redraw(
-            source.change(
-                on_finished, source, [f_suite, f_task, f_setting, f_tier, highlight, f_version]
-            ).then
-        )
-
-    return LeaderboardTab(follow=follow)
+    tab.search.change(
+        show, tab.view, outputs, show_progress="hidden", trigger_mode="always_last"
+    ).then(None, tab.view, None, js=URL_JS)
+    tab.compare.input(plots_html, tab.plot_inputs, tab.plots, trigger_mode="always_last")
+    return redraw

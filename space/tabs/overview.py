@@ -13,6 +13,8 @@ Every text from a record is escaped here before it is shown.
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 import gradio as gr
@@ -37,6 +39,9 @@ from space.display import format_interval, format_value, metric_label
 from space.labels import distinctions
 from space.url_state import tab_params, url_writer_js
 from space.versions import older_version_note, versions_update
+
+if TYPE_CHECKING:
+    from submissions.service import Services
 
 TAB = "overview"
 # the view's URL parameters, in the order of the controls the writer is given (space/url_state.py)
@@ -86,7 +91,7 @@ def overview_filters(suite=None, task=None, model_type=None, size=None, license_
     )
 
 
-def overview_frame(services, filters: Filters, version=None) -> pd.DataFrame:
+def overview_frame(services: Services, filters: Filters, version=None) -> pd.DataFrame:
     """The overview these filters keep, at `version` (LATEST: the newest). An older version is
     shown without the results an operator withdrew since (as the Leaderboard tab shows it): built
     here from that version's rows less those, ranked without them."""
@@ -213,7 +218,7 @@ def download_links(filters: Filters, version=None, shown_revision: str = "") -> 
     )
 
 
-def license_choices(services, filters: Filters, version=None) -> list[str]:
+def license_choices(services: Services, filters: Filters, version=None) -> list[str]:
     """The licenses of the models in this suite/task's overview (the filter's choices)."""
     try:
         base = overview_frame(services, filters.overview_base, version)
@@ -223,113 +228,169 @@ def license_choices(services, filters: Filters, version=None) -> list[str]:
     return [ALL, *sorted(found), *([UNKNOWN] if UNKNOWN in set(base["license"]) else [])]
 
 
-def build_overview_tab(ui: gr.Blocks, services) -> None:
-    suites = [(ALL, ALL)] + [(s.title, name) for name, s in all_suites().items()]
+# -- handlers: the controls' values and the services in, view data out (tests/unit/test_tab_handlers.py)
 
-    def tasks_of(suite) -> list:
-        return [(ALL, ALL), *task_choices(chosen(suite))]
 
-    def show(suite, task, model_type, size, license_, search, version):
-        filters = overview_filters(suite, task, model_type, size, license_, search)
-        version = None if version in (None, "", LATEST) else version
-        licenses = gr.update(
-            choices=[
-                *license_choices(services, filters, version),
-                *([filters.license] if filters.license else []),
-            ]
+@dataclass(frozen=True)
+class OverviewControls:
+    """The value of every control of the tab, in the order of its URL_FIELDS (and components)."""
+
+    suite: str | None = ALL
+    task: str | None = ALL
+    model_type: str | None = ALL
+    size: str | None = ALL
+    license: str | None = ALL
+    search: str | None = ""
+    version: str | None = LATEST
+
+    @property
+    def filters(self) -> Filters:
+        return overview_filters(
+            self.suite, self.task, self.model_type, self.size, self.license, self.search
         )
-        try:
-            frame = overview_frame(services, filters, version)
-        except StoreUnavailable:
-            return (
-                '<p class="pb-empty"><em>The results store cannot be reached right now; try '
-                "again shortly.</em></p>",
-                "",
-                gr.skip(),
-            )
-        except UnknownFilter as exc:  # a link's license no model of this view has
-            return (
-                STYLE + f'<p class="pb-empty" id="overview-empty"><em>No model here has that '
-                f"{html.escape(exc.parameter)} ({html.escape(exc.value)}); the models here have: "
-                f"{html.escape(', '.join(exc.allowed))}.</em></p>",
-                "",
-                licenses,
-            )
-        except StoreError:
-            return (
-                f'<p class="pb-empty" id="version-missing"><em>There is no leaderboard version '
-                f"{html.escape(str(version))}; choose another.</em></p>",
-                "",
-                gr.skip(),
-            )
-        narrowed = any((filters.model_type, filters.size, filters.license, filters.search))
-        table = render_overview(
-            frame,
-            "No model matches these filters; widen them (Type, Size, License, Model)."
-            if narrowed
-            else "",
+
+    @property
+    def revision(self) -> str | None:
+        """The version as the store reads it: None for the newest."""
+        return None if self.version in (None, "", LATEST) else self.version
+
+
+@dataclass
+class OverviewView:
+    """What the tab shows: the table (HTML), its download links, and the License filter's choices
+    (None: keep those offered, as while the store cannot be read)."""
+
+    table: str
+    downloads: str = ""
+    licenses: list[str] | None = None
+
+
+def suite_options() -> list[tuple[str, str]]:
+    return [(ALL, ALL)] + [(s.title, name) for name, s in all_suites().items()]
+
+
+def task_options(suite) -> list[tuple[str, str]]:
+    """The Task filter's choices: every task of the suite, or all of them together."""
+    return [(ALL, ALL), *task_choices(chosen(suite))]
+
+
+def link_controls(params: dict[str, str]) -> OverviewControls:
+    """The view a link to this tab names, each value kept only where it is one of its control's
+    (the license is checked against the table when it is drawn), else the defaults."""
+
+    def pick(name, allowed):
+        value = params.get(name)
+        return value if value in allowed else ALL
+
+    suite = pick("suite", set(all_suites()))
+    return OverviewControls(
+        suite,
+        pick("task", {name for _, name in task_choices(chosen(suite))}),
+        pick("type", set(TYPE_CHOICES)),
+        pick("size", set(SIZE_CHOICES)),
+        (params.get("license") or ALL)[:200],
+        (params.get("q") or "")[:200],
+        (params.get("revision") or "")[:100] or LATEST,
+    )
+
+
+def overview_view(services: Services, controls: OverviewControls) -> OverviewView:
+    """The overview the controls choose, with its downloads and its models' licenses."""
+    filters, version = controls.filters, controls.revision
+    licenses = [
+        *license_choices(services, filters, version),
+        *([filters.license] if filters.license else []),
+    ]
+    try:
+        frame = overview_frame(services, filters, version)
+    except StoreUnavailable:
+        return OverviewView(
+            '<p class="pb-empty"><em>The results store cannot be reached right now; try '
+            "again shortly.</em></p>"
         )
-        if version:
-            table = older_version_note(version, "overview", "overview-version-note") + table
-        shown_revision = version or services.results_head() or ""
-        return table, download_links(filters, version, shown_revision), licenses
+    except UnknownFilter as exc:  # a link's license no model of this view has
+        return OverviewView(
+            STYLE + f'<p class="pb-empty" id="overview-empty"><em>No model here has that '
+            f"{html.escape(exc.parameter)} ({html.escape(exc.value)}); the models here have: "
+            f"{html.escape(', '.join(exc.allowed))}.</em></p>",
+            licenses=licenses,
+        )
+    except StoreError:
+        return OverviewView(
+            f'<p class="pb-empty" id="version-missing"><em>There is no leaderboard version '
+            f"{html.escape(str(version))}; choose another.</em></p>"
+        )
+    narrowed = any((filters.model_type, filters.size, filters.license, filters.search))
+    table = render_overview(
+        frame,
+        "No model matches these filters; widen them (Type, Size, License, Model)."
+        if narrowed
+        else "",
+    )
+    if version:
+        table = older_version_note(version, "overview", "overview-version-note") + table
+    shown_revision = version or services.results_head() or ""
+    return OverviewView(table, download_links(filters, version, shown_revision), licenses)
+
+
+# -- the Gradio side: the layout, the events, updates from the handlers' data ---------------------
+
+
+def _layout() -> list[Any]:
+    """The controls (in OverviewControls' order), the table and its links."""
+    gr.Markdown("**Across suites.** " + OVERVIEW_NOTE, elem_id="overview-note")
+    with gr.Row():
+        suite = gr.Dropdown(suite_options(), value=ALL, label="Suite", elem_id="overview-suite")
+        task = gr.Dropdown([(ALL, ALL)], value=ALL, label="Task", elem_id="overview-task")
+        version = gr.Dropdown(
+            [(LATEST_LABEL, LATEST)],
+            value=LATEST,
+            label="Version",
+            elem_id="overview-version",
+            info="the newest, a release, or an earlier revision",
+        )
+    with gr.Row():
+        model_type = gr.Dropdown(
+            [ALL, *TYPE_CHOICES], value=ALL, label="Model type", elem_id="overview-type"
+        )
+        size = gr.Dropdown(
+            [ALL, *SIZE_CHOICES], value=ALL, label="Size (parameters)", elem_id="overview-size"
+        )
+        license_ = gr.Dropdown([ALL], value=ALL, label="License", elem_id="overview-license")
+        search = gr.Textbox(
+            label="Model", placeholder="part of a model name", elem_id="overview-search"
+        )
+    table = gr.HTML(elem_id="overview-table", js_on_load=sort_js(TAB))
+    links = gr.HTML(elem_id="overview-downloads")
+    return [suite, task, model_type, size, license_, search, version, table, links]
+
+
+def build_overview_tab(ui: gr.Blocks, services: Services) -> None:
+    def show(*values):
+        found = overview_view(services, OverviewControls(*values))
+        licenses = gr.skip() if found.licenses is None else gr.update(choices=found.licenses)
+        return found.table, found.downloads, licenses
 
     def on_suite(suite):
-        return gr.update(choices=tasks_of(suite), value=ALL)
+        return gr.update(choices=task_options(suite), value=ALL)
 
     def on_load(request: gr.Request):
-        """The view a link to this tab names (every control's value), else the defaults."""
-        params = tab_params(request, TAB)
-
-        def pick(name, allowed):
-            value = params.get(name)
-            return value if value in allowed else ALL
-
-        suite = pick("suite", set(all_suites()))
-        task = pick("task", {name for _, name in task_choices(chosen(suite))})
-        wanted_license = (params.get("license") or ALL)[:200]
+        c = link_controls(tab_params(request, TAB))
         return (
-            gr.update(value=suite),
-            gr.update(choices=tasks_of(suite), value=task),
-            gr.update(value=pick("type", set(TYPE_CHOICES))),
-            gr.update(value=pick("size", set(SIZE_CHOICES))),
+            gr.update(value=c.suite),
+            gr.update(choices=task_options(c.suite), value=c.task),
+            gr.update(value=c.model_type),
+            gr.update(value=c.size),
             # the license choices come with the table; take the link's value meanwhile
-            gr.update(
-                choices=[ALL, *([wanted_license] if wanted_license != ALL else [])],
-                value=wanted_license,
-            ),
-            (params.get("q") or "")[:200],
-            versions_update(services, (params.get("revision") or "")[:100] or None),
+            gr.update(choices=[ALL, *([c.license] if c.license != ALL else [])], value=c.license),
+            c.search,
+            versions_update(services, c.revision),
         )
 
     with gr.Tab("Overview", id=TAB):
-        gr.Markdown("**Across suites.** " + OVERVIEW_NOTE, elem_id="overview-note")
-        with gr.Row():
-            f_suite = gr.Dropdown(suites, value=ALL, label="Suite", elem_id="overview-suite")
-            f_task = gr.Dropdown([(ALL, ALL)], value=ALL, label="Task", elem_id="overview-task")
-            f_version = gr.Dropdown(
-                [(LATEST_LABEL, LATEST)],
-                value=LATEST,
-                label="Version",
-                elem_id="overview-version",
-                info="the newest, a release, or an earlier revision",
-            )
-        with gr.Row():
-            f_type = gr.Dropdown(
-                [ALL, *TYPE_CHOICES], value=ALL, label="Model type", elem_id="overview-type"
-            )
-            f_size = gr.Dropdown(
-                [ALL, *SIZE_CHOICES], value=ALL, label="Size (parameters)", elem_id="overview-size"
-            )
-            f_license = gr.Dropdown([ALL], value=ALL, label="License", elem_id="overview-license")
-            f_search = gr.Textbox(
-                label="Model", placeholder="part of a model name", elem_id="overview-search"
-            )
-        table = gr.HTML(elem_id="overview-table", js_on_load=sort_js(TAB))
-        links = gr.HTML(elem_id="overview-downloads")
-
-    view = [f_suite, f_task, f_type, f_size, f_license, f_search, f_version]
-    outputs = [table, links, f_license]
+        *view, table, links = _layout()
+    suite, task, model_type, size, license_, search, version = view
+    outputs = [table, links, license_]  # the License filter's choices come with the table
     url_js = url_writer_js(TAB, URL_FIELDS)
 
     def redraw(trigger, **options):
@@ -337,9 +398,9 @@ def build_overview_tab(ui: gr.Blocks, services) -> None:
 
     # .input (the reader's own choices), not .change: the page's own updates must not cascade;
     # always_last: a change made while the table is drawn is drawn after it, never dropped
-    redraw(f_suite.input(on_suite, f_suite, f_task).then)
-    for control in (f_task, f_type, f_size, f_license, f_version):
+    redraw(suite.input(on_suite, suite, task).then)
+    for control in (task, model_type, size, license_, version):
         redraw(control.input, trigger_mode="always_last")
-    redraw(f_search.input, trigger_mode="always_last", show_progress="hidden")
+    redraw(search.input, trigger_mode="always_last", show_progress="hidden")
     load = ui.load(on_load, None, view)
     load.then(show, view, outputs).then(None, view, None, js=url_js)

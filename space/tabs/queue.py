@@ -9,6 +9,7 @@ import gradio as gr
 
 from space.status_text import duration
 from space.tabs.service_status import submission_link
+from submissions.service import SubmissionStatus
 
 QUEUE_LIMIT = 100  # newest submissions shown
 REFRESH_S = 2.0
@@ -29,7 +30,7 @@ HEADERS = [
 ]
 
 
-def _row(status: dict) -> list[str]:
+def _row(status: SubmissionStatus) -> list[str]:
     progress = status.get("progress") or {}
     done, total = progress.get("done") or 0, progress.get("total") or 0
     position = status.get("queue_position")
@@ -47,7 +48,7 @@ def _row(status: dict) -> list[str]:
         f"{done} / {total}" if total else "",
         f"{rate:.0f} tok/s" if running and rate else "",
         duration(eta) if running and eta is not None else "",
-        status.get("owner") or (status.get("details") or {}).get("owner") or "",
+        status.get("owner") or "",
         status.get("error") or "",
     ]
 
@@ -59,7 +60,7 @@ def queue_place(state: str, position: int | None) -> str:
     return "running now" if state == "running" else "–"
 
 
-def render_queue(statuses: list[dict]) -> str:
+def render_queue(statuses: list[SubmissionStatus]) -> str:
     if not statuses:
         return "<p><em>No submissions yet.</em></p>"
     head = "".join(f'<th role="columnheader">{h}</th>' for h in HEADERS)

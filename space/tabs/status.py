@@ -10,11 +10,17 @@ server nothing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import gradio as gr
 
 from space.my_submissions import remembered_ids
 from space.status_text import TERMINAL_STATES, format_status, inert
 from space.url_state import STATUS_TAB
+
+if TYPE_CHECKING:
+    from submissions.service import Services
 
 REFRESH_S = 2.0
 # a long label ends with an ellipsis before the list's arrow, which Gradio lays over the input's end
@@ -25,39 +31,56 @@ STYLE = (
 NOT_FOLLOWED = ("", "")  # (id, state) of the submission followed: none
 
 
+# -- handlers: the services and the id (or this browser's stored ids) in, view data out
+# (tests/unit/test_tab_handlers.py)
+
+
+@dataclass(frozen=True)
+class StatusView:
+    """The status shown, and what the timer follows: (id, state) while it is queued or running,
+    NOT_FOLLOWED once final (or for no submission)."""
+
+    text: str
+    followed: tuple[str, str] = NOT_FOLLOWED
+
+
+def status_view(services: Services, submission_id) -> StatusView:
+    found = services.submission((submission_id or "").strip())
+    if not found:
+        return StatusView(f"No submission with id {inert(submission_id or '')}.")
+    status = services.submission_status(found)
+    if status["state"] in TERMINAL_STATES:
+        return StatusView(format_status(status))
+    return StatusView(format_status(status), (found.id, status["state"]))
+
+
+def my_choices(services: Services, stored) -> list[tuple[str, str]]:
+    """One choice per remembered submission this server knows: "state · model (suite/task,
+    setting)", the state first: a phone's box cuts a long label's end."""
+    choices = []
+    for found in filter(None, (services.submission(i) for i in remembered_ids(stored))):
+        choices.append(
+            (
+                f"{found.state} · {found.model_name} ({found.suite}/{found.task}, {found.setting})",
+                found.id,
+            )
+        )
+    return choices
+
+
+# -- the Gradio side ------------------------------------------------------------------------------
+
+
 def build_status_tab(ui: gr.Blocks, services, mine: gr.BrowserState) -> tuple[gr.Timer, gr.State]:
     """Returns the tab's timer and what it follows, for follow_with_tabs."""
 
     def lookup(submission_id):
-        """The status shown, what the timer follows ((id, state), or none when final) and the
-        timer itself."""
-        found = services.submission((submission_id or "").strip())
-        if not found:
-            text = f"No submission with id {inert(submission_id or '')}."
-            return text, NOT_FOLLOWED, gr.Timer(active=False)
-        status = services.submission_status(found)
-        follow = status["state"] not in TERMINAL_STATES
-        return (
-            format_status(status),
-            (found.id, status["state"]) if follow else NOT_FOLLOWED,
-            gr.Timer(active=follow),
-        )
-
-    def my_choices(stored):
-        """One choice per remembered submission this server knows: "state · model (suite/task,
-        setting)", the state first: a phone's box cuts a long label's end."""
-        choices = []
-        for found in filter(None, (services.submission(i) for i in remembered_ids(stored))):
-            choices.append(
-                (
-                    f"{found.state} · {found.model_name} ({found.suite}/{found.task}, {found.setting})",
-                    found.id,
-                )
-            )
-        return choices
+        """The status shown, what the timer follows and the timer itself."""
+        found = status_view(services, submission_id)
+        return found.text, found.followed, gr.Timer(active=bool(found.followed[0]))
 
     def my_list(stored):
-        choices = my_choices(stored)
+        choices = my_choices(services, stored)
         return gr.update(choices=choices, value=None, visible=bool(choices))
 
     def pick(submission_id, stored):
@@ -65,7 +88,8 @@ def build_status_tab(ui: gr.Blocks, services, mine: gr.BrowserState) -> tuple[gr
         are those of when it was drawn)."""
         if not submission_id:
             return (gr.skip(),) * 5
-        return (submission_id, *lookup(submission_id), gr.update(choices=my_choices(stored)))
+        choices = my_choices(services, stored)
+        return (submission_id, *lookup(submission_id), gr.update(choices=choices))
 
     def tick(followed, stored):
         """The followed submission's status, again; the list of this browser's submissions only
@@ -75,7 +99,8 @@ def build_status_tab(ui: gr.Blocks, services, mine: gr.BrowserState) -> tuple[gr
             return gr.skip(), NOT_FOLLOWED, gr.Timer(active=False), gr.skip()
         text, now, timer = lookup(submission_id)
         new_state = now[1] or "final"
-        mine_update = gr.update(choices=my_choices(stored)) if new_state != state else gr.skip()
+        changed = new_state != state
+        mine_update = gr.update(choices=my_choices(services, stored)) if changed else gr.skip()
         return text, now, timer, mine_update
 
     with gr.Tab("Submission status", id=STATUS_TAB):

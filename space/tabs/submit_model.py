@@ -25,6 +25,7 @@ from space.identity import build_identity_row, ui_identity
 from space.my_submissions import identity_field, remember
 from space.status_text import TERMINAL_STATES, format_error, format_status, inert
 from submissions.intake import ModelForm, SubmissionError
+from submissions.service import Services
 
 DEFAULT = "default"  # the protocol choice that leaves it to the task's default
 
@@ -85,7 +86,7 @@ class RunsView:
     refusals: list[dict] = field(default_factory=list)
 
 
-def submit_runs(services, form: ModelForm, settings, token, profile=None) -> RunsView:
+def submit_runs(services: Services, form: ModelForm, settings, token, profile=None) -> RunsView:
     """One submission per chosen setting (`form.setting` is replaced by each), each resolved,
     deduplicated and queued on its own, as the identity of `token` (or the signed-in `profile`).
     No setting chosen: the intake's refusal of a missing one."""
@@ -104,7 +105,7 @@ def submit_runs(services, form: ModelForm, settings, token, profile=None) -> Run
     return RunsView(statuses(services, ids, messages), ids, messages, bool(ids), refusals)
 
 
-def statuses(services, ids, messages=()) -> str:
+def statuses(services: Services, ids, messages=()) -> str:
     """The refusals together, then one block a run."""
     parts = ["\n\n".join(messages)] if messages else []
     for found in filter(None, (services.submission(i) for i in ids)):
@@ -112,7 +113,7 @@ def statuses(services, ids, messages=()) -> str:
     return "\n\n---\n\n".join(parts)
 
 
-def poll(services, current) -> tuple[str, bool, str | None] | None:
+def poll(services: Services, current) -> tuple[str, bool, str | None] | None:
     """The status text, whether any run is still in flight, and the newest finished run's id
     (None: nothing to poll)."""
     ids = (current or {}).get("ids") or []
@@ -165,7 +166,7 @@ def _on_protocol(suite, task, protocol, chosen):
     return gr.update(choices=settings, value=kept)
 
 
-def _layout(services, first_suite: str | None) -> dict:
+def _layout(services: Services, first_suite: str | None) -> dict:
     """The tab's components by name (custom values in the dropdowns: the intake, not the
     dropdown, refuses what is not there, with the answer every entry point gives)."""
     c: dict = {}

@@ -24,6 +24,7 @@ from space.my_submissions import identity_field, remember
 from space.status_text import TERMINAL_STATES, format_error, format_status
 from space.uploads import discard_upload, uploaded_file
 from submissions.intake import SubmissionError, SubmissionForm
+from submissions.service import Services
 
 
 def _task_of(suite, task):
@@ -117,7 +118,7 @@ def refused(exc: SubmissionError) -> SubmitView:
     return SubmitView(format_error(exc), refusal=exc.answer())
 
 
-def submit(services, upload, form: SubmissionForm, token, profile=None) -> SubmitView:
+def submit(services: Services, upload, form: SubmissionForm, token, profile=None) -> SubmitView:
     """Admit `upload` (the path Gradio's upload route stored, None without a file) with `form` as
     the identity of `token` (or the signed-in `profile`): the intake answers, as to the API."""
     try:
@@ -138,7 +139,7 @@ def submit(services, upload, form: SubmissionForm, token, profile=None) -> Submi
     )
 
 
-def poll(services, submission_id) -> tuple[str, bool, str | None] | None:
+def poll(services: Services, submission_id) -> tuple[str, bool, str | None] | None:
     """The status text, whether to keep polling, and the id once it finished (None: unknown id)."""
     found = services.submission(submission_id)
     if not found:

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from submissions.records import Submission, SubmissionStore, new_submission_id
+from submissions.records import PublicSubmission, Submission, SubmissionStore, new_submission_id
 
 
 def make(sid: str, created_at: str, state: str = "queued", **extra) -> Submission:
@@ -42,6 +42,7 @@ def test_add_and_get_round_trip(store):
     assert store.get("nope") is None
     public = store.get("s1").public()
     assert "file_path" not in public and public["file_sha256"] == "ab" * 32
+    assert set(public) == set(PublicSubmission.__annotations__)  # the type the UI reads it by
 
 
 def test_duplicate_id_rejected(store):
