@@ -19,8 +19,10 @@ Bytes are counted as git stores them before packing: the uncompressed size of ev
 stream added to the history (`git rev-list --objects <after> --not <before>`, then `git cat-file
 --batch-check`), blobs by kind of path, trees and commits apart. The budget is the bytes of the
 stream's own result records and details files (these records have no details: PrefEval mcq's
-split is hidden). Printed per stream and rule: bytes added, the records' bytes, the ratio, and
-the ratio without the table parts (the scores table's newest part, rewritten by every publish).
+split is hidden). Printed per stream and rule: blob bytes added, the records' bytes, the ratio
+(blobs only: trees and commits are printed apart, by kind), and the ratio without the table parts
+(a publish's own one-result part plus the tiered merges of small parts: leaderboard/changes.py
+_appended), and the table parts the head holds after the stream (results in each).
 
     .venv/bin/python bench/bench_history.py                     # 20,000 rows, 100 publishes
     .venv/bin/python bench/bench_history.py --rows 2000 --publishes 50 --streams fast --rules size
@@ -64,6 +66,17 @@ def kind_of(path: str) -> str:
     if path == boards.STALE_PATH:
         return "stale marker"
     return "other files"
+
+
+def compact(sizes: list[int]) -> str:
+    """1000 x20, 100 x5, 1 x3: runs of equal part sizes."""
+    runs: list[list[int]] = []
+    for size in sizes:
+        if runs and runs[-1][0] == size:
+            runs[-1][1] += 1
+        else:
+            runs.append([size, 1])
+    return ", ".join(f"{size} x{count}" for size, count in runs)
 
 
 def added_objects(root: Path, before: str, after: str) -> dict[str, int]:
@@ -125,7 +138,14 @@ def stream(root: Path, n_rows: int, publishes: int, apart_s: float, share: float
         boards._utc_now = plain_clock
     seconds = time.perf_counter() - started
     sizes = added_objects(root, before, store.head_revision())
-    return {"sizes": sizes, "own": own_bytes, "refreshes": refreshes, "seconds": seconds}
+    parts = [frame["submission_id"].nunique() for _, frame in store.score_parts()]
+    return {
+        "sizes": sizes,
+        "own": own_bytes,
+        "refreshes": refreshes,
+        "seconds": seconds,
+        "parts": parts,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"    blobs added {blobs / 1e6:.3f} MB; the results' records + details "
                     f"{own / 1e6:.3f} MB; ratio {blobs / own:.2f}x; without the table parts "
                     f"{(blobs - parts) / own:.2f}x\n"
-                    f"    by kind (MB): {shown}",
+                    f"    by kind (MB): {shown}\n"
+                    f"    table parts after (results in each): {compact(got['parts'])}",
                     flush=True,
                 )
     return 0

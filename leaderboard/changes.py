@@ -4,9 +4,9 @@ dataset holds at its head.
 A store (leaderboard/store.py: a local git folder; leaderboard/hub_store.py: a Hub dataset) does
 two things only: it gives a `DatasetView` of its head (read a file, list a folder), and it
 commits a `Change` on top of that head (the files to add or replace, the paths to delete, the
-commit message). Everything between (what a publish writes, the table part it appends to and when
-a new part starts, the stale marker of the boards, whether a result is already published, the
-messages) is decided here, once, from paths and contents of the view; never from commit
+commit message). Everything between (what a publish writes, the table parts it adds and merges
+(log-structured: _appended), the stale marker of the boards, whether a result is already
+published, the messages) is decided here, once, from paths and contents of the view; never from commit
 messages. Layout and serialisation: leaderboard/layout.py; the boards: leaderboard/boards.py.
 
     publish        a result record, its table rows, its details and request record (or None: the
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ from leaderboard.layout import (
     flat_record_paths,
     flat_result_path,
     is_part_path,
-    parquet_bytes,
+    part_bytes,
     publish_message,
     record_order,
     record_path,
@@ -74,6 +75,10 @@ from leaderboard.result_record import validate_record
 from leaderboard.table import records_to_scores
 
 PART_CACHE = 64  # parsed table parts kept per store object (immutable, keyed by blob id)
+# tiered compaction of the table's parts (_appended): this many parts of one size tier merge into one
+# of the next tier, so parts hold 1, 10, 100 or SHARD_RECORDS (1000) results
+MERGE_FANIN = 10
+PART_NAME = re.compile(r"part-(\d+)\.parquet")
 
 
 class PartCache:
@@ -226,7 +231,7 @@ def creation(view: DatasetView) -> Change | None:
     """A new dataset: its card and an empty table (None: it has a card already)."""
     if view.read(CARD_PATH) is not None:
         return None
-    files = {CARD_PATH: dataset_card().encode(), FIRST_PART: parquet_bytes(records_to_scores([]))}
+    files = {CARD_PATH: dataset_card().encode(), FIRST_PART: part_bytes(records_to_scores([]))}
     return Change(CREATE_MESSAGE, files)
 
 
@@ -248,7 +253,7 @@ def table_files(records: list[dict[str, Any]], part_size: int) -> dict[str, byte
     """The whole table from records, in parts of `part_size` results (creation, repair)."""
     chunks = [records[i : i + part_size] for i in range(0, len(records), part_size)] or [[]]
     return {
-        f"{SCORES_DIR}/part-{i:05d}.parquet": parquet_bytes(records_to_scores(chunk))
+        f"{SCORES_DIR}/part-{i:05d}.parquet": part_bytes(records_to_scores(chunk))
         for i, chunk in enumerate(chunks)
     }
 
@@ -285,34 +290,115 @@ def _lagging(
     return {STALE_PATH: marked} if marked is not None else {}
 
 
+def part_tiers(part_size: int) -> list[int]:
+    """Results in a part of each size tier, smallest first: 1, k, k^2, ... below `part_size`, then
+    `part_size` (k = MERGE_FANIN, at most `part_size`): 1, 10, 100, 1000 for SHARD_RECORDS."""
+    fanin = max(2, min(MERGE_FANIN, part_size))
+    sizes = [1]
+    while sizes[-1] * fanin < part_size:
+        sizes.append(sizes[-1] * fanin)
+    return sizes + [part_size] if part_size > 1 else sizes
+
+
+def part_tier(results: int, tiers: list[int]) -> int:
+    """A part's tier: the largest tier size it reaches (0 for an empty part); the last tier is full."""
+    return max((i for i, size in enumerate(tiers) if results >= size), default=0)
+
+
+def part_number(path: str) -> int:
+    match = PART_NAME.fullmatch(path.rsplit("/", 1)[-1])
+    return int(match.group(1)) if match else -1
+
+
+def results_in(frame: pd.DataFrame) -> int:
+    return int(frame["submission_id"].nunique())
+
+
+def split_by_results(rows: pd.DataFrame, part_size: int) -> list[pd.DataFrame]:
+    """`rows` in order, cut into parts of `part_size` results (the last one smaller)."""
+    if not len(rows):
+        return [rows]
+    chunk = pd.factorize(rows["submission_id"])[0] // part_size  # a result's rows are contiguous
+    return [rows[chunk == i].reset_index(drop=True) for i in range(int(chunk.max()) + 1)]
+
+
 def _appended(
     view: DatasetView,
     records: list[dict[str, Any]],
     part_size: int,
     changed: dict[str, pd.DataFrame] | None = None,
-) -> dict[str, pd.DataFrame]:
-    """The parts after `records`' rows are appended: the newest part filled up to `part_size`
-    results, then new parts of that size. `changed`: parts already edited by the same change."""
+) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """The parts to write and the parts to delete once `records`' rows are appended (`changed`:
+    parts already edited by the same change, written too).
+
+    Log-structured, so no publish rewrites a large part: the rows become new parts of their own
+    (of at most `part_size` results: a publish's one result is a part of one), then tiered
+    compaction (_run_to_merge): once the newest parts of tier <= t hold a part of tier t + 1's
+    worth of results (ten parts of tier t), they are merged into one (cut at `part_size`).
+    Tiers of 1, 10, 100 and 1000 (SHARD_RECORDS) results; a full part never merges again, so
+    each result's rows are written ~log10(1000) + 1 = 4 times, a publish rewrites at most one
+    part, and at most ~9 parts per tier + n / 1000 exist. Names keep the table's order: a new part
+    is numbered after the highest, a merged run keeps its first part's name and the others are
+    deleted (all are the newest parts), so sorting the names gives the rows as published and the
+    numbers stay below the most parts ever alive at once. Only the newest parts, back to the
+    newest full one, are read."""
     tables = dict(changed or {})
-    parts = sorted(p for p in part_blobs(view) if p != LEGACY_SCORES_PATH)
-    if parts:
-        path = parts[-1]
-        tail = tables.get(path, part_frame(view, path, part_blobs(view)[path]))
-    else:
-        path, tail = FIRST_PART, records_to_scores([])
-    count = max(len(parts), 1)
-    pending = list(records)
-    while pending:
-        room = part_size - tail["submission_id"].nunique()
-        if room <= 0:  # full: the next rows start a new part
-            path, tail = f"{SCORES_DIR}/part-{count:05d}.parquet", records_to_scores([])
-            count += 1
-            continue
-        rows = records_to_scores(pending[:room])
-        pending = pending[room:]
-        tail = pd.concat([tail, rows], ignore_index=True) if len(tail) else rows
-        tables[path] = tail
-    return tables
+    blobs = part_blobs(view)
+    order = sorted(p for p in blobs if p != LEGACY_SCORES_PATH)
+    deleted: list[str] = []
+
+    def frame(path: str) -> pd.DataFrame:
+        return tables[path] if path in tables else part_frame(view, path, blobs[path])
+
+    number = max((part_number(p) for p in order), default=-1) + 1
+    for rows in split_by_results(records_to_scores(records), part_size) if records else []:
+        if order and not len(frame(order[-1])):  # the newest part is empty (a new dataset's)
+            path = order[-1]
+        else:
+            path, number = f"{SCORES_DIR}/part-{number:05d}.parquet", number + 1
+            order.append(path)
+        tables[path] = rows
+
+    tiers = part_tiers(part_size)
+    tail: list[int] = []  # results in each of the newest parts after the newest full one
+    for path in reversed(order):
+        results = results_in(frame(path))
+        if results >= part_size:
+            break
+        tail.insert(0, results)
+    while run := _run_to_merge(tail, tiers):
+        paths = order[len(order) - run :]
+        frames = [f for f in map(frame, paths) if len(f)]
+        rows = pd.concat(frames, ignore_index=True) if frames else records_to_scores([])
+        pieces = split_by_results(rows, part_size)  # at most len(paths): each part was below full
+        tables.update(zip(paths, pieces))
+        for path in paths[len(pieces) :]:
+            tables.pop(path, None)
+            if path in blobs:
+                deleted.append(path)
+        order = order[: len(order) - run] + paths[: len(pieces)]
+        last = results_in(pieces[-1])  # the pieces before it are full
+        if last >= part_size:  # a full part ends the tail: nothing before it merges again
+            tail = []
+        else:
+            tail = (tail[: len(tail) - run] if len(pieces) == 1 else []) + [last]
+    return tables, deleted
+
+
+def _run_to_merge(tail: list[int], tiers: list[int]) -> int:
+    """How many of the newest parts to merge (0: none), given the results in each part after the
+    newest full one (oldest first): for the lowest tier t where the newest parts of tier <= t
+    hold as many results as a part of tier t + 1 (ten of tier t: 10 x 1, 10 x 10, 10 x 100), all
+    of those parts (smaller ones a withdrawal or a sync left between go along)."""
+    levels = [part_tier(results, tiers) for results in tail]
+    for tier in range(len(tiers) - 1):
+        run = total = 0
+        while run < len(tail) and levels[-1 - run] <= tier:
+            total += tail[-1 - run]
+            run += 1
+        if total >= tiers[tier + 1]:
+            return run
+    return 0
 
 
 def _request_file(view: DatasetView, request: dict[str, Any]) -> dict[str, bytes]:
@@ -329,8 +415,8 @@ def publish(
     request: dict[str, Any] | None = None,
     details: bytes | None = None,
 ) -> Change | None:
-    """Add a result: its record, its rows appended to the newest table part (a new part once that
-    holds `part_size` results), its details on a public split, its request record if that
+    """Add a result: its record, its rows as a new table part (with the newest small parts merged
+    when their tier is complete: _appended), its details on a public split, its request record if that
     changed, and its task's board marked lagging with the bytes it adds. None if the record is at
     the head already (a retried job: the first result stands)."""
     record = validate_record(record)
@@ -339,14 +425,15 @@ def publish(
     if view.read(result_path(suite, task, sid)) is not None:
         return None
     files = {record_path(record): as_json(record).encode()}
-    files.update({p: parquet_bytes(t) for p, t in _appended(view, [record], part_size).items()})
+    tables, merged_away = _appended(view, [record], part_size)
+    files.update({p: part_bytes(t) for p, t in tables.items()})
     if (shown := details_to_publish(record, details)) is not None:
         files[details_path(suite, task, sid)] = shown
     added = len(files[record_path(record)]) + (len(shown) if shown is not None else 0)
     files.update(_lagging(view, [(suite, task)], added_bytes=added))
     if request is not None:
         files.update(_request_file(view, request))
-    return Change(publish_message(record), files)
+    return Change(publish_message(record), files, tuple(merged_away))
 
 
 def withdrawal(view: DatasetView, submission_id: str, message: str) -> Change | None:
@@ -365,7 +452,7 @@ def withdrawal(view: DatasetView, submission_id: str, message: str) -> Change | 
         frame = part_frame(view, path, blob)
         if (frame["submission_id"] == submission_id).any():
             kept = frame[frame["submission_id"] != submission_id].reset_index(drop=True)
-            files[path] = parquet_bytes(kept)
+            files[path] = part_bytes(kept)
     tasks = {task_of_path(p) for p in removed if p.startswith("results/")}
     files.update(_lagging(view, tasks, rewritten=True))
     return Change(message, files, tuple(removed))
@@ -385,7 +472,7 @@ def group_sync(
     """Make the records whose id starts with `prefix` exactly `records`: new ones added, changed
     ones rewritten, unlisted ones removed (the papers' reported rows: a corrected transcription
     replaces the old rows, in history). The group's rows leave every part they are in and its
-    current rows join the newest part. None if nothing changed."""
+    current rows are appended as new parts (_appended). None if nothing changed."""
     records = [validate_record(r) for r in records]
     present = [
         p
@@ -403,12 +490,12 @@ def group_sync(
         frame = part_frame(view, path, blob)
         if frame["submission_id"].isin(ids).any():
             tables[path] = frame[~frame["submission_id"].isin(ids)].reset_index(drop=True)
-    tables = _appended(view, records, part_size, tables)
+    tables, merged_away = _appended(view, records, part_size, tables)
     files = dict(changed)
-    files.update({path: parquet_bytes(frame) for path, frame in tables.items()})
+    files.update({path: part_bytes(frame) for path, frame in tables.items()})
     tasks = {(r["suite"], r["task"]) for r in records} | {task_of_path(p) for p in removed}
     files.update(_lagging(view, tasks, rewritten=True))
-    return Change(message, files, tuple(removed))
+    return Change(message, files, (*removed, *merged_away))
 
 
 def boards_due(

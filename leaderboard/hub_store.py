@@ -9,9 +9,10 @@ what it returns.
 One change is one `create_commit` with `parent_commit` set to the head it read, so two publishers
 (two machines, or two processes) never overwrite each other: the Hub refuses the second (412, or
 409 while a commit is in flight), and the loser re-reads the new head, asks the core again and
-retries. The table is carried forward, not rebuilt: the newest part at the parent plus the new
-record's rows, so a publish costs one part download however many results there are, and the
-table at every revision is the fold of the records at that revision (tests/test_hub_store.py).
+retries. The table is carried forward, not rebuilt: a part of the new record's rows, merged with
+the parent's newest small parts in tiers (leaderboard/changes.py _appended), so a publish reads
+only the parts after the newest full one however many results there are, and the table at every
+revision is the fold of the records at that revision (tests/test_hub_store.py).
 
 Table parts are cached by blob id (immutable), and the head is re-read at most every HEAD_TTL_S
 (the read path calls head_revision() on every request), and at once when a head signal

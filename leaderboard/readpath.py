@@ -57,7 +57,7 @@ GZIP_MIN_BYTES = 1024  # smaller bodies go out as they are
 # the body; the pieces are cut once per body (held beside it), not copied out on every request.
 SEND_PIECE_BYTES = 256 * 1024
 WIDE_PARTS = (
-    256  # pivoted table parts kept (by blob id; SHARD_RECORDS results each), across revisions
+    256  # pivoted table parts kept (by blob id; of 1 to SHARD_RECORDS results), across revisions
 )
 # JSON pages. 100 rows is a screenful of a ranked board and ~150 KB of JSON (~17 KB gzipped) at the
 # widest task (23 tiers): cheap to encode after a publish and to send to 50 clients at once. The

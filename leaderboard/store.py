@@ -8,8 +8,8 @@ files read with one `git cat-file --batch` per change) and commits what it retur
 git plumbing, under a file lock, so several worker processes publish into one folder). The files
 on disk are the head's, written before each commit.
 
-Publishing appends: it rewrites only the newest table part (bounded size) and commits only the
-paths it wrote, so its cost does not grow with the number of results; the records' folders are
+Publishing appends: it writes its rows as one small table part (merged with the newest small
+parts in tiers: changes.py _appended) and commits only the paths it wrote, so its cost does not grow with the number of results; the records' folders are
 sharded so that a commit rehashes small trees only (layout.id_shard). Readers get the table of a
 revision with `scores(revision)`; parts are cached by blob id, so a new revision costs one part.
 """
@@ -56,9 +56,9 @@ from leaderboard.layout import (  # noqa: F401  (re-exported: the stores' caller
     result_path,
 )
 
-SHARD_RECORDS = 1000  # results per table part: a publish rewrites at most this many results' rows
-# a publish that brings a table part to a multiple of this many results runs `git gc --auto`
-AUTO_GC_EVERY = 50
+# results in a full table part: a publish writes a part of one result, merged in tiers of 10, 100
+# and this many (leaderboard/changes.py _appended); a full part is never rewritten by a publish
+SHARD_RECORDS = 1000
 LAYOUT_MARKER = "personaboard-layout"  # in .git: this store's records are sharded (see ensure)
 LAYOUT_VERSION = "sharded-records-1"
 
@@ -415,14 +415,14 @@ class LocalDatasetStore(CoreStore):
                 return None
             commit = self._commit(head, change)
             for path, data in change.files.items():
-                if is_part_path(path):
-                    # the next publish (and reader) finds it parsed
-                    frame = self._parts.get(git_blob_id(data), functools.partial(bytes, data))
-                    if frame["submission_id"].nunique() % AUTO_GC_EVERY == 0:
-                        # `git commit` runs `git gc --auto` after each commit; commit-tree does not.
-                        # Counted by the table part, not per process: jobs publish from short-lived
-                        # forked processes. It returns at once unless loose objects piled up.
-                        self._git("gc", "--auto", "--quiet")
+                if is_part_path(path):  # the next publish (and reader) finds it parsed
+                    self._parts.get(git_blob_id(data), functools.partial(bytes, data))
+            if any(is_part_path(path) for path in change.deletions):
+                # `git commit` runs `git gc --auto` after each commit; commit-tree does not. Run
+                # when table parts merge (every 10th publish: changes.py _appended), not per
+                # process: jobs publish from short-lived forked processes. It returns at once
+                # unless loose objects piled up.
+                self._git("gc", "--auto", "--quiet")
             return commit
 
     def _fresh_head(self) -> str:

@@ -107,7 +107,7 @@ def test_published_is_decided_by_the_records_path_in_either_layout():
     assert changes.holds_result(flat, "prefeval", "mcq", "old")  # what added_in looks for
 
 
-def test_the_newest_part_rolls_over_at_the_part_size_and_full_parts_stay_as_they_are():
+def test_with_a_part_size_of_two_parts_fill_in_pairs_and_full_parts_stay_as_they_are():
     view = new_dataset()
     revisions = [view]
     for i in range(5):
@@ -117,16 +117,116 @@ def test_the_newest_part_rolls_over_at_the_part_size_and_full_parts_stay_as_they
     assert sorted(parts) == [f"data/scores/part-0000{i}.parquet" for i in range(3)]
     assert changes.part_blobs(revisions[4])["data/scores/part-00000.parquet"] == parts[FIRST_PART]
     assert set(table(view)["submission_id"]) == {f"s{i}" for i in range(5)}
-    # a sync of many records fills the newest part first, then parts of the part size
+    # a sync's rows are new parts of their own (of at most the part size); older parts stay
     synced = changes.group_sync(
         view, "g-", [make_record(f"g-{i}", 0.5) for i in range(4)], "sync", part_size=2
     )
-    assert synced is not None
+    assert synced is not None and not synced.deletions
     assert sorted(p for p in synced.files if p.startswith("data/")) == [
-        "data/scores/part-00002.parquet",
         "data/scores/part-00003.parquet",
         "data/scores/part-00004.parquet",
     ]
+
+
+def part_results(view: DictView) -> list[int]:
+    """Results in each part, in the table's order."""
+    return [
+        int(changes.part_frame(view, path, blob)["submission_id"].nunique())
+        for path, blob in sorted(changes.part_blobs(view).items())
+    ]
+
+
+def test_publishes_write_small_parts_merged_in_tiers_and_the_table_keeps_its_order():
+    """Tiered compaction (changes._appended): a publish writes a part of one result; ten parts of
+    one tier merge into one of the next (1, 10, 100, then full parts of part_size that never merge
+    again), so no publish rewrites more than a few tiers' rows and the parts stay few."""
+    assert changes.part_tiers(1000) == [1, 10, 100, 1000]
+    assert changes.part_tiers(250) == [1, 10, 100, 250] and changes.part_tiers(3) == [1, 3]
+    view, ids = new_dataset(), []
+    largest_rewrite = 0
+    for i in range(1234):
+        ids.append(f"s{i:04d}")
+        change = changes.publish(view, make_record(ids[-1], (i % 97) / 97), part_size=250)
+        assert change is not None
+        parts = [p for p in change.files if p.startswith("data/")]
+        rewritten = sum(
+            pd.read_parquet(io.BytesIO(change.files[p]))["submission_id"].nunique() for p in parts
+        )
+        largest_rewrite = max(largest_rewrite, rewritten)
+        # a merge's run keeps its first name, the rest leave; nothing else is touched
+        assert len(parts) == 1 and all(d > parts[0] for d in change.deletions)
+        view = view.after(change)
+        sizes = part_results(view)
+        assert max(sizes) <= 250 and sum(sizes) == i + 1
+        if i % 101 == 0:  # the table is exact and in publish order at every revision
+            assert list(table(view)["submission_id"].unique()) == ids
+    # 1234 = 4 full parts + 2 of 100 + 3 of 10 + 4 of 1 (a run merges once it holds a next tier)
+    assert part_results(view) == [250] * 4 + [100] * 2 + [10] * 3 + [1] * 4
+    assert largest_rewrite == 250  # a merge into a full part: the most a publish rewrites
+    assert list(table(view)["submission_id"].unique()) == ids
+    names = sorted(changes.part_blobs(view))
+    assert names == [f"data/scores/part-{i:05d}.parquet" for i in range(len(names))]
+
+
+def test_part_sizes_after_many_publishes_follow_the_count_in_base_ten():
+    """With the store's part size (1000), the parts after n publishes are n's digits: full parts,
+    then hundreds, tens, ones; a publish rewrites at most one part."""
+    view = new_dataset()
+    for i in range(1234):
+        view = view.after(changes.publish(view, make_record(f"s{i}", 0.5), part_size=1000))
+    assert part_results(view) == [1000] + [100] * 2 + [10] * 3 + [1] * 4
+
+
+def test_compaction_takes_along_small_parts_a_withdrawal_or_a_sync_left_between():
+    view = new_dataset()
+    for i in range(15):
+        view = view.after(changes.publish(view, make_record(f"s{i}", 0.5), part_size=1000))
+    assert part_results(view) == [10] + [1] * 5
+    view = view.after(changes.withdrawal(view, "s3", "withdraw s3"))  # the 10-part holds 9
+    synced = changes.group_sync(
+        view, "g-", [make_record(f"g-{i}", 0.5) for i in range(12)], "sync", part_size=1000
+    )
+    view = view.after(synced)
+    assert part_results(view) == [9, 1, 1, 1, 1, 1, 12]
+    for i in range(15, 15 + 80):
+        view = view.after(changes.publish(view, make_record(f"s{i}", 0.5), part_size=1000))
+    ids = [f"s{i}" for i in range(15) if i != 3] + [f"g-{i}" for i in range(12)]
+    ids += [f"s{i}" for i in range(15, 95)]
+    assert list(table(view)["submission_id"].unique()) == ids
+    # the 9-, 1- and 12-result parts merged along with the tens once ten 10-tier parts were there
+    assert sum(part_results(view)) == len(ids) and len(part_results(view)) < 15
+    assert max(part_results(view)) <= 1000
+
+
+def test_a_large_sync_merges_the_small_parts_before_it_into_full_ones_in_order():
+    view = new_dataset()
+    for i in range(105):
+        view = view.after(changes.publish(view, make_record(f"s{i}", 0.5), part_size=1000))
+    assert part_results(view) == [100] + [1] * 5
+    synced = [make_record(f"g-{i:03d}", 0.5) for i in range(995)]
+    view = view.after(changes.group_sync(view, "g-", synced, "sync", part_size=1000))
+    assert part_results(view) == [1000, 100]  # 1,100 results: cut at the part size
+    ids = [f"s{i}" for i in range(105)] + [f"g-{i:03d}" for i in range(995)]
+    assert list(table(view)["submission_id"].unique()) == ids
+    view = view.after(changes.publish(view, make_record("last", 0.5), part_size=1000))
+    assert part_results(view) == [1000, 100, 1]
+
+
+def test_a_table_part_reads_back_with_the_dtypes_of_the_frame_it_was_written_from():
+    """part_bytes strips pandas metadata, the arrow schema, statistics and dictionaries: the frame
+    read back must still be the one written, dtypes included (an empty part too)."""
+    from leaderboard.layout import parquet_bytes, part_bytes
+    from leaderboard.table import records_to_scores
+
+    for records in ([], [make_record("s1", 0.5)], [make_record(f"s{i}", i / 7) for i in range(7)]):
+        frame = records_to_scores(records)
+        lean, full = part_bytes(frame), parquet_bytes(frame)
+        read = pd.read_parquet(io.BytesIO(lean))
+        pd.testing.assert_frame_equal(read, pd.read_parquet(io.BytesIO(full)))
+        assert read.dtypes.to_dict() == pd.read_parquet(io.BytesIO(full)).dtypes.to_dict()
+        assert len(lean) < len(full)
+    one = part_bytes(records_to_scores([make_record("s1", 0.5)]))
+    assert len(one) < 6000  # a publish's own part: parquet's overhead kept small
 
 
 def test_a_request_record_never_goes_back_and_an_unchanged_one_is_no_change():

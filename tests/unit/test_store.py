@@ -222,7 +222,7 @@ def test_a_dead_publishers_record_is_never_committed_under_another_submission(st
     ).stdout.split()
     assert sorted(changed) == [  # its board lags since the first publish: no board file
         "boards/stale.json",  # the bytes added to the lagging task (leaderboard/boards.py)
-        "data/scores/part-00000.parquet",
+        "data/scores/part-00001.parquet",  # its rows: a part of their own (changes._appended)
         result_path("prefeval", "mcq", "second"),
     ]
     assert set(store.scores(revision)["submission_id"]) == {"first", "second"}
@@ -283,7 +283,7 @@ def test_a_writer_killed_after_staging_leaves_nothing_in_the_next_commit(store):
     ).stdout.split()
     assert sorted(changed) == [  # its board lags since the first publish: no board file
         "boards/stale.json",  # the bytes added to the lagging task (leaderboard/boards.py)
-        "data/scores/part-00000.parquet",
+        "data/scores/part-00001.parquet",  # its rows: a part of their own (changes._appended)
         result_path("prefeval", "mcq", "second"),
     ]
     assert (
@@ -502,6 +502,7 @@ def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp
             "README.md",
             "boards/stale.json",
             "data/scores/part-00000.parquet",
+            "data/scores/part-00001.parquet",
             result_path("prefeval", "mcq", "s1"),
             result_path("recentering", "relevance", "s2"),
             store_module.request_path({"submission_id": "s1", "suite": "prefeval", "task": "mcq"}),
@@ -526,7 +527,9 @@ def test_a_store_with_flat_record_folders_is_sharded_once_and_reads_the_same(tmp
         [
             "README.md",
             "boards/stale.json",
-            "data/scores/part-00000.parquet",
+            "data/scores/part-00000.parquet",  # s1's part, emptied by the withdrawal
+            "data/scores/part-00001.parquet",
+            "data/scores/part-00002.parquet",
             result_path("recentering", "relevance", "s2"),
             result_path("prefeval", "mcq", "s3"),
         ]
@@ -554,7 +557,7 @@ def test_publishes_run_git_gc_auto_as_git_commit_did(store, monkeypatch):
     """commit-tree leaves loose objects to pile up unless someone runs `git gc --auto` (git commit did)."""
     from leaderboard import store as store_module
 
-    monkeypatch.setattr(store_module, "AUTO_GC_EVERY", 3)
+    monkeypatch.setattr(store_module, "SHARD_RECORDS", 3)  # parts of 1 result merge by three
     calls = []
     plain = LocalDatasetStore._git
     monkeypatch.setattr(
@@ -575,7 +578,7 @@ def test_publishes_run_git_gc_auto_as_git_commit_did(store, monkeypatch):
         False,
         True,
         False,
-    ]  # the table part's 3rd and 6th result
+    ]  # the publishes that merge table parts: the 3rd and the 6th
 
 
 def test_a_board_lags_until_its_oldest_missing_change_is_due():
