@@ -74,9 +74,10 @@ from leaderboard.layout import (
 from leaderboard.result_record import validate_record
 from leaderboard.table import records_to_scores
 
-PART_CACHE = 64  # parsed table parts kept per store object (immutable, keyed by blob id)
+PART_CACHE = 128  # parsed table parts kept per store object (immutable, keyed by blob id): the
+# whole table up to ~55,000 results in parts of 500 (and at most ~22 smaller parts)
 # tiered compaction of the table's parts (_appended): this many parts of one size tier merge into one
-# of the next tier, so parts hold 1, 10, 100 or SHARD_RECORDS (1000) results
+# of the next tier, so parts hold 1, 10, 100 or SHARD_RECORDS (500) results
 MERGE_FANIN = 10
 PART_NAME = re.compile(r"part-(\d+)\.parquet")
 
@@ -292,7 +293,7 @@ def _lagging(
 
 def part_tiers(part_size: int) -> list[int]:
     """Results in a part of each size tier, smallest first: 1, k, k^2, ... below `part_size`, then
-    `part_size` (k = MERGE_FANIN, at most `part_size`): 1, 10, 100, 1000 for SHARD_RECORDS."""
+    `part_size` (k = MERGE_FANIN, at most `part_size`): 1, 10, 100, 500 for SHARD_RECORDS."""
     fanin = max(2, min(MERGE_FANIN, part_size))
     sizes = [1]
     while sizes[-1] * fanin < part_size:
@@ -334,10 +335,10 @@ def _appended(
     Log-structured, so no publish rewrites a large part: the rows become new parts of their own
     (of at most `part_size` results: a publish's one result is a part of one), then tiered
     compaction (_run_to_merge): once the newest parts of tier <= t hold a part of tier t + 1's
-    worth of results (ten parts of tier t), they are merged into one (cut at `part_size`).
-    Tiers of 1, 10, 100 and 1000 (SHARD_RECORDS) results; a full part never merges again, so
-    each result's rows are written ~log10(1000) + 1 = 4 times, a publish rewrites at most one
-    part, and at most ~9 parts per tier + n / 1000 exist. Names keep the table's order: a new part
+    worth of results (ten parts of tier t; five of 100 for a full part of 500), they are merged
+    into one (cut at `part_size`). Tiers of 1, 10, 100 and 500 (SHARD_RECORDS) results; a full part
+    never merges again, so each result's rows are written 4 times, a publish rewrites at most one
+    part, and at most 9 + 9 + 4 small parts + n / 500 exist. Names keep the table's order: a new part
     is numbered after the highest, a merged run keeps its first part's name and the others are
     deleted (all are the newest parts), so sorting the names gives the rows as published and the
     numbers stay below the most parts ever alive at once. Only the newest parts, back to the

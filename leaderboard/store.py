@@ -57,8 +57,10 @@ from leaderboard.layout import (  # noqa: F401  (re-exported: the stores' caller
 )
 
 # results in a full table part: a publish writes a part of one result, merged in tiers of 10, 100
-# and this many (leaderboard/changes.py _appended); a full part is never rewritten by a publish
-SHARD_RECORDS = 1000
+# and this many (leaderboard/changes.py _appended); a full part is never rewritten by a publish.
+# 500, not 1,000: the window of publishes that holds a merge into a full part adds that part, and
+# at 1,000 such a window of 100 publishes added 3.1x its records' bytes (bench/bench_history.py)
+SHARD_RECORDS = 500
 LAYOUT_MARKER = "personaboard-layout"  # in .git: this store's records are sharded (see ensure)
 LAYOUT_VERSION = "sharded-records-1"
 

@@ -178,6 +178,19 @@ def test_part_sizes_after_many_publishes_follow_the_count_in_base_ten():
     assert part_results(view) == [100] + [10] * 2 + [1] * 3
 
 
+def test_parts_larger_than_the_part_size_from_an_older_layout_count_as_full_and_stay():
+    """Datasets written with parts of 1,000 results keep them when the part size is 500: a part
+    that reaches the part size is full, never merged, and new results go to parts after it."""
+    old = [make_record(f"old{i}", 0.5) for i in range(12)]
+    files = {**new_dataset().contents, **changes.table_files(old, part_size=12)}
+    view = DictView(files, "r9")
+    for i in range(13):
+        view = view.after(changes.publish(view, make_record(f"s{i}", 0.5), part_size=5))
+    assert part_results(view) == [12, 5, 5, 1, 1, 1]  # the part size 5: tiers of 1 and 5
+    ids = [f"old{i}" for i in range(12)] + [f"s{i}" for i in range(13)]
+    assert list(table(view)["submission_id"].unique()) == ids
+
+
 def test_compaction_takes_along_small_parts_a_withdrawal_or_a_sync_left_between():
     view = new_dataset()
     for i in range(15):
