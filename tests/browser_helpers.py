@@ -214,8 +214,21 @@ def rows_for(rows, model):
 
 
 # -- the API, through the page's own request context ------------------------------------------------
+def api_get(page, url: str):
+    """GET `url` through the page's request context. Chromium resends a GET whose kept-alive
+    connection the server closed as it was sent (uvicorn closes idle ones after 5 s); Playwright's
+    request client does not, and answers "socket hang up (ECONNRESET)": CI saw it once on a loaded
+    machine. A GET is idempotent, so that reset is retried once; any other error is raised."""
+    try:
+        return page.request.get(url)
+    except sync_api.Error as error:
+        if "ECONNRESET" not in str(error):
+            raise
+        return page.request.get(url)
+
+
 def submissions(page) -> list[dict]:
-    response = page.request.get("/api/v1/submissions?limit=1000")
+    response = api_get(page, "/api/v1/submissions?limit=1000")
     assert response.ok, response.text()
     return response.json()["submissions"]
 

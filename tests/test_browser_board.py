@@ -18,6 +18,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 from board_fixture import EXPECTED_RANKS, SUITE, TASK, board_record, board_records  # noqa: E402
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
+    api_get,
     choose,
     expect,
     launch_chromium,
@@ -240,9 +241,9 @@ def test_version_selector_opens_a_release_and_an_older_revision(page, service, t
     # the downloads and the plots are of the version shown
     csv_link = page.locator("#leaderboard-downloads a", has_text="CSV").get_attribute("href")
     assert f"revision={EARLY_RELEASE}" in csv_link, csv_link
-    downloaded = page.request.get(csv_link).text()
+    downloaded = api_get(page, csv_link).text()
     assert "fx-beta" in downloaded and "fx-gamma" not in downloaded
-    size_plot = page.request.get(page.locator("#plot-size").get_attribute("data-src")).json()
+    size_plot = api_get(page, page.locator("#plot-size").get_attribute("data-src")).json()
     points = [name for trace in size_plot["figures"][0]["data"] for name in trace["text"]]
     assert "alpha" in points and "gamma" not in points, points
 

@@ -31,6 +31,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
+    api_get,
     choose,
     expect,
     launch_chromium,
@@ -262,7 +263,7 @@ class Ticks:
     status line's (always on, every 3 s: the clock that bounds a window of no status-tab ticks)."""
 
     def __init__(self, page):
-        config = page.request.get("/config").json()
+        config = api_get(page, "/config").json()
         by_elem = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
 
         def tick_of(elem_id: str) -> int:

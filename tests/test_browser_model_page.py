@@ -34,7 +34,7 @@ pytestmark = [
 ]
 pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 
-from browser_helpers import expect, launch_chromium  # noqa: E402
+from browser_helpers import api_get, expect, launch_chromium  # noqa: E402
 
 PAYLOAD = 'cmp-page<img src=x onerror="window.__pwned=1">'
 # what the payload would create as markup (the page's own plot loader scripts are marked data-pb)
@@ -114,7 +114,7 @@ def test_model_page_compares_two_results_and_plots_turns(shared_live_service, tm
         page.wait_for_function(
             "img => img.complete && img.naturalWidth > 100", arg=image.element_handle()
         )
-        svg = page.request.get(image.get_attribute("src")).text()
+        svg = api_get(page, image.get_attribute("src")).text()
         assert (
             ">turns-page-model (zero_shot)<" in svg
             and ">distractor turns between preference and question<" in svg

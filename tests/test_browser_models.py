@@ -27,6 +27,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
+    api_get,
     choose,
     expect,
     launch_chromium,
@@ -144,7 +145,7 @@ def assert_state_order(seen: dict[str, list[str]]) -> None:
 
 
 def api_submission(page, sid: str) -> dict:
-    response = page.request.get(f"/api/v1/submissions/{sid}")
+    response = api_get(page, f"/api/v1/submissions/{sid}")
     assert response.ok, response.text()
     return response.json()
 

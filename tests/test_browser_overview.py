@@ -20,6 +20,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
+    api_get,
     choose,
     expect,
     launch_chromium,
@@ -156,7 +157,7 @@ def test_overview_tab_at_both_widths(service, browser, tmp_path, width):
             "download", re.compile(r"^overview-personafeedback-[0-9a-f]{12}\.csv$")
         )
         link = page.locator("#overview-downloads a", has_text="CSV")
-        response = page.request.get(link.get_attribute("href"))
+        response = api_get(page, link.get_attribute("href"))
         assert response.ok
         rows = list(csv.DictReader(io.StringIO(response.text())))
         assert [r["model_name"] for r in rows] == ["Alpha 7B"]
@@ -286,6 +287,6 @@ def test_item_explorer_at_both_widths(service, browser, tmp_path, width):
         no_page_overflow(page)
         screenshot(page, tmp_path, f"items-{width}")
         link = page.locator("#items-downloads a", has_text="CSV")
-        response = page.request.get(link.get_attribute("href"))
+        response = api_get(page, link.get_attribute("href"))
         assert response.ok
         assert len(list(csv.DictReader(io.StringIO(response.text())))) == 2000
