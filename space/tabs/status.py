@@ -54,6 +54,13 @@ def status_view(services: Services, submission_id) -> StatusView:
     return StatusView(format_status(status), (found.id, status["state"]))
 
 
+def tick_stops_timer(view: StatusView) -> bool:
+    """A tick stops the timer once the submission is final, and otherwise leaves it as it is: it
+    never starts it. A tick answered after the reader opened another tab would start again the
+    timer the tab switch stopped (follow_with_tabs), and then it polled for good (CI, loaded)."""
+    return not view.followed[0]
+
+
 def my_choices(services: Services, stored) -> list[tuple[str, str]]:
     """One choice per remembered submission this server knows: "state · model (suite/task,
     setting)", the state first: a phone's box cuts a long label's end."""
@@ -97,11 +104,11 @@ def build_status_tab(ui: gr.Blocks, services, mine: gr.BrowserState) -> tuple[gr
         submission_id, state = followed or NOT_FOLLOWED
         if not submission_id:
             return gr.skip(), NOT_FOLLOWED, gr.Timer(active=False), gr.skip()
-        text, now, timer = lookup(submission_id)
-        new_state = now[1] or "final"
-        changed = new_state != state
+        found = status_view(services, submission_id)
+        changed = (found.followed[1] or "final") != state
         mine_update = gr.update(choices=my_choices(services, stored)) if changed else gr.skip()
-        return text, now, timer, mine_update
+        timer = gr.Timer(active=False) if tick_stops_timer(found) else gr.skip()
+        return found.text, found.followed, timer, mine_update
 
     with gr.Tab("Submission status", id=STATUS_TAB):
         gr.HTML(STYLE, elem_id="status-style", padding=False)

@@ -409,3 +409,8 @@ def test_the_status_tab_lists_this_browsers_submissions_and_says_what_it_does_no
     unknown = status.status_view(services, " <b>nope</b> ")
     assert unknown.followed == status.NOT_FOLLOWED and "<b>" not in unknown.text
     assert unknown.text.startswith("No submission with id")
+    # a tick never starts the timer (another tab may have stopped it meanwhile): it stops it once final
+    running = status.StatusView("State: running", ("a1b2c3d4e5", "running"))
+    assert not status.tick_stops_timer(running)
+    assert status.tick_stops_timer(status.StatusView("State: finished"))
+    assert status.tick_stops_timer(unknown)
