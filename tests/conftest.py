@@ -320,15 +320,18 @@ def create_test_users(data_dir: Path) -> tuple[str, str]:
 LIVE_SERVICE_STARTUPS: list[float] = []
 
 
-def start_live_service(root: Path, n_workers: int = 2) -> LiveService:
-    """Redis + workers + web app under `root` (data in root/data, logs in root/logs)."""
+def start_live_service(
+    root: Path, n_workers: int = 2, extra_env: dict[str, str] | None = None
+) -> LiveService:
+    """Redis + workers + web app under `root` (data in root/data, logs in root/logs); `extra_env`
+    is added to every process's environment (e.g. a Space's variables, a policy's budget)."""
     started = time.monotonic()
     data_dir = root / "data"
     log_dir = root / "logs"
     data_dir.mkdir(parents=True, exist_ok=True)
     log_dir.mkdir(parents=True, exist_ok=True)
     redis = processes.start_redis(processes.free_port(), data_dir / "redis")
-    env = processes.child_env(data_dir, redis.url)
+    env = processes.child_env(data_dir, redis.url, extra=extra_env)
     web_port = processes.free_port()
     token, admin_token = create_test_users(data_dir)
     svc = LiveService(
@@ -429,11 +432,14 @@ def module_live_service(tmp_path_factory):
 
 @pytest.fixture
 def start_service():
-    """start(root, n_workers) -> LiveService, stopped at teardown (e.g. a web node with no worker of its own)."""
+    """start(root, n_workers, extra_env) -> LiveService, stopped at teardown (e.g. a web node with no
+    worker of its own, or one with a Space's environment)."""
     started: list[LiveService] = []
 
-    def start(root: Path, n_workers: int = 2) -> LiveService:
-        started.append(start_live_service(root, n_workers))
+    def start(
+        root: Path, n_workers: int = 2, extra_env: dict[str, str] | None = None
+    ) -> LiveService:
+        started.append(start_live_service(root, n_workers, extra_env))
         return started[-1]
 
     try:
