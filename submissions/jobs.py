@@ -363,6 +363,7 @@ def evaluate_submission(
     if task.suite.split_hidden:
         released = _through_the_ladder(submissions, submission, metrics)
         if released is None:  # withheld: finished, nothing published (the reason is the result)
+            record_job(_connection(), "withheld", time.time() - started)
             return None
         metrics = released
     timings = {
@@ -374,6 +375,7 @@ def evaluate_submission(
     record = result_record(submission, metrics, timings, run_stats).published()
     current = submissions.get(submission_id)
     if current is None or current.state == "cancelled":  # an operator stopped it meanwhile
+        record_job(_connection(), "cancelled", time.time() - started)
         return None
     # Durable in the outbox first; published now unless the store is down (then it waits, in order).
     publish_started = time.time()

@@ -22,9 +22,12 @@ log = logging.getLogger(__name__)
 KEY = "personaboard:metrics"
 OUTCOMES = (
     "finished",
+    "withheld",
+    "cancelled",
     "rejected",
     "error",
-)  # published / failed for a reason given / raised or died
+)  # published / scored on a hidden split, nothing released (the Ladder) / stopped by an operator
+#    while it ran / failed for a reason given / raised or died
 JOB_BUCKETS = (1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 12 * 3600)
 PUBLISH_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 QUEUE_STATES = {
@@ -154,7 +157,8 @@ class ServiceCollector:
         counts = {_text(k): int(v) for k, v in self.redis.hgetall(f"{KEY}:jobs").items()}
         outcome = CounterMetricFamily(
             "personaboard_jobs",
-            "jobs ended, by outcome (finished: published; "
+            "jobs ended, by outcome (finished: published; withheld: scored on a hidden split, "
+            "nothing released; cancelled: stopped by an operator while it ran; "
             "rejected: failed with a reason; error: raised or its worker died)",
             labels=["outcome"],
         )

@@ -234,3 +234,18 @@ def cmdline(pid: int) -> str:
             return fh.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def scrape(http) -> dict[tuple[str, tuple], float]:
+    """GET /metrics parsed as Prometheus text: {(sample name, sorted labels): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    response = http.get("/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(
+        response.text
+    ):  # raises on anything not Prometheus text
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples

@@ -25,7 +25,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from canary import GOLD_CANARY  # noqa: E402
-from live_helpers import run_cli, wait_state  # noqa: E402
+from live_helpers import run_cli, scrape, wait_state, wait_until  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.service]
 
@@ -135,6 +135,7 @@ def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path)
             suite["split"]["visibility"] == "hidden"
             and "Ladder" in suite["split"]["visibility_note"]
         )
+        jobs_before = scrape(http)
         after = flip_one_attack(http_after, gold, "prober-after")
 
         # what the public sees of the hidden split: the released baseline only, rounded, large tiers only
@@ -150,6 +151,22 @@ def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path)
         assert all(round(t / 0.1, 9) == round(t / 0.1) for t in mine), mine  # the 0.1 grid
         if len(mine) == 2:
             assert mine[1] == pytest.approx(mine[0] + 0.1), mine  # one full step up
+        # every job is counted by how it ended, the withheld probes too (1 + PROBES uploads ran); a
+        # job's count follows its state by a moment (the worker counts after it records the state)
+        expected = {"finished": len(mine), "withheld": 1 + PROBES - len(mine)}
+
+        def ended() -> dict[str, float]:
+            now = scrape(http)
+            return {
+                outcome: now[("personaboard_jobs_total", (("outcome", outcome),))]
+                - jobs_before[("personaboard_jobs_total", (("outcome", outcome),))]
+                for outcome in expected
+            }
+
+        try:
+            wait_until(lambda: ended() == expected, 60, f"job counts {expected}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; counted {ended()}") from None
 
     print(
         f"\nflip-one-answer probing, {N_ITEMS}-item split, {PROBES} probing uploads per phase:"

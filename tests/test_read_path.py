@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 from board_fixture import minimal_record
-from live_helpers import explicit_only, submit_ok, wait_finished
-from prometheus_client.parser import text_string_to_metric_families
+from live_helpers import explicit_only, scrape, submit_ok, wait_finished
 
 from leaderboard.store import LocalDatasetStore
 
@@ -92,18 +91,6 @@ def test_etag_revalidation_gives_304_until_a_publish(service, store):
         assert (
             missing.status_code == 404 and "unknown revision" in missing.json()["detail"]["message"]
         )
-
-
-def scrape(http) -> dict[tuple[str, tuple], float]:
-    response = http.get("/metrics")
-    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
-    samples = {}
-    for family in text_string_to_metric_families(
-        response.text
-    ):  # raises on anything not Prometheus text
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
 
 
 def test_metrics_parse_and_move_when_a_job_runs(service):
