@@ -220,6 +220,24 @@ class IdentityStore:
                 (owner, suite, utc_now()),
             )
 
+    def take_failed_validation(self, owner: str, suite: str, limit: int, since: str) -> int:
+        """Count one failed validation of `owner` on `suite` if fewer than `limit` were counted
+        since `since`; returns how many there were before (>= limit: none taken, and the request
+        is refused as a spent quota, the answer it would have had a moment later). One write
+        transaction, as take_comparison: concurrent bad files cannot all take the last one."""
+        with closing(self._connect()) as db, db:
+            db.execute("BEGIN IMMEDIATE")
+            used = db.execute(
+                "SELECT COUNT(*) FROM validation_failures WHERE owner = ? AND suite = ? AND at >= ?",
+                (owner, suite, since),
+            ).fetchone()[0]
+            if used < limit:
+                db.execute(
+                    "INSERT INTO validation_failures (owner, suite, at) VALUES (?, ?, ?)",
+                    (owner, suite, utc_now()),
+                )
+        return used
+
     def failed_validations_since(self, owner: str, suite: str, since: str) -> int:
         with closing(self._connect()) as db:
             return db.execute(

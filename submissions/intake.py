@@ -13,7 +13,8 @@ The order of the checks (the first refusal is the answer):
 4. the texts: model name, link, description (422); a model run's limit (422)
 5. a retried Idempotency-Key is answered with its first submission; daily quotas (429)
 6. the file: size (413), every line (422); a model: resolved, protocol and setting (422/503)
-7. admitted in one transaction: duplicate (409), another's model name (403), quota race (429)
+7. admitted in one transaction: duplicate (409), another's model name (403), and every daily
+   budget counted where the row is written (429): the early check of 5 only spares the work
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from submissions.identity import HF_NEW_PROVIDER, HfSigninPolicy, Identity, Iden
 from submissions.names import InvalidName, name_key, normalise_text
 from submissions.quotas import QUOTA_LABELS, QuotaLimits, today
 from submissions.records import (
+    Budget,
     Duplicate,
     NameTaken,
     QuotaUsed,
@@ -281,29 +283,69 @@ def check_form(form: SubmissionForm, file_given: bool = True) -> tuple[Submissio
     return form, task
 
 
-def check_quota(records: SubmissionStore, submitter: Submitter, suite: str, kind: str) -> None:
-    """429 before any work when this identity's daily quota for `kind` on `suite` is used up, or,
-    for an account admitted on the budget shared by new accounts, when that budget is."""
-    identities, window = IdentityStore(records), today()
-    if submitter.identity.provider == HF_NEW_PROVIDER and kind != "failed_validations":
-        budget = HfSigninPolicy.from_env().new_accounts_daily_budget
-        used = identities.new_accounts_submissions_since(window.start)
-        if used >= budget:
-            raise quota_error(
-                kind,
-                suite,
-                used,
-                budget,
-                f"the daily budget shared by all new Hugging Face accounts ({budget} submissions) "
-                f"is used up; it resets at {window.resets_at} (UTC midnight)",
-                quota="new_accounts",
-            )
+NEW_ACCOUNTS = "new_accounts"  # the `quota` a refusal names when the shared budget is spent
+
+
+def budgets_for(submitter: Submitter, kind: str) -> list[Budget]:
+    """The daily limits a submission of `kind` ("predictions", "model"; "failed_validations": a
+    file refused by validation) is counted against, in the order they are checked. admit() counts
+    them inside the transaction that writes the row (records.Budget), so concurrent requests admit
+    exactly each limit; check_quota reads the same ones early, only to spare doomed work."""
+    window = today()
+    failed = Budget(
+        "failed_validations", submitter.limits.of("failed_validations"), window.start, "failed"
+    )
     if kind == "failed_validations":
-        used = identities.failed_validations_since(submitter.identity.name, suite, window.start)
-    else:
-        used = identities.submissions_since(submitter.identity.name, suite, kind, window.start)
-    if used >= submitter.limits.of(kind):
-        raise quota_error(kind, suite, used, submitter.limits.of(kind))
+        return [failed]
+    budgets = [Budget(kind, submitter.limits.of(kind), window.start)]
+    if kind == "predictions":  # a spent failed-validations quota closes the suite to valid files
+        budgets.append(failed)
+    if submitter.identity.provider == HF_NEW_PROVIDER:  # (the owner's provider is read again
+        shared = Budget(  # in the transaction: an account that grew old enough has left it)
+            NEW_ACCOUNTS,
+            HfSigninPolicy.from_env().new_accounts_daily_budget,
+            window.start,
+            "provider",
+            HF_NEW_PROVIDER,
+        )
+        budgets.insert(0, shared)
+    return budgets
+
+
+def check_quota(records: SubmissionStore, submitter: Submitter, suite: str, kind: str) -> None:
+    """429 before any work when a budget of `kind` (budgets_for) is spent now: this identity's
+    daily quota on `suite`, or, for an account admitted on the budget shared by new accounts, that
+    budget. Only an early refusal: the authoritative count is admit()'s, in its transaction."""
+    try:
+        records.check_budgets(submitter.identity.name, suite, kind, budgets_for(submitter, kind))
+    except QuotaUsed as spent:
+        raise quota_refusal(spent, kind, suite) from None
+
+
+def quota_refusal(spent: QuotaUsed, kind: str, suite: str) -> SubmissionError:
+    """The 429 of a spent budget, the same whether the early check or admit() found it."""
+    if spent.quota == NEW_ACCOUNTS:
+        window = today()
+        return quota_error(
+            kind,
+            suite,
+            spent.used,
+            spent.limit,
+            f"the daily budget shared by all new Hugging Face accounts ({spent.limit} submissions) "
+            f"is used up; it resets at {window.resets_at} (UTC midnight)",
+            quota=NEW_ACCOUNTS,
+        )
+    return quota_error(spent.quota or kind, suite, spent.used, spent.limit)
+
+
+def take_failed_validation(records: SubmissionStore, submitter: Submitter, suite: str) -> None:
+    """Count a file refused by validation, or 429 when a concurrent request took the last slot."""
+    limit = submitter.limits.of("failed_validations")
+    used = IdentityStore(records).take_failed_validation(
+        submitter.identity.name, suite, limit, today().start
+    )
+    if used >= limit:
+        raise quota_error("failed_validations", suite, used, limit)
 
 
 def quota_error(
@@ -379,8 +421,7 @@ def accept_predictions(
     assert source is not None  # check_form refused a missing file
     # a retry is answered even when the first one used the last slot
     replay_if_seen(records, submitter)
-    check_quota(records, submitter, form.suite, "predictions")
-    check_quota(records, submitter, form.suite, "failed_validations")
+    check_quota(records, submitter, form.suite, "predictions")  # failed validations included
     filename = Path(filename or "predictions.jsonl").name
     temp, sha256, size = save_stream(source, uploads_dir, max_bytes, filename)
     try:
@@ -388,7 +429,7 @@ def accept_predictions(
             read_predictions(iter_lines(stream), task, task.load_split(), filename)
     except PredictionsError as exc:
         temp.unlink(missing_ok=True)
-        IdentityStore(records).record_failed_validation(submitter.identity.name, form.suite)
+        take_failed_validation(records, submitter, form.suite)
         raise SubmissionError(422, str(exc), exc.as_dict()["problems"]) from None
     except BaseException:
         temp.unlink(missing_ok=True)
@@ -432,15 +473,10 @@ def record_then_enqueue(
 ) -> Submission:
     """Durable record first, then the queue: if Redis is down the submission is still accepted,
     and reconcile() queues it once Redis answers again. The record is admitted in one transaction
-    with its idempotency key, its model-name claim (`claim`) and the quota check."""
-    window = today()
+    with its idempotency key, its model-name claim (`claim`) and the count of every budget it
+    takes (budgets_for: the identity's quotas, the new accounts' shared budget)."""
     try:
-        records.admit(
-            submission,
-            name_key=claim,
-            quota=submitter.limits.of(submission.kind),
-            since=window.start,
-        )
+        records.admit(submission, name_key=claim, budgets=budgets_for(submitter, submission.kind))
     except Replayed as seen:
         raise AlreadyAccepted(seen.submission) from None
     except Duplicate as dup:
@@ -461,8 +497,8 @@ def record_then_enqueue(
             "choose another name (an operator can transfer a name)",
             field="model_name",
         ) from None
-    except QuotaUsed as used:
-        raise quota_error(submission.kind, submission.suite, used.used, used.limit) from None
+    except QuotaUsed as spent:
+        raise quota_refusal(spent, submission.kind, submission.suite) from None
     if redis is not None:
         try:
             queue.enqueue(redis, submission)

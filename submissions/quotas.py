@@ -4,6 +4,11 @@ Days are UTC calendar days, so every client sees the same reset time. Failed val
 their own, larger budget: a mistake costs a little, while a probe that needs a scored upload
 costs a slot of the upload quota. Comparisons that touch a hidden split have a budget of their
 own (submissions/compare.py says why they are metered, and why not on the upload quota).
+
+Each is counted in the write transaction that decides it, never read first and written later:
+uploads and model runs by records.SubmissionStore.admit() (intake.budgets_for lists the budgets,
+with the daily budget new Hugging Face accounts share), a failed validation by
+IdentityStore.take_failed_validation, a comparison by IdentityStore.take_comparison.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import builtins
 import json
 import sqlite3
 import uuid
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -288,9 +289,65 @@ class NameTaken(Refused):
 
 
 class QuotaUsed(Refused):
-    def __init__(self, used: int, limit: int):
-        super().__init__(f"{used}/{limit}")
-        self.used, self.limit = used, limit
+    """A Budget was spent: `used` of `limit`; `quota` names it (a kind, or "new_accounts")."""
+
+    def __init__(self, used: int, limit: int, quota: str = ""):
+        super().__init__(f"{quota} {used}/{limit}".strip())
+        self.used, self.limit, self.quota = used, limit, quota
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A daily limit that admit() counts inside its write transaction, where the row it admits is
+    written: two concurrent requests cannot both see the last slot free. `quota` names it (in
+    QuotaUsed, and in the refusal's `quota` field); `scope` says what is counted since `since`:
+
+        own       the owner's submissions of the submitted kind on the submitted suite
+        failed    the owner's failed validations on the suite (spent: nothing more there today)
+        provider  every submission (any suite, any kind) of the identities whose provider is
+                  `provider`; applies only when the owner is one of them, as read in the same
+                  transaction (the daily budget shared by all new Hugging Face accounts)
+    """
+
+    quota: str
+    limit: int
+    since: str
+    scope: str = "own"
+    provider: str | None = None
+
+    def used(self, db: sqlite3.Connection, owner: str | None, suite: str, kind: str) -> int | None:
+        """How many are taken (None: this budget does not apply to `owner`)."""
+        if self.scope == "own":
+            query = (
+                "SELECT COUNT(*) FROM submissions WHERE owner = ? AND suite = ? AND kind = ? "
+                "AND created_at >= ?"
+            )
+            return db.execute(query, (owner, suite, kind, self.since)).fetchone()[0]
+        if self.scope == "failed":
+            query = (
+                "SELECT COUNT(*) FROM validation_failures WHERE owner = ? AND suite = ? AND at >= ?"
+            )
+            return db.execute(query, (owner, suite, self.since)).fetchone()[0]
+        if self.scope == "provider":
+            row = db.execute("SELECT provider FROM users WHERE name = ?", (owner,)).fetchone()
+            if row is None or row["provider"] != self.provider:
+                return None
+            query = (
+                "SELECT COUNT(*) FROM submissions s JOIN users u ON s.owner = u.name "
+                "WHERE u.provider = ? AND s.created_at >= ?"
+            )
+            return db.execute(query, (self.provider, self.since)).fetchone()[0]
+        raise ValueError(f"unknown budget scope {self.scope!r}")
+
+
+def _check_budgets(
+    db: sqlite3.Connection, budgets: Sequence[Budget], owner: str | None, suite: str, kind: str
+) -> None:
+    """QuotaUsed for the first spent budget, in the order given."""
+    for budget in budgets:
+        used = budget.used(db, owner, suite, kind)
+        if used is not None and used >= budget.limit:
+            raise QuotaUsed(used, budget.limit, budget.quota)
 
 
 HIDDEN = ("hidden", "deleted")
@@ -329,19 +386,28 @@ class SubmissionStore:
             self._insert(db, submission)
 
     def admit(
-        self, submission: Submission, *, name_key: str | None, quota: int | None, since: str
+        self,
+        submission: Submission,
+        *,
+        name_key: str | None,
+        quota: int | None = None,
+        since: str = "",
+        budgets: Sequence[Budget] = (),
     ) -> Submission:
         """Record a new submission after every fair-play rule, in one write transaction (so two
-        concurrent requests cannot both take the last quota slot or both claim a name):
+        concurrent requests cannot both take the last slot of a budget or both claim a name):
 
         1. the owner's Idempotency-Key seen before -> Replayed(the first submission)
         2. the same owner already sent this file for this suite/task/setting (predictions) or this
            model run exists (dedup_key) -> Duplicate(the earlier one)
         3. `name_key` (a model name) claimed by another identity -> NameTaken
-        4. `quota` submissions of this kind and suite since `since` already -> QuotaUsed
+        4. the first of `budgets` that is spent -> QuotaUsed naming it (`quota`: shorthand for
+           an "own" Budget of that limit since `since`, checked last)
         then the row is inserted together with its key and name claim.
         """
         s = submission
+        if quota is not None:
+            budgets = [*budgets, Budget(s.kind, quota, since)]
         with closing(self._connect()) as db, db:
             db.execute("BEGIN IMMEDIATE")
             if s.idempotency_key is not None:
@@ -377,16 +443,15 @@ class SubmissionStore:
                         "INSERT INTO model_names (name_key, name, owner, claimed_at) VALUES (?, ?, ?, ?)",
                         (name_key, s.model_name, s.owner, s.created_at),
                     )
-            if quota is not None:
-                used = db.execute(
-                    "SELECT COUNT(*) FROM submissions WHERE owner = ? AND suite = ? AND kind = ? "
-                    "AND created_at >= ?",
-                    (s.owner, s.suite, s.kind, since),
-                ).fetchone()[0]
-                if used >= quota:
-                    raise QuotaUsed(used, quota)
+            _check_budgets(db, budgets, s.owner, s.suite, s.kind)
             self._insert(db, s)
         return s
+
+    def check_budgets(self, owner: str, suite: str, kind: str, budgets: Sequence[Budget]) -> None:
+        """QuotaUsed when one of `budgets` is spent now: an early, unlocked read that spares the
+        work of a request bound to be refused (admit() decides, in its transaction)."""
+        with closing(self._connect()) as db:
+            _check_budgets(db, budgets, owner, suite, kind)
 
     def _insert(self, db: sqlite3.Connection, submission: Submission) -> None:
         row = asdict(submission)
