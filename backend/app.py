@@ -27,15 +27,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException  # noqa
 from backend.api import router  # noqa: E402
 from backend.health import HealthFastPath, HealthListener, LoopHeartbeat, QueueProbe  # noqa: E402
 from backend.leaderboard_http import LeaderboardFastPath  # noqa: E402
-from backend.limits import BodySizeLimit  # noqa: E402
+from backend.limits import FORM_OVERHEAD_BYTES, BodySizeLimit  # noqa: E402
 from backend.metrics import metrics_router  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
-from space.identity import hf_oauth_enabled  # noqa: E402
 from space.page_param import UnknownPageParam  # noqa: E402
 from space.pages import build_pages  # noqa: E402
+from space.session import SessionReader  # noqa: E402
 from space.ui import build_ui  # noqa: E402
 from space.uploads import UploadIdentity, enforce_upload_check, start_upload_sweeper  # noqa: E402
 from submissions.service import Services  # noqa: E402
+from submissions.upload_budget import UploadBudget  # noqa: E402
 
 log = logging.getLogger("personaboard")
 
@@ -82,7 +83,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services.start_publisher()  # requests/ records and the outbox backlog, to the results store
         services.start_board_watcher()  # the leaderboard of each new results head, built before it is asked for
         services.start_event_folder()  # remote workers' state, progress and revisions, into the records
-        start_upload_sweeper(sweeper_stop)  # UI uploads never submitted go after an hour
+        # UI uploads never submitted go after PERSONABOARD_UPLOAD_MAX_AGE_S
+        start_upload_sweeper(sweeper_stop, max_age_s=settings.upload_max_age_s)
         heartbeat.start(asyncio.get_running_loop())
         listener = None
         if (
@@ -141,8 +143,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             {"detail": {"message": "internal error; the operator has the details"}}, status_code=500
         )
 
+    # Gradio's signed session cookie, verified with the secret Gradio gives its SessionMiddleware
+    # (configured below, once the UI is mounted): the upload route and the comparison form read it
+    sessions = SessionReader()
     app.include_router(
-        build_pages(services)
+        build_pages(services, sessions)
     )  # /model, /result, /plots, /examples: before the UI's catch-all mount
     app.add_middleware(
         BodySizeLimit,
@@ -153,8 +158,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         UploadIdentity,
         identities=services.identities,
         path=GRADIO_UPLOAD_PATH,
-        session_ok=hf_oauth_enabled,
-    )  # outside the size limit: an anonymous upload is refused before its body is read
+        sessions=sessions,
+        budget=UploadBudget(services.records, settings.upload_limits),
+        max_request_bytes=settings.max_upload_bytes + FORM_OVERHEAD_BYTES,
+    )  # outside the size limit: an anonymous or over-budget upload is refused before its body is read
     app.add_middleware(LeaderboardFastPath, services=services)  # cached bodies skip the rest
     app.add_middleware(
         HealthFastPath, services=services, probe=app.state.queue_probe
@@ -167,4 +174,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # quotes the path) reaches the client as a bare error; our handlers answer in Markdown themselves.
     mounted = gr.mount_gradio_app(app, blocks, path="", footer_links=["api"], show_error=False)
     enforce_upload_check(blocks)
+    sessions.configure(mounted)  # on a Space with sign-in: fails here if Gradio added no session
     return mounted

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from submissions.settings import QUEUE_NAME, SubmissionSettings, load_submission_settings  # noqa: F401
+from submissions.upload_budget import UploadLimits
 
 DEFAULT_WEB_APP = "backend.app:create_app"
 
@@ -23,6 +24,11 @@ class Settings(SubmissionSettings):
     port: int = 7860
     workers: int = 2
     health_port: int | None = None  # GET /api/v1/health also on this port, off the web port's queue
+    # per identity on the UI's upload route (submissions/upload_budget.py); 0 turns one off
+    upload_limits: UploadLimits = UploadLimits()
+    # an upload never submitted is removed after this long: with the sweep's interval under an
+    # hour, the disk an identity can hold in uploads is at most its bytes-per-hour budget
+    upload_max_age_s: int = 1800
 
     @property
     def redis_dir(self) -> Path:
@@ -40,7 +46,29 @@ def load_settings() -> Settings:
         health_port=int(env["PERSONABOARD_HEALTH_PORT"])
         if env.get("PERSONABOARD_HEALTH_PORT")
         else None,
+        upload_limits=UploadLimits(
+            per_hour=_count(env, "PERSONABOARD_UPLOAD_PER_HOUR", UploadLimits.per_hour),
+            bytes_per_hour=_count(
+                env, "PERSONABOARD_UPLOAD_BYTES_PER_HOUR", UploadLimits.bytes_per_hour
+            ),
+            per_minute=_count(env, "PERSONABOARD_UPLOAD_PER_MINUTE", UploadLimits.per_minute),
+        ),
+        upload_max_age_s=_count(env, "PERSONABOARD_UPLOAD_MAX_AGE_S", 1800, least=60),
     )
+
+
+def _count(env, key: str, default: int, least: int = 0) -> int:
+    """A whole number >= `least` from `key`, or a start-up error naming the variable."""
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise ValueError(f"{key} must be a whole number >= {least}, not {raw!r}")
+    return value
 
 
 def web_app(env=None) -> str:

@@ -42,7 +42,7 @@ def build_identity_row(elem_id: str = "api-token"):
     (an empty State when the Space's OAuth is on: the profile then comes from Gradio's session)."""
     with gr.Row(elem_id=f"{elem_id}-row"):
         if hf_oauth_enabled():
-            gr.LoginButton(elem_id="hf-login")
+            gr.LoginButton(elem_id=f"{elem_id}-hf-login")  # one per submit tab: ids unique
             return gr.State("")
         box = gr.Textbox(
             label="API token (needed to submit; the operator issues it)",

@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Form, HTTPException, Query
+from fastapi import APIRouter, Form, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from evaluator.metrics import get_metric
@@ -38,6 +38,7 @@ from space.display import (
 )
 
 if TYPE_CHECKING:
+    from space.session import SessionReader
     from submissions.service import Services
 
 SVG = "image/svg+xml"
@@ -288,7 +289,7 @@ def _comparison_forms(
             f'data-a="{_e(record["submission_id"])}"><input type="hidden" name="a" value="{_e(record["submission_id"])}">'
             f"<label>{_e(where)} · this result ({_e(record['submission_id'])}) against "
             f'<select name="b" aria-label="result to compare with">{options}</select></label> '
-            + (HIDDEN_COMPARE_TOKEN if hidden else "")
+            + (_hidden_compare_fields() if hidden else "")
             + '<button type="submit">Compare</button></form>'
         )
     return (
@@ -310,15 +311,33 @@ HIDDEN_COMPARE_TOKEN = (
 )
 
 
-def _comparison_result(services: Services, a: str, b: str, token: str | None = None) -> str:
+HIDDEN_COMPARE_SIGNED_IN = (  # on a Space: a Hugging Face account has no API token
+    '<label>API token (unless signed in with Hugging Face) <input type="password" name="token" '
+    'autocomplete="off" aria-label="API token (a comparison on a hidden split needs an identity)">'
+    '</label> <span class="pb-note">a hidden split: the comparison needs you signed in with Hugging '
+    "Face on the leaderboard (or your API token) and counts against your daily comparisons on the "
+    "suite; it shows only the difference of the released scores</span> "
+)
+
+
+def _hidden_compare_fields() -> str:
+    from space.identity import hf_oauth_enabled
+
+    return HIDDEN_COMPARE_SIGNED_IN if hf_oauth_enabled() else HIDDEN_COMPARE_TOKEN
+
+
+def _comparison_result(
+    services: Services, a: str, b: str, token: str | None = None, username: str | None = None
+) -> str:
     """The paired comparison of results a and b, from services.compare (GET /api/v1/compare's
-    code), as the identity whose API token was typed into the form (a hidden split needs one)."""
+    code), as the account signed in on the Space (`username`, from a verified session cookie:
+    space/session.py) or the identity whose API token was typed into the form (a hidden split
+    needs one); the sign-in policy applies as to a submission."""
+    from space.session import request_identity
     from submissions.intake import SubmissionError
 
     try:
-        identity = services.identities.authenticate(token) if token else None
-        if token and identity is None:
-            raise SubmissionError(401, "the API token is not valid (unknown or revoked)")
+        identity = request_identity(services.identities, username, token)
         result = services.compare(a, b, identity)
     except SubmissionError as exc:
         return f'<div id="comparison"><p class="pb-error">No comparison: {_e(exc.detail["message"])}</p></div>'
@@ -483,7 +502,12 @@ def _tier_plots(name: str, mine: list[dict]) -> str:
 
 
 def model_page(
-    services: Services, name: str, a: str | None, b: str | None, token: str | None = None
+    services: Services,
+    name: str,
+    a: str | None,
+    b: str | None,
+    token: str | None = None,
+    username: str | None = None,
 ) -> HTMLResponse:
     """Every published result of a model, oldest first, with its history, turns plot, the paired
     comparison form (and, with `a` and `b`, their comparison) and per-tier plots."""
@@ -508,7 +532,7 @@ def model_page(
         + "<h2>Compare with another result</h2><p>A paired comparison on the items both results answered: is "
         "the difference real? Pick a result of the same suite, task and setting.</p>"
         + _comparison_forms(name, mine, every, (a, b) if a and b else None)
-        + (_comparison_result(services, a, b, token) if a and b else "")
+        + (_comparison_result(services, a, b, token, username) if a and b else "")
         + f"<h2>Per-tier scores</h2>{_tier_plots(name, mine)}"
     )
     return _page(name, body)
@@ -557,28 +581,34 @@ def example_file(suite: str, task: str) -> Response:
 # -- the routes -----------------------------------------------------------------------------------
 
 
-def build_pages(services: Services) -> APIRouter:
+def build_pages(services: Services, sessions: SessionReader | None = None) -> APIRouter:
+    """`sessions`: Gradio's session cookie, read by the comparison form on a Space."""
     router = APIRouter(include_in_schema=False)
-    _page_routes(router, services)
+    _page_routes(router, services, sessions)
     _plot_routes(router, services)
     router.get("/examples/{suite}/{task}.jsonl")(example_file)
     return router
 
 
-def _page_routes(router: APIRouter, services: Services) -> None:
+def _page_routes(
+    router: APIRouter, services: Services, sessions: SessionReader | None = None
+) -> None:
     @router.get("/result/{submission_id}", response_class=HTMLResponse)
     def result(submission_id: str):
         return result_page(services, submission_id)
 
     @router.post("/model/{name:path}", response_class=HTMLResponse)
     def model_compared(
+        request: Request,
         name: str,
         a: str = Form(..., max_length=64),
         b: str = Form(..., max_length=64),
         token: str = Form("", max_length=200),
     ):
-        """The compare form of a hidden split: the API token comes in the body (not the URL)."""
-        return model_page(services, name, a, b, token.strip() or None)
+        """The compare form of a hidden split: the API token comes in the body (not the URL), or
+        on a Space the signed-in account from Gradio's session cookie (verified; forged: no one)."""
+        username = sessions.username_in(request.cookies) if sessions is not None else None
+        return model_page(services, name, a, b, token.strip() or None, username)
 
     @router.get("/model/{name:path}", response_class=HTMLResponse)
     def model(

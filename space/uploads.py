@@ -57,8 +57,10 @@ def enforce_upload_check(blocks) -> None:
     blocks.has_launched = True
 
 
-UPLOAD_MAX_AGE_S = 3600  # an upload never submitted is removed after this long
-SWEEP_EVERY_S = 300
+UPLOAD_MAX_AGE_S = (
+    1800  # an upload never submitted is removed after this long (PERSONABOARD_UPLOAD_MAX_AGE_S)
+)
+SWEEP_EVERY_S = 60
 
 
 def discard_upload(path: Path) -> None:
@@ -94,61 +96,102 @@ def sweep_uploads(max_age_s: float = UPLOAD_MAX_AGE_S, now: float | None = None)
     return removed
 
 
-def start_upload_sweeper(stop, every_s: float = SWEEP_EVERY_S) -> None:
+def start_upload_sweeper(
+    stop, every_s: float = SWEEP_EVERY_S, max_age_s: float = UPLOAD_MAX_AGE_S
+) -> None:
     """A daemon thread sweeping the upload folder every `every_s` until `stop` (an Event) is set."""
     import threading
 
     def loop() -> None:
         while not stop.wait(every_s):
-            sweep_uploads()
+            sweep_uploads(max_age_s)
 
-    sweep_uploads()
+    sweep_uploads(max_age_s)
     threading.Thread(target=loop, name="upload-sweeper", daemon=True).start()
 
 
-class UploadIdentity:
-    """ASGI middleware: Gradio's upload route (`path`) answers 401 unless the request carries the
-    identity the submit tabs take: an API token (Authorization: Bearer, or the cookie the token
-    field sets, space/identity.py), or on a Space with Hugging Face sign-in, Gradio's session
-    cookie. Without it anyone could store files here (up to the size limit each) without a token."""
+def _refusal(status: int, message: str, field: str, headers: dict | None = None):
+    from starlette.responses import JSONResponse
 
-    def __init__(self, app, identities, path: str, session_ok):
-        self.app, self.identities, self.path, self.session_ok = app, identities, path, session_ok
+    problems = [{"line": None, "field": field, "message": message}]
+    return JSONResponse(
+        {"detail": {"message": message, "problems": problems}}, status_code=status, headers=headers
+    )
+
+
+NO_UPLOAD_IDENTITY = "uploading a file needs an identity: the API token the operator gave you"
+NO_UPLOAD_IDENTITY_SPACE = (
+    "uploading a file needs an identity: sign in with Hugging Face (or the API token the "
+    "operator gave you)"
+)
+
+
+class UploadIdentity:
+    """ASGI middleware on Gradio's upload route (`path`): the identity the submit tabs take, then
+    the upload budget of that identity.
+
+    - Identity (401 without one): an API token (Authorization: Bearer, or the cookie the token
+      field sets, space/identity.py), or on a Space with Hugging Face sign-in a session cookie that
+      Gradio's SessionMiddleware signed, verified by space/session.py (a forged, tampered, expired
+      or foreign-signed one is no one); the account then goes through the sign-in policy like a
+      submission (403/503 as there). Without it anyone could store files here.
+    - Budget (submissions/upload_budget.py): the request must declare its Content-Length (411),
+      and each identity may upload so many files and bytes per hour, and so many per minute (429
+      with Retry-After past them). A request over the size limit is left to BodySizeLimit (413,
+      not counted)."""
+
+    def __init__(self, app, identities, path: str, sessions, budget, max_request_bytes: int):
+        self.app, self.identities, self.path = app, identities, path
+        self.sessions, self.budget, self.max_request_bytes = sessions, budget, max_request_bytes
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
-        from http.cookies import SimpleCookie
+        from starlette.concurrency import run_in_threadpool
+
+        try:
+            owner = await run_in_threadpool(self._owner, scope)
+        except SubmissionError as exc:
+            await _refusal(exc.status, exc.message, "login")(scope, receive, send)
+            return
+        if owner is None:
+            message = NO_UPLOAD_IDENTITY_SPACE if self.sessions.enabled else NO_UPLOAD_IDENTITY
+            await _refusal(401, message, "token")(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"").decode("latin-1").strip()
+        if not declared.isdigit():
+            message = "an upload must declare its size (Content-Length): it counts against the upload budget"
+            await _refusal(411, message, "file")(scope, receive, send)
+            return
+        if int(declared) <= self.max_request_bytes:  # larger: BodySizeLimit's 413, not counted
+            refused = await run_in_threadpool(self.budget.take, owner, int(declared))
+            if refused is not None:
+                retry = (
+                    {"Retry-After": str(refused.retry_after_s)} if refused.retry_after_s else None
+                )
+                await _refusal(refused.status, refused.message, "file", retry)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _owner(self, scope) -> str | None:
+        """The name of the identity the request carries, None for no one (SubmissionError when the
+        sign-in policy refuses the account)."""
         from urllib.parse import unquote
 
-        from starlette.concurrency import run_in_threadpool
-        from starlette.responses import JSONResponse
+        from starlette.requests import HTTPConnection
 
         from space.identity import UPLOAD_TOKEN_COOKIE
+        from space.session import request_identity
 
-        headers = dict(scope["headers"])
-        auth = headers.get(b"authorization", b"").decode("latin-1")
-        cookies = SimpleCookie()
-        try:
-            cookies.load(headers.get(b"cookie", b"").decode("latin-1"))
-        except Exception:  # noqa: BLE001 - a malformed cookie header: no identity from it
-            cookies = SimpleCookie()
+        connection = HTTPConnection(scope)
+        auth = connection.headers.get("authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        if not token and UPLOAD_TOKEN_COOKIE in cookies:
-            token = unquote(cookies[UPLOAD_TOKEN_COOKIE].value)
-        known = bool(token) and await run_in_threadpool(self.identities.authenticate, token)
-        if not known and not (self.session_ok() and "session" in cookies):
-            message = "uploading a file needs an identity: the API token the operator gave you"
-            response = JSONResponse(
-                {
-                    "detail": {
-                        "message": message,
-                        "problems": [{"line": None, "field": "token", "message": message}],
-                    }
-                },
-                status_code=401,
-            )
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+        cookies = connection.cookies  # Starlette's parser: what SessionMiddleware reads
+        token = token or unquote(cookies.get(UPLOAD_TOKEN_COOKIE, ""))
+        username = self.sessions.username_in(cookies)
+        if username is None:  # no signed-in account: only a live token identifies
+            found = self.identities.authenticate(token) if token else None
+            return found.name if found is not None else None
+        identity = request_identity(self.identities, username, token)
+        return identity.name if identity is not None else None

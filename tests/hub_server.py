@@ -27,6 +27,38 @@ Covered (route -> the huggingface_hub call that uses it):
                                                          unknown); accounts added with POST /_test/users
     GET  /_test/stats                                    (not the Hub's) refused commits since start
 
+OpenID Connect provider ("Sign in with Hugging Face", what Gradio's /login/huggingface and
+/login/callback talk to on a Space; point OPENID_PROVIDER_URL at this server):
+    GET  /.well-known/openid-configuration   discovery: issuer and token/userinfo/jwks endpoints are the
+                                             URL the app reached this server at (http://hub:8123 from a
+                                             container), authorization_endpoint is --public-url's (what
+                                             the browser reaches), else that same URL
+    GET  /oauth/authorize                    the sign-in page (a username, "Authorize"); an unknown
+                                             client_id or a redirect_uri the app did not register: a 400
+                                             page, never a redirect; a bad response_type or scope:
+                                             redirect with error=...
+    POST /oauth/authorize                    the page's form: an existing account (POST /_test/users)
+                                             -> 302 redirect_uri?code=...&state=...
+    POST /oauth/token                        authorization_code grant; client_secret_basic or _post;
+                                             the code once, within 60 s, by its client, with the same
+                                             redirect_uri; -> access_token, id_token (RS256: iss, sub,
+                                             aud, exp, iat, nonce, at_hash, preferred_username, name,
+                                             picture, profile); RFC 6749 JSON errors (400, 401)
+    GET  /oauth/userinfo                     Bearer access token -> sub, preferred_username, name,
+                                             picture, profile; 401 otherwise
+    GET  /oauth/jwks                         the public key (RSA, kid)
+    POST /_test/oauth-apps                   (not the Hub's) register an app: {client_id, client_secret,
+                                             redirect_uris}; also `--oauth-client ID:SECRET[:URI,...]`
+A redirect_uri matches a registered one without its query (Gradio adds `_target_url`).
+
+Not covered by the provider: the Hub's real sign-in (passwords, 2FA, SSO) and its consent screen
+(here one button, no "deny"); scopes beyond openid and profile (email, read-repos, write-repos,
+manage-repos, inference-api, read-billing) and tokens that act on the Hub API (the access token is
+good for /oauth/userinfo only); token refresh and revocation; PKCE (code_challenge is ignored);
+org membership and `canPay`/`isPro` in userinfo or the ID token; RP-initiated logout
+(end_session_endpoint); key rotation (one key per process: a restart makes a new key and forgets
+codes and tokens, apps persist); the `prompt`, `max_age`, `login_hint` parameters; https.
+
 Not covered (write it down, do not assume it): LFS and Xet uploads (every file is committed
 inline as a "regular" file, as the Hub does for small text files), pull requests, branches other
 than main, squash, deletion of repos, rate limits (429), gated repos, the datasets-server
@@ -41,14 +73,19 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import hmac
+import html
 import json
 import os
+import re
+import secrets
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, unquote_plus, urlencode, urlsplit
 
 REPO_TYPES = ("model", "dataset", "space")
 TEST_TOKEN = "hf_personaboard_test_token"  # the token the tests' server accepts (tests/conftest.py)
@@ -257,11 +294,199 @@ def file_entry(path: str, oid: str, state: HubState) -> dict:
     }
 
 
+# -- the OpenID Connect provider (huggingface.co's "Sign in with Hugging Face") ------------------------
+OAUTH_SCOPES = ("openid", "profile")
+CODE_LIFETIME_S = 60  # an authorization code is good for one exchange within this many seconds
+ACCESS_TOKEN_LIFETIME_S = 8 * 3600
+USERNAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,40}[A-Za-z0-9])?\Z")
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class OAuthError(Exception):
+    """An RFC 6749 error answer of the token or userinfo endpoint."""
+
+    def __init__(self, status: int, error: str, description: str):
+        super().__init__(description)
+        self.status, self.error, self.description = status, error, description
+
+
+class PageError(Exception):
+    """A plain HTML error page of the authorize endpoint (never a redirect: the client or its
+    redirect_uri cannot be trusted)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class OidcProvider:
+    """OAuth apps, authorization codes, access tokens and the RS256 signing key (made at start:
+    a restarted server signs with a new key, and the codes and tokens it gave out are gone)."""
+
+    def __init__(self, state: HubState, clients: list[str], public_url: str | None):
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        self.state, self.public_url = state, (public_url or "").rstrip("/") or None
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        numbers = self.key.public_key().public_numbers()
+        n = numbers.n.to_bytes((numbers.n.bit_length() + 7) // 8, "big")
+        self.jwk = {
+            "kty": "RSA",
+            "use": "sig",
+            "alg": "RS256",
+            "n": b64url(n),
+            "e": b64url(numbers.e.to_bytes(3, "big")),
+        }
+        self.jwk["kid"] = hashlib.sha256(json.dumps(self.jwk, sort_keys=True).encode()).hexdigest()[
+            :16
+        ]
+        self.codes: dict[str, dict] = {}
+        self.tokens: dict[str, dict] = {}
+        path = state.root / "oauth_apps.json"
+        self.apps: dict[str, dict] = json.loads(path.read_text()) if path.exists() else {}
+        for spec in clients:  # ID:SECRET[:URI[,URI...]]
+            client_id, secret, *uris = spec.split(":", 2)
+            self.register(client_id, secret, uris[0].split(",") if uris and uris[0] else [])
+
+    def register(self, client_id: str, secret: str, redirect_uris: list[str]) -> dict:
+        if not client_id or not secret:
+            raise HubError(400, "an OAuth app needs a client_id and a client_secret")
+        for uri in redirect_uris:
+            if urlsplit(uri).scheme not in ("http", "https") or not urlsplit(uri).netloc:
+                raise HubError(400, f"redirect URI {uri!r} is not an absolute http(s) URL")
+        with self.state.lock:
+            self.apps[client_id] = {"secret": secret, "redirect_uris": list(redirect_uris)}
+            tmp = self.state.root / "oauth_apps.json.tmp"
+            tmp.write_text(json.dumps(self.apps))
+            os.replace(tmp, self.state.root / "oauth_apps.json")
+        return {"client_id": client_id, "redirect_uris": list(redirect_uris)}
+
+    def redirect_allowed(self, client_id: str, redirect_uri: str) -> bool:
+        """As on the Hub, the callback must be one the app registered; the query (Gradio's
+        `_target_url`) is the app's own business, so it is compared without it."""
+        bare = urlsplit(redirect_uri)._replace(query="", fragment="").geturl()
+        return bare in self.apps[client_id]["redirect_uris"]
+
+    def sign(self, claims: dict) -> str:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        header = {"alg": "RS256", "typ": "JWT", "kid": self.jwk["kid"]}
+        signing_input = (
+            b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode())
+        )
+        signature = self.key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
+        return signing_input + "." + b64url(signature)
+
+    def profile(self, user: str, base: str) -> dict:
+        account = self.state.users.get(user, {})
+        web = self.public_url or base
+        return {
+            "sub": hashlib.sha256(f"user:{user}".encode()).hexdigest()[:24],
+            "preferred_username": user,
+            "name": account.get("fullname", user),
+            "picture": f"{web}/avatars/{user}.png",
+            "profile": f"{web}/{user}",
+        }
+
+    def issue_code(self, params: dict, user: str) -> str:
+        code = secrets.token_urlsafe(24)
+        with self.state.lock:
+            now = time.time()
+            self.codes = {c: v for c, v in self.codes.items() if v["expires"] > now}
+            self.codes[code] = {**params, "user": user, "expires": now + CODE_LIFETIME_S}
+        return code
+
+    def exchange(self, client_id: str, form: dict, issuer: str) -> dict:
+        """The authorization_code grant (RFC 6749 4.1.3): the code once, by the client it was
+        given to, with the same redirect_uri; the ID token carries the authorize request's nonce."""
+        code, redirect_uri = form.get("code", ""), form.get("redirect_uri", "")
+        if not code or not redirect_uri:
+            raise OAuthError(400, "invalid_request", "code and redirect_uri are required")
+        with self.state.lock:
+            grant = self.codes.pop(code, None)  # single use, whatever comes next
+        if grant is None or grant["expires"] < time.time():
+            raise OAuthError(400, "invalid_grant", "the code is unknown, used or expired")
+        if grant["client_id"] != client_id:
+            raise OAuthError(400, "invalid_grant", "the code was issued to another client")
+        if grant["redirect_uri"] != redirect_uri:
+            raise OAuthError(
+                400, "invalid_grant", "redirect_uri differs from the authorize request"
+            )
+        now = int(time.time())
+        access_token = "hf_oauth_" + secrets.token_urlsafe(24)
+        profile = self.profile(grant["user"], issuer)
+        with self.state.lock:
+            self.tokens[access_token] = {
+                "profile": profile,
+                "scope": grant["scope"],
+                "expires": now + ACCESS_TOKEN_LIFETIME_S,
+            }
+        digest = hashlib.sha256(access_token.encode()).digest()
+        claims = {
+            "iss": issuer,
+            "sub": profile["sub"],
+            "aud": client_id,
+            "exp": now + ACCESS_TOKEN_LIFETIME_S,
+            "iat": now,
+            "auth_time": now,
+            "at_hash": b64url(digest[:16]),
+            **({"nonce": grant["nonce"]} if grant.get("nonce") else {}),
+            **profile,
+        }
+        return {
+            "access_token": access_token,
+            "token_type": "Bearer",
+            "expires_in": ACCESS_TOKEN_LIFETIME_S,
+            "scope": grant["scope"],
+            "id_token": self.sign(claims),
+        }
+
+    def userinfo(self, authorization: str) -> dict:
+        token = authorization[7:] if authorization.startswith("Bearer ") else ""
+        with self.state.lock:
+            grant = self.tokens.get(token)
+        if grant is None or grant["expires"] < time.time():
+            raise OAuthError(401, "invalid_token", "a valid Bearer access token is required")
+        return grant["profile"]
+
+
+SIGNIN_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in - local Hub stand-in</title>
+<style>body{{font-family:sans-serif;max-width:32rem;margin:3rem auto}}</style></head>
+<body><h1>Sign in with Hugging Face</h1>
+<p>The application <strong id="client">{client}</strong> asks to sign you in (scopes:
+<span id="scopes">{scope}</span>). It will be sent back to <code>{redirect}</code>.</p>
+<form method="post" action="/oauth/authorize">
+{hidden}
+<label for="username">Username</label>
+<input id="username" name="username" autocomplete="username" required>
+<button type="submit" id="authorize">Authorize</button>
+</form>
+<p><small>A test stand-in for huggingface.co: no password, the account must exist on this
+Hub.</small></p></body></html>
+"""
+ERROR_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign-in error</title></head>
+<body><h1>Sign-in error ({status})</h1><p id="error">{message}</p></body></html>
+"""
+AUTHORIZE_PARAMS = ("client_id", "redirect_uri", "response_type", "scope", "state", "nonce")
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+
 class Handler(BaseHTTPRequestHandler):
     server_version = "PersonaBoardTestHub/1"
     protocol_version = "HTTP/1.1"
     state: HubState
     tokens: set[str]
+    oidc: OidcProvider
 
     def log_message(self, fmt, *args):  # quiet unless asked
         if os.environ.get("HUB_SERVER_VERBOSE"):
@@ -315,16 +540,154 @@ class Handler(BaseHTTPRequestHandler):
             self._route(method, segments, query)
         except HubError as exc:
             self._error(exc, head=method == "HEAD")
+        except OAuthError as exc:
+            self._oauth_error(exc)
+        except PageError as exc:
+            body = ERROR_PAGE.format(status=exc.status, message=html.escape(exc.message))
+            self._send(exc.status, body.encode(), "text/html; charset=utf-8", PAGE_HEADERS)
         except (KeyError, ValueError, json.JSONDecodeError) as exc:
             self._error(HubError(400, f"bad request: {exc}"), head=method == "HEAD")
+
+    def _oauth_error(self, exc: OAuthError) -> None:
+        headers = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+        if exc.status == 401:
+            scheme = "Bearer" if exc.error == "invalid_token" else "Basic"
+            headers["WWW-Authenticate"] = f'{scheme} realm="hub", error="{exc.error}"'
+        body = {"error": exc.error, "error_description": exc.description}
+        self._json(body, exc.status, headers)
 
     do_GET = lambda self: self._dispatch("GET")  # noqa: E731
     do_HEAD = lambda self: self._dispatch("HEAD")  # noqa: E731
     do_POST = lambda self: self._dispatch("POST")  # noqa: E731
     do_DELETE = lambda self: self._dispatch("DELETE")  # noqa: E731
 
+    # -- OpenID Connect (the provider's half of "Sign in with Hugging Face") ------------------------
+    def _base(self) -> str:
+        """The URL this request reached the server at: the issuer and the back-channel endpoints
+        (a container reaches it as http://hub:8123 while the browser uses 127.0.0.1:PORT)."""
+        return f"http://{self.headers.get('Host') or f'127.0.0.1:{self.server.server_address[1]}'}"
+
+    def _oidc(self, method: str, seg: list[str], query: dict) -> None:
+        base = self._base()
+        if seg == [".well-known", "openid-configuration"] and method == "GET":
+            public = self.oidc.public_url or base
+            return self._json(
+                {
+                    "issuer": base,
+                    "authorization_endpoint": f"{public}/oauth/authorize",
+                    "token_endpoint": f"{base}/oauth/token",
+                    "userinfo_endpoint": f"{base}/oauth/userinfo",
+                    "jwks_uri": f"{base}/oauth/jwks",
+                    "response_types_supported": ["code"],
+                    "grant_types_supported": ["authorization_code"],
+                    "subject_types_supported": ["public"],
+                    "id_token_signing_alg_values_supported": ["RS256"],
+                    "scopes_supported": list(OAUTH_SCOPES),
+                    "claims_supported": ["sub", "name", "preferred_username", "profile", "picture"],
+                    "token_endpoint_auth_methods_supported": [
+                        "client_secret_basic",
+                        "client_secret_post",
+                    ],
+                }
+            )
+        if seg == ["_test", "oauth-apps"] and method == "POST":  # not a Hub route: an OAuth app
+            app = json.loads(self._body() or b"{}")
+            registered = self.oidc.register(
+                app.get("client_id", ""), app.get("client_secret", ""), app.get("redirect_uris", [])
+            )
+            return self._json(registered, 201)
+        if seg == ["oauth", "authorize"] and method in ("GET", "POST"):
+            return self._authorize(method, query)
+        if seg == ["oauth", "token"] and method == "POST":
+            return self._token(base)
+        if seg == ["oauth", "userinfo"] and method in ("GET", "POST"):
+            return self._json(self.oidc.userinfo(self.headers.get("Authorization", "")))
+        if seg == ["oauth", "jwks"] and method == "GET":
+            return self._json({"keys": [self.oidc.jwk]})
+        raise HubError(404, f"no route for {method} {self.path}")
+
+    def _authorize(self, method: str, query: dict) -> None:
+        """GET: the sign-in page; POST (its form): the person approves, back to the app with a code.
+        An unknown client or an unregistered redirect_uri gets an error page, never a redirect."""
+        form = query
+        if method == "POST":
+            form = parse_qs(self._body().decode(), keep_blank_values=True)
+        params = {k: (form.get(k) or [""])[0] for k in AUTHORIZE_PARAMS}
+        client_id, redirect_uri = params["client_id"], params["redirect_uri"]
+        if client_id not in self.oidc.apps:
+            raise PageError(400, f"Unknown OAuth app (client_id {client_id!r}).")
+        if not self.oidc.redirect_allowed(client_id, redirect_uri):
+            raise PageError(400, f"redirect_uri {redirect_uri!r} is not registered for this app.")
+        scopes, error = params["scope"].split(), None
+        if params["response_type"] != "code":
+            error = ("unsupported_response_type", "only response_type=code is supported")
+        elif "openid" not in scopes or set(scopes) - set(OAUTH_SCOPES):
+            error = ("invalid_scope", f"scope must hold openid, among: {' '.join(OAUTH_SCOPES)}")
+        # the redirect_uri is trusted now: the error goes back to the app (RFC 6749 4.1.2.1)
+        if error:
+            reply = {"error": error[0], "error_description": error[1], "state": params["state"]}
+            return self._redirect(redirect_uri, reply)
+        if method == "GET":
+            hidden = "\n".join(
+                f'<input type="hidden" name="{k}" value="{html.escape(v)}">'
+                for k, v in params.items()
+            )
+            page = SIGNIN_PAGE.format(
+                client=html.escape(client_id),
+                scope=html.escape(params["scope"]),
+                redirect=html.escape(redirect_uri),
+                hidden=hidden,
+            )
+            return self._send(200, page.encode(), "text/html; charset=utf-8", PAGE_HEADERS)
+        user = (form.get("username") or [""])[0].strip()
+        if not USERNAME_RE.match(user):
+            raise PageError(400, f"{user!r} is not a valid Hugging Face username.")
+        with self.state.lock:
+            known = user in self.state.users
+        if not known:  # as on the Hub, only an existing account signs in (POST /_test/users)
+            raise PageError(401, f"No account named {user!r} on this Hub.")
+        grant = {k: params[k] for k in ("client_id", "redirect_uri", "nonce", "scope")}
+        code = self.oidc.issue_code(grant, user)
+        return self._redirect(redirect_uri, {"code": code, "state": params["state"]})
+
+    def _redirect(self, uri: str, params: dict) -> None:
+        parts = urlsplit(uri)
+        extra = urlencode({k: v for k, v in params.items() if v})
+        location = parts._replace(query="&".join(q for q in (parts.query, extra) if q)).geturl()
+        self._send(302, b"", "text/plain", {"Location": location, "Cache-Control": "no-store"})
+
+    def _token(self, issuer: str) -> None:
+        form = {k: v[0] for k, v in parse_qs(self._body().decode(), keep_blank_values=True).items()}
+        client_id, secret = self._client_credentials(form)
+        app = self.oidc.apps.get(client_id)
+        if app is None or not hmac.compare_digest(app["secret"].encode(), secret.encode()):
+            raise OAuthError(401, "invalid_client", "unknown client or wrong client secret")
+        if form.get("grant_type") != "authorization_code":
+            raise OAuthError(400, "unsupported_grant_type", "only authorization_code is supported")
+        answer = self.oidc.exchange(client_id, form, issuer)
+        self._json(answer, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
+
+    def _client_credentials(self, form: dict) -> tuple[str, str]:
+        """client_secret_basic (form-urlencoded id and secret, RFC 6749 2.3.1) or client_secret_post;
+        one of them, not both."""
+        auth = self.headers.get("Authorization", "")
+        posted = "client_secret" in form
+        if auth.startswith("Basic "):
+            if posted:
+                raise OAuthError(400, "invalid_request", "client credentials sent twice")
+            try:
+                client_id, _, secret = base64.b64decode(auth[6:]).decode().partition(":")
+            except ValueError:
+                raise OAuthError(401, "invalid_client", "malformed Basic credentials") from None
+            return unquote_plus(client_id), unquote_plus(secret)
+        if posted:
+            return form.get("client_id", ""), form["client_secret"]
+        raise OAuthError(401, "invalid_client", "client authentication is required")
+
     # -- routes -----------------------------------------------------------------------------------
     def _route(self, method: str, seg: list[str], query: dict) -> None:
+        if seg[:1] in (["oauth"], [".well-known"]) or seg == ["_test", "oauth-apps"]:
+            return self._oidc(method, seg, query)
         if seg == ["_test", "stats"]:  # not a Hub route: what the tests check about the traffic
             return self._json({"refused_commits": self.state.refused_commits})
         if seg == ["_test", "users"] and method == "POST":  # not a Hub route: make an account
@@ -573,8 +936,18 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, content, "application/octet-stream", headers, head=method == "HEAD")
 
 
-def serve(port: int, data: Path, tokens: list[str], host: str = "127.0.0.1") -> ThreadingHTTPServer:
-    handler = type("BoundHandler", (Handler,), {"state": HubState(data), "tokens": set(tokens)})
+def serve(
+    port: int,
+    data: Path,
+    tokens: list[str],
+    host: str = "127.0.0.1",
+    oauth_clients: Sequence[str] = (),
+    public_url: str | None = None,
+) -> ThreadingHTTPServer:
+    state = HubState(data)
+    oidc = OidcProvider(state, list(oauth_clients), public_url)
+    bound = {"state": state, "tokens": set(tokens), "oidc": oidc}
+    handler = type("BoundHandler", (Handler,), bound)
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     return server
@@ -586,7 +959,14 @@ class HubServerProcess:
     `kill()` then `start()` restarts it on the same port with the same state folder, as a Hub that
     went down and came back."""
 
-    def __init__(self, data: Path, tokens: list[str], log_path: Path):
+    def __init__(
+        self,
+        data: Path,
+        tokens: list[str],
+        log_path: Path,
+        oauth_clients: Sequence[str] = (),
+        public_url: str | None = None,
+    ):
         import socket
 
         with socket.socket() as sock:
@@ -594,6 +974,7 @@ class HubServerProcess:
             self.port = sock.getsockname()[1]
         self.data, self.tokens, self.log_path = Path(data), list(tokens), Path(log_path)
         self.url = f"http://127.0.0.1:{self.port}"
+        self.oauth_clients, self.public_url = list(oauth_clients), public_url
         self.proc = None
 
     def start(self, timeout: float = 20.0) -> "HubServerProcess":
@@ -605,6 +986,10 @@ class HubServerProcess:
         argv = [sys.executable, __file__, "--port", str(self.port), "--data", str(self.data)]
         for token in self.tokens:
             argv += ["--token", token]
+        for client in self.oauth_clients:
+            argv += ["--oauth-client", client]
+        if self.public_url:
+            argv += ["--public-url", self.public_url]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 argv,
@@ -632,6 +1017,30 @@ class HubServerProcess:
         with urllib.request.urlopen(f"{self.url}/_test/stats", timeout=5) as answer:
             return json.loads(answer.read())
 
+    def _post(self, path: str, payload: dict) -> dict:
+        import urllib.request
+
+        request = urllib.request.Request(
+            f"{self.url}{path}", data=json.dumps(payload).encode(), method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read())
+
+    def add_account(self, user: str, age_days: float, orgs: tuple[str, ...] = ()) -> dict:
+        """An account created `age_days` ago (what GET /api/users/{name}/overview reports); it can
+        sign in on the OpenID provider."""
+        created = datetime.now(timezone.utc) - timedelta(days=age_days)
+        created_at = created.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return self._post(
+            "/_test/users", {"user": user, "createdAt": created_at, "orgs": list(orgs)}
+        )
+
+    def add_oauth_app(self, client_id: str, secret: str, redirect_uris: list[str]) -> dict:
+        return self._post(
+            "/_test/oauth-apps",
+            {"client_id": client_id, "client_secret": secret, "redirect_uris": redirect_uris},
+        )
+
     def kill(self) -> None:
         """SIGKILL: no goodbye, as a crashed or unplugged server."""
         if self.proc is not None and self.proc.poll() is None:
@@ -654,8 +1063,27 @@ def main() -> None:
     parser.add_argument("--token", action="append", default=[])
     # 0.0.0.0 only inside a container (tests/test_deploy.py), where other containers reach it by name
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--oauth-client",
+        action="append",
+        default=[],
+        metavar="ID:SECRET[:REDIRECT_URI[,...]]",
+        help="an OAuth app the OpenID provider knows (more: POST /_test/oauth-apps)",
+    )
+    parser.add_argument(
+        "--public-url",
+        help="the base the browser reaches this server at (authorization_endpoint); the other"
+        " endpoints use the URL the app reached the discovery document at",
+    )
     args = parser.parse_args()
-    server = serve(args.port, args.data, args.token, host=args.host)
+    server = serve(
+        args.port,
+        args.data,
+        args.token,
+        host=args.host,
+        oauth_clients=args.oauth_client,
+        public_url=args.public_url,
+    )
     print(f"hub server on http://{args.host}:{args.port} ({time.strftime('%H:%M:%S')})", flush=True)
     server.serve_forever()
 

@@ -29,8 +29,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conftest import start_live_service  # noqa: E402
 from live_helpers import run_cli  # noqa: E402
+from live_service import start_live_service  # noqa: E402
 
 from evaluator.models import ModelRegistry  # noqa: E402
 

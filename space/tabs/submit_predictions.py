@@ -10,7 +10,7 @@ event's `refusal` output carries its status, message and problems as the API's b
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import gradio as gr
@@ -121,6 +121,7 @@ def refused(exc: SubmissionError) -> SubmitView:
 def submit(services: Services, upload, form: SubmissionForm, token, profile=None) -> SubmitView:
     """Admit `upload` (the path Gradio's upload route stored, None without a file) with `form` as
     the identity of `token` (or the signed-in `profile`): the intake answers, as to the API."""
+    path = None
     try:
         submitter = services.submitter(ui_identity(services.identities, token, profile))
         path = uploaded_file(upload) if upload else None  # a path the client named is refused
@@ -130,6 +131,14 @@ def submit(services: Services, upload, form: SubmissionForm, token, profile=None
             with open(path, "rb") as stream:
                 submission = services.submit_predictions(form, stream, Path(path).name, submitter)
     except SubmissionError as exc:
+        if path is not None and 400 <= exc.status < 500:
+            # refused for good (invalid, duplicate, quota): the file goes now, not at the sweep; a
+            # 5xx (store or queue down) may be retried with the same file. Identity refusals come
+            # before `path` is set: that file stays for a submit with the right identity.
+            discard_upload(path)
+            view = refused(exc)
+            note = "\n\n(The file was not kept: choose it again to submit.)"
+            return replace(view, status=view.status + note)
         return refused(exc)
     if path is not None:
         discard_upload(path)  # the service stored its own copy
