@@ -89,7 +89,7 @@ deploy-deps: $(STAMP)
 	$(SUDO) docker/local/setup.sh
 	@$(PY) -c 'import podman_compose' 2>/dev/null || $(PY) -m pip install -e '.[deploy]'
 
-test-deploy: deploy-deps
+test-deploy: deploy-deps browser-deps  # Chromium signs in on the Space-mode web image
 	$(OFFLINE_ENV) $(PY) -m pytest -q -s -m container tests/test_deploy.py
 
 # SmolLM2-135M on PrefEval mcq: the service vs the official loop vs the floor (several minutes on CPU)

@@ -1,7 +1,8 @@
 """The images and the compose file, for real: podman builds docker/Dockerfile's web and worker-cpu
-targets, podman-compose runs docker/compose.yaml, and the hosted topology (the web image as on a
-Space, a worker-cpu container as a remote worker, the tests' Hub server in a container) runs on a
-podman network. Nothing is mocked: HTTP to the published ports, the CLI inside the containers,
+targets, podman-compose runs docker/compose.yaml, and the hosted topology (the web image in Space
+mode with Hugging Face sign-in, a worker-cpu container as a remote worker, the tests' Hub server in
+a container standing in for huggingface.co: Hub API, results dataset and OpenID provider) runs on a
+podman network; Chromium signs in through it and uploads. Nothing is mocked: HTTP to the published ports, the CLI inside the containers,
 `podman kill`, `podman-compose down` and `up`.
 
     make test-deploy     # installs podman & co and the local base images first (docker/local/setup.sh)
@@ -380,11 +381,14 @@ def test_down_and_up_keep_rows_submissions_and_queue(stack):
 
 RESULTS_REPO = "personaboard/results"
 MODEL_REPO = "someone/tiny-chat"
+OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET = "pb-hosted-space", secrets.token_hex(16)
+SPACE_USER = "ada-on-the-space"  # an account old enough for the default sign-in policy (30 days)
 
 
 class Hosted:
-    """A podman network with Redis (password), the tests' Hub server, the web node (external Redis,
-    Hub results repo, one worker of its own for uploads) and a remote CPU worker (own volume)."""
+    """A podman network with Redis (password), the tests' Hub server (also the OpenID provider),
+    the web node as a Space with `hf_oauth: true` (external Redis, Hub results repo, one worker of
+    its own for uploads) and a remote CPU worker (own volume)."""
 
     def __init__(self):
         self.tag = f"pbhosted{secrets.token_hex(3)}"
@@ -432,13 +436,25 @@ class Hosted:
             f"{hub_script}:/opt/hub/hub_server.py:ro",
             "-p",
             f"127.0.0.1:{self.hub_port}:8123",
-            f"python /opt/hub/hub_server.py --host 0.0.0.0 --port 8123 --data /tmp/hub --token {TEST_TOKEN}",
+            f"python /opt/hub/hub_server.py --host 0.0.0.0 --port 8123 --data /tmp/hub --token {TEST_TOKEN}"
+            # the browser reaches the sign-in page on the published port, the web node the rest as hub
+            f" --public-url {self.hub_url}"
+            f" --oauth-client {OAUTH_CLIENT_ID}:{OAUTH_CLIENT_SECRET}:{self.url}/login/callback",
             volume=False,
         )
+        space = {  # what a Space with `hf_oauth: true` injects (SPACE_HOST left out: plain http here)
+            "SYSTEM": "spaces",
+            "SPACE_ID": "personaboard/personaboard",
+            "OAUTH_CLIENT_ID": OAUTH_CLIENT_ID,
+            "OAUTH_CLIENT_SECRET": OAUTH_CLIENT_SECRET,
+            "OAUTH_SCOPES": "openid profile",
+            "OPENID_PROVIDER_URL": "http://hub:8123",
+        }
         self.run(
             "web",
             f"{image}-web",
             *common,
+            *[arg for name, value in space.items() for arg in ("-e", f"{name}={value}")],
             "-e",
             "PERSONABOARD_WORKERS=1",  # as on a Space: a worker for uploads only
             "-p",
@@ -474,6 +490,33 @@ class Hosted:
             f"--- {name}\n" + podman("logs", "--tail", "30", name, check=False).stderr[-2500:]
             for name in self.containers
         )
+
+
+def upload_signed_in(hosted: Hosted, tmp_path: Path) -> str:
+    """Chromium signs in on the Space as SPACE_USER (an account the Hub says is 400 days old) and
+    submits a predictions file through the page; returns the submission's id."""
+    from datetime import datetime, timedelta, timezone
+
+    from browser_helpers import launch_chromium
+    from playwright.sync_api import expect
+    from space_steps import context_for, id_in_status, sign_in, submit
+
+    created = datetime.now(timezone.utc) - timedelta(days=400)
+    account = {"user": SPACE_USER, "createdAt": created.isoformat().replace("+00:00", "Z")}
+    httpx.post(f"{hosted.hub_url}/_test/users", json=account, timeout=30).raise_for_status()
+    with launch_chromium() as browser:
+        context = context_for(browser, hosted.url)
+        try:
+            page = context.new_page()
+            sign_in(page, hosted.hub_url, OAUTH_CLIENT_ID, SPACE_USER)
+            body = make_predictions(lambda item: item.tiers["form"] == "explicit").body
+            text = submit(page, tmp_path, body, "space-signed-in")
+            assert "Error" not in text, f"{text}\n{hosted.logs()}"
+            status = page.locator("#submit-status")
+            expect(status).to_contain_text(f"Submitted by hf:{SPACE_USER}")
+            return id_in_status(status.inner_text())
+        finally:
+            context.close()
 
 
 def test_hosted_web_node_and_remote_worker_container(images, tmp_path, monkeypatch):
@@ -533,13 +576,20 @@ def test_hosted_web_node_and_remote_worker_container(images, tmp_path, monkeypat
                 assert state["state"] != "failed", state
                 return state if state["state"] == "finished" and state["revision"] else None
 
-            for which in (sid, model_sid):
+            # A person on the Space: signs in with "Hugging Face" (the Hub container's provider),
+            # uploads through the page; the submission is hf:<user>'s and reaches the board.
+            signed_in_sid = upload_signed_in(hosted, tmp_path)
+            assert http.get(f"/api/v1/submissions/{signed_in_sid}").json()["owner"] == (
+                f"hf:{SPACE_USER}"
+            )
+
+            for which in (sid, model_sid, signed_in_sid):
                 hosted.wait(lambda w=which: finished(w), 300, f"{which} published")
             figure(
                 "hosted: Hub model run on the remote worker to published (s)",
                 round(time.monotonic() - start, 1),
             )
-            assert {sid, model_sid} <= board_ids(http)
+            assert {sid, model_sid, signed_in_sid} <= board_ids(http)
         files = api.list_repo_files(RESULTS_REPO, repo_type="dataset")
         assert [f for f in files if model_sid in f and f.startswith("results/")], files
         assert [f for f in files if sid in f and f.startswith("results/")], files

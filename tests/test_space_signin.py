@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from live_helpers import client, make_predictions, reordered
+from space_steps import context_for, id_in_status, login_button, on_board, sign_in, submit
 
 CHROMIUM = "/usr/bin/chromium"
 CLIENT_ID, CLIENT_SECRET = "personaboard-space-client", "personaboard-space-secret"
@@ -212,65 +213,6 @@ def browser():
         yield browser
 
 
-def _context(browser, base_url: str):
-    from browser_helpers import DEADLINE_MS
-
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, base_url=base_url)
-    context.set_default_timeout(DEADLINE_MS)
-    return context
-
-
-def _login_button(page):
-    return page.locator("[id$='-hf-login']:visible").first  # the open tab's
-
-
-def _on_board(page) -> None:
-    """Back on the board (the callback's redirect to "/"), its page drawn."""
-    from browser_helpers import open_tab
-    from playwright.sync_api import expect
-
-    page.wait_for_url(re.compile(rf"^http://{BROWSER_HOST}:\d+/(\?.*)?$"))
-    expect(page.locator("#leaderboard-table")).to_be_visible()
-    open_tab(page, "Submit predictions")
-
-
-def _sign_in(page, hub, user: str) -> None:
-    """From the board: the Submit tab's button, the provider's page, back on the board."""
-    from playwright.sync_api import expect
-
-    page.goto("/")
-    _on_board(page)
-    expect(_login_button(page)).to_have_text(re.compile("Sign in with Hugging Face"))
-    _login_button(page).click()
-    page.wait_for_url(f"{hub.url}/oauth/authorize?**")
-    expect(page.locator("#client")).to_have_text(CLIENT_ID)
-    page.locator("#username").fill(user)
-    page.locator("#authorize").click()
-    _on_board(page)
-    expect(_login_button(page)).to_have_text(re.compile(rf"Logout \({re.escape(user)}\)"))
-
-
-def _submit(page, tmp_path: Path, body: bytes, model: str) -> str:
-    """Upload `body` on the Submit tab and press Submit; returns the status text once it settles."""
-    from playwright.sync_api import expect
-
-    path = tmp_path / f"{model}.jsonl"
-    path.write_bytes(body)
-    page.set_input_files("#submit-file input[type='file']", str(path))
-    expect(page.locator(f"#submit-file a[href$='/{path.name}']")).to_be_visible()
-    page.locator("#submit-model textarea, #submit-model input").first.fill(model)
-    page.locator("#submit-button").click()
-    status = page.locator("#submit-status")
-    expect(status).to_contain_text(re.compile(f"{re.escape(model)}|Error"))
-    return status.inner_text()
-
-
-def _submission_id(text: str) -> str:
-    found = re.search(r"Submission ([0-9a-f]{8,})", text)
-    assert found, f"no submission id in the status: {text}"
-    return found.group(1)
-
-
 def _provider(identities, name: str) -> str | None:
     identity = identities.get(name)
     return identity.provider if identity is not None else None
@@ -301,7 +243,7 @@ def test_session_cookie_is_kept_over_http(browser, space):
     Chromium itself (a navigation, not Playwright's own request client) keeps it over plain http
     from localhost and 127.0.0.1 alike: the round trip below tests Gradio's real cookie."""
     for host in ("localhost", "127.0.0.1"):
-        context = _context(browser, f"http://{host}:{space.web_port}")
+        context = context_for(browser, f"http://{host}:{space.web_port}")
         try:
             page = context.new_page()
             page.goto("/login/huggingface")  # sets the cookie, then on to the provider's page
@@ -325,24 +267,24 @@ def test_sign_in_submit_as_hf_user_new_account_budget_and_sign_out(browser, spac
     identities = IdentityStore(SubmissionStore(space.data_dir / "submissions.sqlite3"))
 
     # An established account: signed in, the submission is hf:<user>'s, in the UI and the API.
-    context = _context(browser, base)
+    context = context_for(browser, base)
     try:
         page = context.new_page()
-        _sign_in(page, hub, VETERAN)
+        sign_in(page, hub.url, CLIENT_ID, VETERAN)
         model = f"space-{uuid.uuid4().hex[:8]}"
-        text = _submit(page, tmp_path, body, model)
+        text = submit(page, tmp_path, body, model)
         assert "Error" not in text, text
         expect(page.locator("#submit-status")).to_contain_text(f"Submitted by hf:{VETERAN}")
-        submission_id = _submission_id(text)
-        assert _owner(space, submission_id) == f"hf:{VETERAN}"
+        sid = id_in_status(text)
+        assert _owner(space, sid) == f"hf:{VETERAN}"
         assert _provider(identities, f"hf:{VETERAN}") == "hf"
         assert _session_data(context)["oauth_info"]["userinfo"]["preferred_username"] == VETERAN
         screenshot(page, tmp_path, "space-signed-in-submitted")
 
         # Signing out: the button offers sign-in again, and a submission is refused.
-        _login_button(page).click()
-        _on_board(page)
-        expect(_login_button(page)).to_have_text(re.compile("Sign in with Hugging Face"))
+        login_button(page).click()
+        on_board(page)
+        expect(login_button(page)).to_have_text(re.compile("Sign in with Hugging Face"))
         page.locator("#submit-model textarea, #submit-model input").first.fill("after-logout")
         page.locator("#submit-button").click()
         expect(page.locator("#submit-status")).to_contain_text(
@@ -354,21 +296,21 @@ def test_sign_in_submit_as_hf_user_new_account_budget_and_sign_out(browser, spac
 
     # An account the Hub says is 2 days old: admitted on the budget new accounts share (hf-new),
     # which says so once it is used up.
-    context = _context(browser, base)
+    context = context_for(browser, base)
     try:
         page = context.new_page()
-        _sign_in(page, hub, NEWCOMER)
+        sign_in(page, hub.url, CLIENT_ID, NEWCOMER)
         model = f"space-new-{uuid.uuid4().hex[:8]}"
-        text = _submit(page, tmp_path, reordered(body, 1), model)
+        text = submit(page, tmp_path, reordered(body, 1), model)
         assert "Error" not in text, text
         expect(page.locator("#submit-status")).to_contain_text(f"Submitted by hf:{NEWCOMER}")
-        submission_id = _submission_id(text)
-        assert _owner(space, submission_id) == f"hf:{NEWCOMER}"
+        sid = id_in_status(text)
+        assert _owner(space, sid) == f"hf:{NEWCOMER}"
         assert _provider(identities, f"hf:{NEWCOMER}") == "hf-new"
         page.goto("/")  # a fresh page (an empty upload box); the session stays
-        _on_board(page)
-        expect(_login_button(page)).to_have_text(re.compile(rf"Logout \({NEWCOMER}\)"))
-        text = _submit(page, tmp_path, reordered(body, 2), f"{model}-again")
+        on_board(page)
+        expect(login_button(page)).to_have_text(re.compile(rf"Logout \({NEWCOMER}\)"))
+        text = submit(page, tmp_path, reordered(body, 2), f"{model}-again")
         assert "daily budget shared by all new Hugging Face accounts" in text, text
         screenshot(page, tmp_path, "space-new-account-budget")
     finally:
