@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -47,17 +48,20 @@ DOCS_ASSETS = "/docs-assets"
 
 
 def add_offline_docs(app: FastAPI) -> None:
-    """GET /docs: Swagger UI from the swagger-ui-bundle package's files, served at DOCS_ASSETS
-    (FastAPI's default page loads them from a CDN and stays blank offline)."""
-    import swagger_ui_bundle
+    """GET /docs: Swagger UI 5 from the files the fastapi-offline package ships, served at
+    DOCS_ASSETS (FastAPI's default page loads them from a CDN and stays blank offline). Swagger
+    UI 5 reads the `openapi: 3.1.0` document FastAPI writes; Swagger UI 4 (the swagger-ui-bundle
+    package's) refuses it: "does not specify a valid version field"."""
+    import fastapi_offline
     from fastapi.openapi.docs import get_swagger_ui_html
     from fastapi.staticfiles import StaticFiles
 
-    app.mount(
-        DOCS_ASSETS,
-        StaticFiles(directory=swagger_ui_bundle.swagger_ui_path),
-        name="docs-assets",
-    )
+    folder = Path(fastapi_offline.__file__).parent / "static"
+    files = ("swagger-ui-bundle.js", "swagger-ui.css", "favicon.png")
+    missing = [name for name in files if not (folder / name).is_file()]
+    if missing:  # a release that moved them: said at start, not found later as a blank /docs
+        raise RuntimeError(f"fastapi-offline has no {', '.join(missing)} in {folder}")
+    app.mount(DOCS_ASSETS, StaticFiles(directory=folder), name="docs-assets")
 
     @app.get("/docs", include_in_schema=False)
     def docs():
@@ -66,7 +70,7 @@ def add_offline_docs(app: FastAPI) -> None:
             title=f"{app.title} API",
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
-            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
         )
 
 

@@ -13,10 +13,11 @@ such refusal names the limit, the line and, where there is one, the field.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import BinaryIO, Iterable
+from typing import BinaryIO, Iterable, Mapping
 
 from evaluator.suite import Split, Task
 
@@ -235,6 +236,8 @@ def read_predictions(
     )
     answers: dict[str, object] = {}
     first_seen: dict[str, int] = {}
+    unknown: list[object] = []  # the first UNKNOWN_SAMPLE unknown ids, for the message and hint
+    unknown_fields: set[str] = set()  # the fields of their lines (which task's answer they give)
     line_no = 0
     max_lines = len(split.items) + EXTRA_LINES
     for line_no, raw in enumerate(lines, start=1):
@@ -296,11 +299,11 @@ def read_predictions(
             report(line_no, "id", "missing")
             continue
         if not isinstance(item_id, str) or item_id not in known:
-            report(
-                line_no,
-                "id",
-                f"unknown id {_shorten(item_id)} (not in split {split.name} of {task.key})",
-            )
+            # one problem for all unknown ids (its message, with examples, is written at the end)
+            report(line_no, "id", UNKNOWN_IDS)
+            if len(unknown) < UNKNOWN_SAMPLE:
+                unknown.append(item_id)
+                unknown_fields.update(k for k in record if isinstance(k, str))
             continue
         if item_id in first_seen:
             report(line_no, "id", f"duplicate id {item_id!r} (first on line {first_seen[item_id]})")
@@ -326,8 +329,91 @@ def read_predictions(
             f"{len(missing)} of {len(split.items)} item ids have no prediction ({listed})",
         )
     if total:
+        if ("id", UNKNOWN_IDS) in problems:
+            seen = problems[("id", UNKNOWN_IDS)]
+            message = unknown_ids_message(
+                unknown, unknown_fields, seen.count, len(first_seen), task, split
+            )
+            problems[("id", UNKNOWN_IDS)] = Problem(
+                seen.line, "id", message, seen.count, seen.lines
+            )
         raise PredictionsError(list(problems.values()), total, filename)
     return answers
+
+
+UNKNOWN_IDS = "unknown id"  # the key all unknown ids are reported under, then one message
+UNKNOWN_SAMPLE = 200  # unknown ids kept to quote and to recognise another task by
+UNKNOWN_EXAMPLES = 3
+
+
+def unknown_ids_message(
+    unknown: list[object],
+    fields: set[str],
+    count: int,
+    known_count: int,
+    task: Task,
+    split: Split,
+) -> str:
+    """One problem for every unknown id: how many, a few of them whole, and, when most of the
+    file's ids are unknown here but are another task's (the wrong task chosen), which one."""
+    where = f"not in split {split.name} of {task.key}"
+    examples: list[str] = []
+    for item_id in unknown:
+        text = repr(item_id) if isinstance(item_id, str) else _shorten(item_id)
+        if text not in examples and len(examples) < UNKNOWN_EXAMPLES:
+            examples.append(text)
+    if count == 1:
+        message = f"unknown id {examples[0]} ({where})"
+    else:
+        more = ", ..." if count > len(examples) else ""
+        message = f"{count} unknown ids ({where}): {', '.join(examples)}{more}"
+    if count > known_count:  # most of the file: the wrong task rather than a few stray lines
+        others = tasks_with_ids([i for i in unknown if isinstance(i, str)], fields, task)
+        if others:
+            named = " or ".join(others)
+            message += f"; these ids look like {named}: choose that task"
+    return message
+
+
+def tasks_with_ids(ids: list[str], fields: set[str], chosen: Task) -> list[str]:
+    """The tasks (suite/task, this suite's first) whose splits hold most of `ids`, those whose
+    answer field the lines give (`fields`) before the others (PrefEval's mcq and open_ended share
+    their ids); splits not installed here are skipped. Item ids are public (the public inputs
+    list them)."""
+    from evaluator.registry import all_suites
+
+    if not ids:
+        return []
+    scores: list[tuple[int, bool, bool, str]] = []
+    for suite_name, suite in all_suites().items():
+        for name, other in suite.tasks.items():
+            if other.key == chosen.key:
+                continue
+            try:
+                known = other.load_split().by_id
+            except Exception:  # noqa: BLE001 - not installed, unreadable: not a candidate
+                continue
+            hits = sum(item_id in known for item_id in ids)
+            if hits * 2 > len(ids):
+                answers = other.answer_field in fields
+                scores.append(
+                    (hits, answers, suite_name == chosen.suite.name, f"{suite_name}/{name}")
+                )
+    best = max((s[:2] for s in scores), default=None)
+    tied = [s for s in scores if s[:2] == best]
+    return [s[3] for s in sorted(tied, key=lambda s: (not s[2], s[3]))]
+
+
+def answers_sha256(answers: Mapping[str, object]) -> str:
+    """A predictions file's identity: the sha256 of its parsed answers (read_predictions) as
+    canonical JSON, item ids and every object's keys sorted. What a file's bytes add (a BOM, CRLF
+    line endings, whitespace, key order, blank lines, the order of the lines, \\u escapes, fields
+    the scorer ignores) changes nothing; one answer changed changes it. The same form as a model
+    run's answers hash (submissions/jobs.py answers_sha256), so an upload of a run's answers is
+    its copy too."""
+    text = json.dumps(answers, sort_keys=True, ensure_ascii=False, default=str)
+    # surrogatepass: a lone surrogate a free-text answer may hold (JSON's "\ud800") still hashes
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class OverlongLine(bytes):

@@ -108,9 +108,10 @@ FACT_COLUMNS = [
 
 
 def duplicates_of(board: pd.DataFrame) -> pd.Series:
-    """Per row, the earliest other verified row whose predictions file has the same sha256
-    ("model (setting)"), or "": the same file uploaded twice (under another name or setting) is one
-    result, ranked once, as the first."""
+    """Per row, the earliest other verified row whose answers have the same sha256 ("model
+    (setting)"), or "": the same answers sent twice (under another name or setting, in another
+    encoding, or by a model run) are one result, ranked once, as the first. Results published
+    before answers were hashed hold their file's bytes' hash."""
     found = pd.Series("", index=board.index, dtype=object)
     if "predictions_sha256" not in board:
         return found

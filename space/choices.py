@@ -51,7 +51,7 @@ def setting_choices(suite: str | None) -> list[str]:
 def task_setting_choices(suite: str | None, task: str | None) -> list[str]:
     """The suite's settings (its manifest) that `task` accepts: the task's own check_setting hook,
     the rule the server applies to a submission, so no form offers what the server then refuses
-    (PrefEval's self_critic belongs to open_ended only)."""
+    (a task may refuse some of its suite's settings; today every task takes all of them)."""
     if not suite or suite == ALL or suite not in all_suites():
         return setting_choices(suite)
     found = all_suites()[suite]

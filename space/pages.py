@@ -153,7 +153,7 @@ def reproduce_command(record: dict) -> str:
         return command
     return (
         f"personaboard score --suite {_shell(record['suite'])} --task {_shell(record['task'])} predictions.jsonl"
-        f"   # the file with sha256 {provenance.get('predictions_sha256', '?')}"
+        f"   # the answers with sha256 {provenance.get('predictions_sha256', '?')} (evaluator/predictions.py answers_sha256)"
     )
 
 

@@ -99,7 +99,8 @@ def format_error(exc: SubmissionError) -> str:
         if p.get("field"):
             where += f", field {inert(p['field'])}"
         lines.append(f"- {where}: {inert(p.get('message', ''))}")
-    extra = exc.detail.get("problem_count", len(problems)) - len(problems)
+    listed = sum(p.get("count") or 1 for p in problems)  # a repeated problem counts its lines
+    extra = exc.detail.get("problem_count", listed) - listed
     if extra > 0:
         lines.append(f"- ... and {extra} more")
     return "\n".join(lines)

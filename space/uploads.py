@@ -110,19 +110,31 @@ def start_upload_sweeper(
     threading.Thread(target=loop, name="upload-sweeper", daemon=True).start()
 
 
-def _refusal(status: int, message: str, field: str, headers: dict | None = None):
-    from starlette.responses import JSONResponse
+def _refusal(status: int, message: str, field: str, headers: dict | None = None, accept: str = ""):
+    """The route's refusal. Gradio's page shows the body of a refused upload as it is, in a toast
+    ("HTTP 401: <body>"), so the body is one plain sentence; a client asking for JSON (Accept:
+    application/json) gets the API's {"detail": {"message", "problems"}} instead."""
+    from starlette.responses import JSONResponse, PlainTextResponse
 
-    problems = [{"line": None, "field": field, "message": message}]
-    return JSONResponse(
-        {"detail": {"message": message, "problems": problems}}, status_code=status, headers=headers
-    )
+    if "application/json" in accept.lower():
+        problems = [{"line": None, "field": field, "message": message}]
+        body = {"detail": {"message": message, "problems": problems}}
+        return JSONResponse(body, status_code=status, headers=headers)
+    return PlainTextResponse(upload_refusal_text(message), status_code=status, headers=headers)
 
 
-NO_UPLOAD_IDENTITY = "uploading a file needs an identity: the API token the operator gave you"
+def upload_refusal_text(message: str) -> str:
+    """The sentence a person reads in the page's toast."""
+    return f"The file was not uploaded: {message.rstrip('.')}."
+
+
+NO_UPLOAD_IDENTITY = (
+    "type your API token first, then choose the file: uploading a file needs an identity (the API "
+    "token the operator gave you)"
+)
 NO_UPLOAD_IDENTITY_SPACE = (
-    "uploading a file needs an identity: sign in with Hugging Face (or the API token the "
-    "operator gave you)"
+    "sign in with Hugging Face (or type the API token the operator gave you) first, then choose "
+    "the file: uploading a file needs an identity"
 )
 
 
@@ -138,7 +150,10 @@ class UploadIdentity:
     - Budget (submissions/upload_budget.py): the request must declare its Content-Length (411),
       and each identity may upload so many files and bytes per hour, and so many per minute (429
       with Retry-After past them). A request over the size limit is left to BodySizeLimit (413,
-      not counted)."""
+      not counted).
+
+    A refusal's body is one plain sentence saying what to do (the page shows it in a toast as it
+    is), or the API's JSON for a client that asks for it (Accept: application/json)."""
 
     def __init__(self, app, identities, path: str, sessions, budget, max_request_bytes: int):
         self.app, self.identities, self.path = app, identities, path
@@ -150,19 +165,21 @@ class UploadIdentity:
             return
         from starlette.concurrency import run_in_threadpool
 
+        headers = dict(scope["headers"])
+        accept = headers.get(b"accept", b"").decode("latin-1")
         try:
             owner = await run_in_threadpool(self._owner, scope)
         except SubmissionError as exc:
-            await _refusal(exc.status, exc.message, "login")(scope, receive, send)
+            await _refusal(exc.status, exc.message, "login", accept=accept)(scope, receive, send)
             return
         if owner is None:
             message = NO_UPLOAD_IDENTITY_SPACE if self.sessions.enabled else NO_UPLOAD_IDENTITY
-            await _refusal(401, message, "token")(scope, receive, send)
+            await _refusal(401, message, "token", accept=accept)(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length", b"").decode("latin-1").strip()
+        declared = headers.get(b"content-length", b"").decode("latin-1").strip()
         if not declared.isdigit():
             message = "an upload must declare its size (Content-Length): it counts against the upload budget"
-            await _refusal(411, message, "file")(scope, receive, send)
+            await _refusal(411, message, "file", accept=accept)(scope, receive, send)
             return
         if int(declared) <= self.max_request_bytes:  # larger: BodySizeLimit's 413, not counted
             refused = await run_in_threadpool(self.budget.take, owner, int(declared))
@@ -170,7 +187,8 @@ class UploadIdentity:
                 retry = (
                     {"Retry-After": str(refused.retry_after_s)} if refused.retry_after_s else None
                 )
-                await _refusal(refused.status, refused.message, "file", retry)(scope, receive, send)
+                refusal = _refusal(refused.status, refused.message, "file", retry, accept)
+                await refusal(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

@@ -84,6 +84,49 @@ def tab_params(request, tab: str) -> dict[str, str]:
     return params if url_tab(params) == tab else {}
 
 
+def ignored_params(
+    params: dict[str, str], shown: dict[str, str | None], exists=None
+) -> list[tuple[str, str, str | None]]:
+    """The link's parameters the view could not take: (name, value given, value shown instead),
+    for each of `shown`'s names the link gives with another value than the view shows (a suite,
+    task, setting or tier the server does not have falls back to a default), and `revision` when
+    `exists` (a function of the value) says no such version exists."""
+    found: list[tuple[str, str, str | None]] = []
+    for name, value in shown.items():
+        given = params.get(name)
+        if given and given != value:
+            found.append((name, given, value))
+    revision = params.get("revision")
+    if revision and exists is not None and not exists(revision):
+        found.append(("revision", revision, None))
+    return found
+
+
+def link_notice(ignored: Sequence[tuple[str, str, str | None]], elem_id: str) -> str:
+    """A visible note above a view opened from a link naming what the view does not have: each
+    parameter, its value and what is shown instead (a link would otherwise open the default view
+    without a word). Empty for a link that names nothing wrong."""
+    if not ignored:
+        return ""
+    import html
+
+    items = "".join(
+        f"<li><code>{html.escape(name)}={html.escape(value[:100])}</code>: "
+        + (
+            f"no such {html.escape(name)} here; showing <code>{html.escape(shown)}</code>"
+            if shown
+            else f"no such {html.escape(name)} here"
+        )
+        + "</li>"
+        for name, value, shown in ignored
+    )
+    return (
+        f'<div class="pb-link-notice" id="{html.escape(elem_id)}" role="status" '
+        'style="border:1px solid #d97706;border-radius:6px;padding:6px 10px;margin:4px 0">'
+        f"<strong>This link names what the board does not have:</strong><ul>{items}</ul></div>"
+    )
+
+
 def url_writer_js(tab: str, fields: Sequence[tuple[str, str | int | None]]) -> str:
     """A js function for `.then(None, inputs, None, js=...)`: the inputs' values (one per field,
     in order) become `tab`'s view; a value equal to its field's default is left out, a list is

@@ -33,7 +33,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from evaluator.judge import judge_unavailable_reason
-from evaluator.predictions import PredictionsError, iter_lines, read_predictions
+from evaluator.predictions import PredictionsError, answers_sha256, iter_lines, read_predictions
 from evaluator.protocols import default_protocol, protocol_problem, setting_problem
 from evaluator.registry import all_suites
 from evaluator.splits import SplitNotInstalled
@@ -41,7 +41,15 @@ from evaluator.suite import Task
 from submissions import queue
 from submissions.identity import HF_NEW_PROVIDER, HfSigninPolicy, Identity, IdentityStore
 from submissions.names import InvalidName, name_key, normalise_text
-from submissions.quotas import QUOTA_LABELS, QuotaLimits, today
+from submissions.quotas import (
+    QUOTA_LABELS,
+    RUN_UNITS,
+    ModelRunBudget,
+    QuotaLimits,
+    model_run_cost,
+    runs,
+    today,
+)
 from submissions.records import (
     Budget,
     Duplicate,
@@ -298,6 +306,8 @@ def budgets_for(submitter: Submitter, kind: str) -> list[Budget]:
     if kind == "failed_validations":
         return [failed]
     budgets = [Budget(kind, submitter.limits.of(kind), window.start)]
+    if kind == "model":  # counted in thousandths of a run: a smoke run costs its share
+        budgets = [ModelRunBudget(kind, submitter.limits.of(kind) * RUN_UNITS, window.start)]
     if kind == "predictions":  # a spent failed-validations quota closes the suite to valid files
         budgets.append(failed)
     if submitter.identity.provider == HF_NEW_PROVIDER:  # (the owner's provider is read again
@@ -335,6 +345,15 @@ def quota_refusal(spent: QuotaUsed, kind: str, suite: str) -> SubmissionError:
             f"is used up; it resets at {window.resets_at} (UTC midnight)",
             quota=NEW_ACCOUNTS,
         )
+    if spent.quota == "model":
+        used, limit = runs(spent.used), runs(spent.limit)
+        window = today()
+        message = (
+            f"daily quota reached: {used} of {limit} model runs on {suite} today (a run with "
+            "`limit` counts its share of the split's items, at least 0.1 of a run); it resets at "
+            f"{window.resets_at} (UTC midnight)"
+        )
+        return quota_error("model", suite, used, limit, message)
     return quota_error(spent.quota or kind, suite, spent.used, spent.limit)
 
 
@@ -351,8 +370,8 @@ def take_failed_validation(records: SubmissionStore, submitter: Submitter, suite
 def quota_error(
     kind: str,
     suite: str,
-    used: int,
-    limit: int,
+    used: int | float,
+    limit: int | float,
     message: str | None = None,
     quota: str | None = None,
 ) -> SubmissionError:
@@ -423,10 +442,10 @@ def accept_predictions(
     replay_if_seen(records, submitter)
     check_quota(records, submitter, form.suite, "predictions")  # failed validations included
     filename = Path(filename or "predictions.jsonl").name
-    temp, sha256, size = save_stream(source, uploads_dir, max_bytes, filename)
+    temp, raw_sha256, size = save_stream(source, uploads_dir, max_bytes, filename)
     try:
         with open(temp, "rb") as stream:
-            read_predictions(iter_lines(stream), task, task.load_split(), filename)
+            answers = read_predictions(iter_lines(stream), task, task.load_split(), filename)
     except PredictionsError as exc:
         temp.unlink(missing_ok=True)
         take_failed_validation(records, submitter, form.suite)
@@ -445,7 +464,11 @@ def accept_predictions(
         model_link=form.model_link,
         description=form.description,
         filename=filename,
-        file_sha256=sha256,
+        # its identity: the answers' hash, so the same answers in another encoding (a BOM, CRLF,
+        # key order, ...) are a duplicate for their owner and a copy on the board; the bytes'
+        # hash stays on the record (raw_sha256), the provenance of the stored file
+        file_sha256=answers_sha256(answers),
+        raw_sha256=raw_sha256,
         file_bytes=size,
         state="queued",
         progress_total=len(task.load_split().items),
@@ -481,10 +504,14 @@ def record_then_enqueue(
         raise AlreadyAccepted(seen.submission) from None
     except Duplicate as dup:
         earlier = dup.submission
-        what = "this file" if submission.kind == "predictions" else "this model run"
+        what = (  # predictions: the same answers, whatever the file's encoding (file_sha256)
+            "the same predictions were"
+            if submission.kind == "predictions"
+            else "this model run was"
+        )
         error = SubmissionError(
             409,
-            f"{what} was already submitted for {submission.suite}/{submission.task} "
+            f"{what} already submitted for {submission.suite}/{submission.task} "
             f"({submission.setting}) as submission {earlier.id} ({earlier.state})",
             field="file" if submission.kind == "predictions" else "model",
         )
@@ -672,6 +699,8 @@ def accept_model(
             "protocol": protocol,
             "limit": form.limit,
             "requested_revision": form.revision,
+            # what it takes of the daily model-run quota (ModelRunBudget sums it)
+            "quota_cost": model_run_cost(form.limit, total),
         },
         dedup_key=key,
         owner=submitter.identity.name,

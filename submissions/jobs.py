@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
-import json
 import logging
 import time
 from pathlib import Path
@@ -23,7 +21,7 @@ from rq.job import Job
 
 from evaluator.backends.base import BackendError
 from evaluator.judge import Judge, judge_for, judged_setting
-from evaluator.predictions import PredictionsError
+from evaluator.predictions import PredictionsError, answers_sha256
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import Scores, score_predictions_file
 from evaluator.settings import EvaluatorSettings, load_evaluator_settings
@@ -284,9 +282,8 @@ def _evaluate_model(
     full = task.load_split()
     metrics.update(split_provenance(task, run.split, full))
     stats = dict(run.stats)
-    stats["answers_sha256"] = answers_sha256(
-        run.answers
-    )  # two runs with the same answers: one rank
+    # two runs with the same answers are one row (an upload of the same answers too)
+    stats["answers_sha256"] = answers_sha256(run.answers)
     if warm is not None:
         stats["engine_warm"] = (
             warm  # loaded by an earlier job of this worker (its prefix cache too)
@@ -298,13 +295,6 @@ def _evaluate_model(
     if submission.setting == "rag":
         stats.update(retrieval_stats(task, settings))
     return metrics, stats
-
-
-def answers_sha256(answers: dict[str, Any]) -> str:
-    """The sha256 of a model run's answers (canonical JSON, by item id): equal for runs that gave
-    exactly the same answers, as an upload's file hash is for the same file."""
-    text = json.dumps(answers, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def retrieval_stats(task: Task, settings: EvaluatorSettings) -> dict[str, str]:

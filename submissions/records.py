@@ -74,6 +74,7 @@ ADDED_COLUMNS = [
         "TEXT NOT NULL DEFAULT 'public'",
     ),  # public | hidden | deleted (operator actions)
     ("flag", "TEXT"),  # an operator's public note on the row (flag action)
+    ("raw_sha256", "TEXT"),  # an upload's bytes' sha256 (file_sha256: its answers', the identity)
 ]
 # what requests/ records show: queued (running included: a commit per start would be noise), finished, failed
 REQUEST_STATUS = {
@@ -153,6 +154,7 @@ class ModelDetails(TypedDict, total=False):
     protocol: str | None
     limit: int | None  # at most this many items (None: the whole split)
     requested_revision: str | None  # as the submitter asked (model.revision: what it resolved to)
+    quota_cost: float  # what it took of the daily model-run quota (submissions/quotas.py)
 
 
 class PublicSubmission(TypedDict):
@@ -184,6 +186,7 @@ class PublicSubmission(TypedDict):
     owner: str | None
     visibility: str
     flag: str | None
+    raw_sha256: str | None
 
 
 @dataclass
@@ -199,6 +202,8 @@ class Submission:
     description: str = ""
     filename: str = ""
     file_path: str = ""
+    # predictions: the identity of the answers (evaluator/predictions.py answers_sha256), not of the
+    # bytes, so the same answers sent with a BOM, CRLF or keys reordered are one submission
     file_sha256: str = ""
     file_bytes: int = 0
     state: str = "queued"
@@ -217,6 +222,7 @@ class Submission:
     idempotency_key: str | None = None
     visibility: str = "public"
     flag: str | None = None
+    raw_sha256: str | None = None  # the uploaded bytes' sha256: the stored file's provenance
 
     def request_record(self, status: str) -> dict[str, Any]:
         """The `requests/` record the results dataset keeps for every submission (as the Open LLM
@@ -398,8 +404,9 @@ class SubmissionStore:
         concurrent requests cannot both take the last slot of a budget or both claim a name):
 
         1. the owner's Idempotency-Key seen before -> Replayed(the first submission)
-        2. the same owner already sent this file for this suite/task/setting (predictions) or this
-           model run exists (dedup_key) -> Duplicate(the earlier one)
+        2. the same owner already sent these answers (file_sha256, whatever the file's encoding)
+           for this suite/task/setting (predictions) or this model run exists (dedup_key) ->
+           Duplicate(the earlier one)
         3. `name_key` (a model name) claimed by another identity -> NameTaken
         4. the first of `budgets` that is spent -> QuotaUsed naming it (`quota`: shorthand for
            an "own" Budget of that limit since `since`, checked last)
@@ -419,10 +426,13 @@ class SubmissionStore:
                     raise Replayed(self._from_row(row))
             skip = ", ".join(f"'{state}'" for state in NOT_DUPLICATES)
             if s.kind == "predictions":
+                # a row from before answers were hashed holds its bytes' hash: the same bytes match it
+                identities = (s.file_sha256, s.raw_sha256 or s.file_sha256)
                 row = db.execute(
-                    f"SELECT * FROM submissions WHERE owner IS ? AND file_sha256 = ? AND suite = ? AND task = ? "
-                    f"AND setting = ? AND kind = 'predictions' AND state NOT IN ({skip}) ORDER BY created_at LIMIT 1",
-                    (s.owner, s.file_sha256, s.suite, s.task, s.setting),
+                    f"SELECT * FROM submissions WHERE owner IS ? AND file_sha256 IN (?, ?) AND suite = ? "
+                    f"AND task = ? AND setting = ? AND kind = 'predictions' AND state NOT IN ({skip}) "
+                    "ORDER BY created_at LIMIT 1",
+                    (s.owner, *identities, s.suite, s.task, s.setting),
                 ).fetchone()
             else:
                 row = db.execute(

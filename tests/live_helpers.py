@@ -83,10 +83,29 @@ def make_predictions(correct: Callable[[object], bool]) -> Predictions:
 
 
 def reordered(body: bytes, shift: int) -> bytes:
-    """The same answers with the lines rotated by `shift`: the same scores in another file (another
-    sha256). The service answers an identical resubmission with 409, so tests that send one answer
-    set several times send rotations of it."""
+    """The same scores in another file: the lines rotated by `shift` and, for a shift k > 0, the
+    k-th wrongly answered item given another wrong letter. Every item keeps its outcome (the same
+    scores, the same paired comparison), but the answers differ: the service knows a file by its
+    answers, and a mere rotation is the same answers (a 409 for its owner, a copy on the board).
+    Tests that send one result several times send these. A body of another task (its ids not in
+    prefeval/mcq) or with no wrong answer is only rotated."""
     lines = body.splitlines()
+    if shift > 0:
+        gold = {item.id: item.gold for item in split_items()}
+        records = {n: json.loads(line) for n, line in enumerate(lines) if line.strip()}
+        wrong = [
+            n
+            for n, r in records.items()
+            if isinstance(r, dict) and r.get("id") in gold and r.get("answer") != gold[r["id"]]
+        ]
+        if wrong:
+            n = wrong[(shift - 1) % len(wrong)]
+            others = [letter for letter in LABELS if letter != gold[records[n]["id"]]]
+            was = records[n]["answer"]
+            records[n]["answer"] = others[
+                (others.index(was) + 1) % len(others) if was in others else 0
+            ]
+            lines[n] = json.dumps(records[n]).encode()
     shift %= len(lines)
     return b"\n".join(lines[shift:] + lines[:shift]) + b"\n"
 

@@ -211,8 +211,9 @@ def test_failed_validations_take_exactly_the_quota(svc):
 
 
 def test_model_runs_admit_exactly_the_quota(svc):
-    """12 distinct model runs (limits 1-12) at once with a model-run quota of 3: 3 admitted
-    (then cancelled, so that no worker ever runs them)."""
+    """12 distinct whole model runs (limits 3,000-3,011: the whole 3,000-item split, so each
+    costs a run; a smoke run costs its share, tests/test_smoke_run_quota.py) at once with a
+    model-run quota of 3: 3 admitted (then cancelled, so that no worker ever runs them)."""
     token = svc.add_user("racer-runs", model=LIMIT)
     sent = 12
 
@@ -222,7 +223,7 @@ def test_model_runs_admit_exactly_the_quota(svc):
             "suite": "prefeval",
             "task": "mcq",
             "setting": "zero_shot",
-            "limit": limit,
+            "limit": 3000 + limit,
         }
         return lambda http: http.post("/api/v1/submissions", json=body)
 

@@ -33,7 +33,7 @@ from space.data import (
 from space.interactive_plots import MAX_SERIES
 from space.interactive_plots import TAB_JS as PLOTS_JS
 from space.labels import row_labels
-from space.url_state import FIRST_TAB, tab_params, url_writer_js
+from space.url_state import FIRST_TAB, ignored_params, link_notice, tab_params, url_writer_js
 from space.versions import older_version_note, versions_update
 
 if TYPE_CHECKING:
@@ -315,6 +315,21 @@ def link_controls(services: Services, params: dict[str, str]) -> BoardControls:
     )
 
 
+def link_note(services: Services, params: dict[str, str], c: BoardControls) -> str:
+    """A visible note naming each of the link's parameters the view could not take (a suite, task,
+    setting or tier the board does not have, a version that does not exist), with what is shown
+    instead; empty for a link without any."""
+    shown = {"suite": c.suite, "task": c.task, "setting": c.setting, "tier": c.tier}
+
+    def exists(revision: str) -> bool:
+        try:
+            return revision == LATEST or bool(services.results.resolve_revision(revision))
+        except StoreError:
+            return False
+
+    return link_notice(ignored_params(params, shown, exists), "link-notice")
+
+
 def first_controls(services: Services) -> BoardControls:
     """The first screen, as the Blocks are built, so the boxes show it from the first render (a
     page's load then applies its link, and the default again as the results stand by then). A
@@ -503,6 +518,7 @@ class _Components:
     table: gr.HTML
     downloads: gr.HTML
     compare: gr.Dropdown
+    note: gr.HTML
     plots: gr.HTML
     board_state: gr.State
     seen_head: gr.State
@@ -576,6 +592,7 @@ def _layout(first: BoardControls) -> _Components:
     with gr.Tab("Leaderboard", id="leaderboard"):
         gr.HTML(FILTER_STYLE, elem_id="leaderboard-style", padding=False)
         controls = _filters(first)
+        note = gr.HTML(elem_id="leaderboard-link-note", padding=False)  # a link's wrong names
         table = gr.HTML(elem_id="leaderboard-table", js_on_load=SORT_JS)
         gr.Markdown(RANKING_HELP, elem_id="leaderboard-help")
         downloads = gr.HTML(elem_id="leaderboard-downloads")
@@ -594,6 +611,7 @@ def _layout(first: BoardControls) -> _Components:
             table=table,
             downloads=downloads,
             compare=compare,
+            note=note,
             plots=plots,
             board_state=gr.State(None),
             seen_head=gr.State(None),
@@ -616,7 +634,9 @@ def build_leaderboard_tab(ui: gr.Blocks, services: Services) -> LeaderboardTab:
         return _task_updates(chosen_task(services, suite, task))[1:]  # the setting and the tier
 
     def on_load(request: gr.Request):
-        return _control_updates(services, link_controls(services, tab_params(request, FIRST_TAB)))
+        params = tab_params(request, FIRST_TAB)
+        found = link_controls(services, params)
+        return *_control_updates(services, found), link_note(services, params, found)
 
     def on_finished(submission_id):
         found = finished_controls(services, submission_id)
@@ -635,7 +655,7 @@ def build_leaderboard_tab(ui: gr.Blocks, services: Services) -> LeaderboardTab:
     redraw(tab.suite.input(on_suite, tab.suite, [tab.task, tab.setting, tab.tier]).then)
     redraw(tab.task.input(on_task, [tab.suite, tab.task], [tab.setting, tab.tier]).then)
     redraw(tab.version.input)
-    redraw(ui.load(on_load, None, tab.view).then)
+    redraw(ui.load(on_load, None, [*tab.view, tab.note]).then)
     tab.head_timer.tick(
         on_tick, tab.seen_head, [tab.seen_head, tab.moved_head], show_progress="hidden"
     )

@@ -36,29 +36,47 @@ def _task_of(suite, task):
 
 
 def runnable_settings(suite, task, protocol) -> list[str]:
-    """The suite's settings this protocol can honour (`cot` needs one that lets the model reason)."""
+    """The suite's settings this protocol can honour (`cot` needs one that lets the model reason)
+    and the task has a model prompt for (its `prompt_for_setting`, where it declares one: the
+    intake refuses the others)."""
     found = _task_of(suite, task)
     if found is None:
         return setting_choices(suite) if suite in all_suites() else []
     chosen = default_protocol(found, "generative") if protocol in (None, "", DEFAULT) else protocol
-    return [s for s in task_setting_choices(suite, task) if not setting_problem(found, s, chosen)]
+    prompts = found.options.get("prompt_for_setting")
+    return [
+        s
+        for s in task_setting_choices(suite, task)
+        if not setting_problem(found, s, chosen) and (prompts is None or s in prompts)
+    ]
+
+
+def default_settings(suite, task, settings: list[str]) -> list[str]:
+    """The setting preselected among `settings`, so a first click runs something: the first the
+    task's manifest declares a model prompt for (its declared order), else the first offered."""
+    found = _task_of(suite, task)
+    declared = list((found.options.get("prompt_for_setting") or {}) if found else {})
+    return [next((s for s in declared if s in settings), None) or settings[0]] if settings else []
 
 
 @dataclass(frozen=True)
 class ModelChoices:
-    """The tab's choices for a suite and task: tasks a model can run, protocols, settings."""
+    """The tab's choices for a suite and task: tasks a model can run, protocols, settings, and
+    the settings preselected (the task's default)."""
 
     tasks: list[tuple[str, str]]
     task: str | None
     protocols: list[str]
     settings: list[str]
+    chosen: list[str] = field(default_factory=list)
 
 
 def suite_view(suite) -> ModelChoices:
     offered = task_choices(suite) if suite in all_suites() else []
     tasks = [(title, name) for title, name in offered if _task_of(suite, name).model_protocols]
     task = tasks[0][1] if tasks else None
-    return ModelChoices(tasks, task, *task_view(suite, task))
+    protocols, settings = task_view(suite, task)
+    return ModelChoices(tasks, task, protocols, settings, default_settings(suite, task, settings))
 
 
 def task_view(suite, task) -> tuple[list[str], list[str]]:
@@ -68,9 +86,10 @@ def task_view(suite, task) -> tuple[list[str], list[str]]:
 
 
 def kept_settings(suite, task, protocol, chosen) -> tuple[list[str], list[str]]:
-    """The settings `protocol` runs, and which of the `chosen` stay chosen (else the first)."""
+    """The settings `protocol` runs, and which of the `chosen` stay chosen (else the default)."""
     settings = runnable_settings(suite, task, protocol)
-    return settings, [s for s in chosen or [] if s in settings] or settings[:1]
+    kept = [s for s in chosen or [] if s in settings]
+    return settings, kept or default_settings(suite, task, settings)
 
 
 @dataclass(frozen=True)
@@ -148,7 +167,7 @@ def _on_suite(suite):
     view = suite_view(suite)
     return (
         gr.update(choices=view.tasks, value=view.task),
-        gr.update(choices=view.settings, value=view.settings[:1]),
+        gr.update(choices=view.settings, value=view.chosen),
         gr.update(choices=view.protocols, value=DEFAULT),
     )
 
@@ -157,7 +176,7 @@ def _on_task(suite, task):
     protocols, settings = task_view(suite, task)
     return (
         gr.update(choices=protocols, value=DEFAULT),
-        gr.update(choices=settings, value=settings[:1]),
+        gr.update(choices=settings, value=default_settings(suite, task, settings)),
     )
 
 
@@ -170,6 +189,7 @@ def _layout(services: Services, first_suite: str | None) -> dict:
     """The tab's components by name (custom values in the dropdowns: the intake, not the
     dropdown, refuses what is not there, with the answer every entry point gives)."""
     c: dict = {}
+    first = suite_view(first_suite)  # rendered with the page: a click before its load runs it
     gr.Markdown(
         "The service runs the model itself on the hidden split. Give a Hugging Face Hub id "
         "(pinned to a commit before it is queued) or the name of a model the operator registered. "
@@ -196,18 +216,26 @@ def _layout(services: Services, first_suite: str | None) -> dict:
             elem_id="model-suite",
             allow_custom_value=True,
         )
-        c["task"] = gr.Dropdown([], label="Task", elem_id="model-task", allow_custom_value=True)
+        c["task"] = gr.Dropdown(
+            first.tasks,
+            value=first.task,
+            label="Task",
+            elem_id="model-task",
+            allow_custom_value=True,
+        )
         c["protocol"] = gr.Dropdown(
-            [DEFAULT],
+            first.protocols,
             value=DEFAULT,
             label="Protocol",
             elem_id="model-protocol",
             allow_custom_value=True,
         )
     # every suite's settings until the page's load narrows them to the suite's: the event then
-    # takes any declared setting, and the intake, not the component, answers one of another suite
+    # takes any declared setting, and the intake, not the component, answers one of another suite;
+    # the first suite's default task's default setting is chosen from the first render
     c["settings"] = gr.CheckboxGroup(
         setting_choices(None),
+        value=first.chosen,
         label="Settings",
         elem_id="model-settings",
         info="`cot` is offered only where the protocol lets the model reason before "
@@ -216,8 +244,8 @@ def _layout(services: Services, first_suite: str | None) -> dict:
     )
     with gr.Row():
         c["limit"] = gr.Number(
-            label="Items (optional smoke run on N items: marked partial, not ranked; "
-            "0 or empty = the whole split)",
+            label="Items (optional smoke run on N items: marked partial, not ranked, counts its "
+            "share of a model run in the daily quota; 0 or empty = the whole split)",
             value=None,
             precision=0,
             elem_id="model-limit",

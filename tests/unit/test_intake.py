@@ -66,7 +66,7 @@ def test_valid_file_is_recorded(env, valid_bytes, split):
     stored = env["records"].get(sub.id)
     assert stored == sub
     assert sub.state == "queued" and sub.kind == "predictions"
-    assert sub.file_sha256 == hashlib.sha256(valid_bytes).hexdigest()
+    assert sub.raw_sha256 == hashlib.sha256(valid_bytes).hexdigest()  # file_sha256: its answers
     assert sub.file_bytes == len(valid_bytes)
     assert sub.model_name == "my model" and sub.progress_total == len(split.items) == 3000
     assert sub.filename == "preds.jsonl"  # no directories from the client

@@ -164,17 +164,18 @@ def test_problems_in_file_order(tiny_task):
 
 
 def test_cap_on_reported_problems_keeps_total(tiny_task):
-    bad = [{"id": f"zz{i}", "answer": "A"} for i in range(30)]
+    # 30 distinct problems (unknown ids are one problem with a count: see test_unknown_ids.py)
+    bad = [" " * i + "x" for i in range(30)]  # not JSON, at 30 different columns
     error = rejected(tiny_task, jsonl(*GOOD[:3], *bad))
     assert len(error.problems) == MAX_REPORTED_PROBLEMS == 20
-    assert error.total == 31  # 30 unknown ids + q4 missing
+    assert error.total == 31  # 30 lines not JSON + q4 missing
     assert [p.line for p in error.problems] == list(range(4, 24))
     assert "(and 11 more)" in str(error)
     body = error.as_dict()
     assert body["problem_count"] == 31 and len(body["problems"]) == 20
     assert body["problems"][0] == {
         "line": 4,
-        "field": "id",
+        "field": None,
         "message": body["problems"][0]["message"],
     }
 
