@@ -25,6 +25,7 @@ from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
 from starlette.exceptions import HTTPException as StarletteHTTPException  # noqa: E402
 
+from backend.access_log import drop_query_values  # noqa: E402
 from backend.api import router  # noqa: E402
 from backend.health import HealthFastPath, HealthListener, LoopHeartbeat, QueueProbe  # noqa: E402
 from backend.leaderboard_http import LeaderboardFastPath  # noqa: E402
@@ -76,6 +77,7 @@ def add_offline_docs(app: FastAPI) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
+    drop_query_values()  # a token put in a URL's query never reaches the access log
     services = Services.create(settings)
 
     heartbeat = LoopHeartbeat()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from board_fixture import minimal_record
-from live_helpers import explicit_only, scrape, submit_ok, wait_finished
+from live_helpers import explicit_only, scrape, submit_ok, wait_finished, wait_until
 
 from leaderboard.store import LocalDatasetStore
 
@@ -295,3 +295,19 @@ def test_the_json_download_is_the_whole_table_past_one_page(service, store):
                 and "attachment" in downloaded.headers["content-disposition"]
             )
             assert int(downloaded.headers["x-total-count"]) == len(every)
+
+
+def test_access_log_keeps_paths_not_query_values(service):
+    """A token someone puts in a URL's query never reaches the web process's log (uvicorn logs
+    every request's path with its query: backend/access_log.py drops the values)."""
+    secret = "tok-" + "9f3e1c7a5b2d4e6f"
+    with service.http(token="") as http:
+        for path in ("/api/v1/leaderboard", "/api/v1/suites"):
+            assert http.get(path, params={"token": secret, "suite": "prefeval"}).status_code < 500
+    log = service.log_dir / "web.log"
+    wait_until(
+        lambda: "/api/v1/suites?token=…&suite=… HTTP/1.1" in log.read_text(errors="replace"),
+        30,
+        "the request in the access log",
+    )
+    assert secret not in log.read_text(errors="replace")
