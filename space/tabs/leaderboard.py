@@ -683,13 +683,18 @@ def _wire(tab: _Components, show: Callable) -> Callable:
         )
 
     # .input (the reader's own choices), not .change: the page's own updates must not cascade.
-    # always_last: a change made while the board is being drawn is drawn after it, never dropped
-    for control in (tab.setting, tab.tier, tab.model_type, tab.size, tab.license, tab.columns):
-        control.input(show, tab.view, outputs, trigger_mode="always_last").then(
-            None, tab.view, None, js=URL_JS
-        )
-    tab.search.change(
-        show, tab.view, outputs, show_progress="hidden", trigger_mode="always_last"
+    # One event for all of them, always_last: a change made while the board is being drawn is
+    # drawn after it with every control's latest value. (One event per control let a slower draw
+    # of an earlier change land last: CI saw the search's board, with the Kind column, arrive
+    # after the column chooser's, the URL already without it.)
+    controls = (tab.setting, tab.tier, tab.model_type, tab.size, tab.license, tab.columns)
+    gr.on(
+        [control.input for control in controls] + [tab.search.change],
+        show,
+        tab.view,
+        outputs,
+        show_progress="hidden",
+        trigger_mode="always_last",
     ).then(None, tab.view, None, js=URL_JS)
     tab.compare.input(plots_html, tab.plot_inputs, tab.plots, trigger_mode="always_last")
     return redraw
