@@ -213,30 +213,11 @@ class IdentityStore:
             row = db.execute("SELECT quotas FROM users WHERE name = ?", (name,)).fetchone()
         return json.loads(row["quotas"]) if row and row["quotas"] else {}
 
-    def record_failed_validation(self, owner: str, suite: str) -> None:
-        with closing(self._connect()) as db, db:
-            db.execute(
-                "INSERT INTO validation_failures (owner, suite, at) VALUES (?, ?, ?)",
-                (owner, suite, utc_now()),
-            )
-
     def take_failed_validation(self, owner: str, suite: str, limit: int, since: str) -> int:
         """Count one failed validation of `owner` on `suite` if fewer than `limit` were counted
         since `since`; returns how many there were before (>= limit: none taken, and the request
-        is refused as a spent quota, the answer it would have had a moment later). One write
-        transaction, as take_comparison: concurrent bad files cannot all take the last one."""
-        with closing(self._connect()) as db, db:
-            db.execute("BEGIN IMMEDIATE")
-            used = db.execute(
-                "SELECT COUNT(*) FROM validation_failures WHERE owner = ? AND suite = ? AND at >= ?",
-                (owner, suite, since),
-            ).fetchone()[0]
-            if used < limit:
-                db.execute(
-                    "INSERT INTO validation_failures (owner, suite, at) VALUES (?, ?, ?)",
-                    (owner, suite, utc_now()),
-                )
-        return used
+        is refused as a spent quota, the answer it would have had a moment later)."""
+        return self._take("validation_failures", owner, suite, limit, since)
 
     def failed_validations_since(self, owner: str, suite: str, since: str) -> int:
         with closing(self._connect()) as db:
@@ -247,17 +228,23 @@ class IdentityStore:
 
     def take_comparison(self, owner: str, suite: str, limit: int, since: str) -> int:
         """Count one comparison of `owner` on `suite` if fewer than `limit` were made since `since`;
-        returns how many there were before (>= limit: none taken). One write transaction, so
-        concurrent requests cannot both take the last one."""
+        returns how many there were before (>= limit: none taken)."""
+        return self._take("comparisons", owner, suite, limit, since)
+
+    def _take(self, table: str, owner: str, suite: str, limit: int, since: str) -> int:
+        """One row into `table` (a daily count: owner, suite, at) unless `limit` rows of `owner` on
+        `suite` are there since `since`; returns how many there were before. One write
+        transaction, so concurrent requests cannot all take the last one."""
+        assert table in ("validation_failures", "comparisons")  # names, never user text
         with closing(self._connect()) as db, db:
             db.execute("BEGIN IMMEDIATE")
             used = db.execute(
-                "SELECT COUNT(*) FROM comparisons WHERE owner = ? AND suite = ? AND at >= ?",
+                f"SELECT COUNT(*) FROM {table} WHERE owner = ? AND suite = ? AND at >= ?",
                 (owner, suite, since),
             ).fetchone()[0]
             if used < limit:
                 db.execute(
-                    "INSERT INTO comparisons (owner, suite, at) VALUES (?, ?, ?)",
+                    f"INSERT INTO {table} (owner, suite, at) VALUES (?, ?, ?)",
                     (owner, suite, utc_now()),
                 )
         return used
