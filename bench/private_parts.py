@@ -19,80 +19,21 @@ Every installation draws a new secret, so the counts of a stratum of odd size ma
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import random
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
-FIXTURES = ROOT / "tests" / "fixtures" / "splits"
 
-# PersonaFeedback, Table 2 (and docs/SUITES.md): items per type/difficulty cell
-PERSONAFEEDBACK_CELLS = {
-    ("spedific", "easy"): 1108,
-    ("spedific", "medium"): 1667,
-    ("spedific", "hard"): 1682,
-    ("general", "easy"): 1510,
-    ("general", "medium"): 1321,
-    ("general", "hard"): 1010,
-}
-
-
-def hidden_fixture(suite: str, into: Path) -> Path:
-    shutil.copytree(FIXTURES / suite, into)
-    (into / "PUBLIC").unlink()
-    return into
-
-
-def personafeedback_paper(into: Path) -> Path:
-    hidden_fixture("personafeedback", into)
-    for (folder, difficulty), count in PERSONAFEEDBACK_CELLS.items():
-        path = into / "data" / folder / f"{difficulty}.jsonl"
-        template = path.read_text().splitlines()
-        lines = []
-        for i in range(count):
-            record = json.loads(template[i % len(template)])
-            record["question"] += f" ({i})"
-            lines.append(json.dumps(record))
-        path.write_text("\n".join(lines) + "\n")
-    return into
-
-
-def realpref_copies(into: Path, copies: int) -> Path:
-    hidden_fixture("realpref", into)
-    for name in ("users.jsonl", "preferences.jsonl", "sessions.jsonl"):
-        lines = (FIXTURES / "realpref" / name).read_text().splitlines()
-        out = [line for line in lines if '"user_id"' not in line]  # shared random sessions
-        for c in range(copies):
-            out += [
-                line.replace("u001", f"c{c}u001").replace("u002", f"c{c}u002")
-                for line in lines
-                if '"user_id"' in line
-            ]
-        (into / name).write_text("\n".join(out) + "\n")
-    return into
-
-
-def recentering_relevance(into: Path, n: int = 200) -> Path:
-    hidden_fixture("recentering", into)
-    rng = random.Random(0)
-    lines = [
-        json.dumps(
-            {
-                "id": f"h{i:03d}",
-                "prompt": f"Prompt {i}.",
-                "attribute": "A.",
-                "votes": [rng.choice(("YES", "NO")) for _ in range(3)],
-            }
-        )
-        for i in range(n)
-    ]
-    (into / "relevance.jsonl").write_text("\n".join(lines) + "\n")
-    return into
+sys.path[:0] = [str(ROOT / "tests")]
+from hidden_splits import (  # noqa: E402  (tests/hidden_splits.py: shared with the attack tests)
+    hidden_fixture,
+    personafeedback_cells,
+    realpref_copies,
+    recentering_generated,
+)
 
 
 def show(title: str, suite_name: str, source: Path) -> None:
@@ -133,7 +74,7 @@ def main() -> None:
         show(
             "personafeedback, Table 2's cells (8,298 items)",
             "personafeedback",
-            personafeedback_paper(work / "pf-paper"),
+            personafeedback_cells(work / "pf-paper"),
         )
         show(
             f"realpref, {2 * args.realpref_copies} users",
@@ -143,7 +84,7 @@ def main() -> None:
         show(
             "recentering, relevance of 200 items",
             "recentering",
-            recentering_relevance(work / "rc-200"),
+            recentering_generated(work / "rc-200"),
         )
 
 

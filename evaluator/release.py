@@ -1,34 +1,40 @@
-"""What a score on a hidden split may reveal: the Ladder (Blum & Hardt, 2015).
+"""What a score on a hidden split may reveal: one number, through the Ladder, until a named release.
 
 Exact scores read back after every upload leak the gold: flip one answer, see whether the score
 moves up or down, and that item's label is known (the attack recovered all 3,000 PrefEval labels
-in 274 uploads). On a split marked hidden, a result is therefore released only through this module:
+in 274 uploads). Patching one released number at a time did not converge (a tier's rounded
+interval bound, a rate's rounded upper bound each taught labels or the public/private division),
+so a hidden split releases as the hidden-test platforms do (Kaggle, EvalAI challenge phases), and
+this module is the one place that decides it:
 
-- **Ladder.** Per submitter, suite, task and setting, a new score is released only when its
-  primary metric beats that submitter's best released score by at least `step`; otherwise the
-  submitter learns just that (one bit), and nothing is published.
-- **Rounded to the noise level.** `step` is the split's sampling noise, span/sqrt(n) rounded up to
-  1, 2 or 5 x 10^k; released values and interval bounds are rounded to it. A one-item change moves
-  a score by span/n, far below step, so it neither clears the ladder nor shows in a rounded value.
-- **Tier breakdowns only where a tier is large.** A tier of fewer than MIN_TIER_ITEMS items is left
-  out (a small tier's score is nearly a list of its labels); larger tiers are rounded to their own
-  noise level.
-- **Only the primary metric through the Ladder; other numbers only if they cannot carry labels.**
-  A secondary metric whose value depends on the gold and on the answers (precision, recall, F1,
-  a second accuracy, judge ratings) has a denominator the submitter chooses (precision: the YES
-  answers; one YES makes precision that item's label), so no fixed step bounds it: it is withheld.
-  A metric of the gold alone (`human_yes_rate`, `human_mean_rating`) is a constant of the scored
-  items: released rounded, and only from at least MIN_ITEMS items. A metric of the answers alone
-  (`yes_rate`) says nothing about the gold: released rounded. See `released_metric_kind`.
-- **Nothing from fewer than MIN_ITEMS items**, total or tier (a partial run of one item is its label).
+- **Live (before a named release): one number.** `released_metrics` keeps the primary metric's
+  value on the public part, rounded to the step, and nothing else: no exact interval, no tier
+  cell, no secondary metric, no rate. Its interval is a band computed from the released value
+  alone (`live_band`), so it says nothing the value does not. A metric or tier added to a suite
+  is withheld live by construction: nothing here names which ones may leave.
+- **Rounded with a keyed dither.** The value is rounded after adding an offset in [-step/2,
+  step/2) drawn from an HMAC of the installation's secret, the submitter and the exact value
+  (`dither`): a file one item away draws a fresh offset, so no fixed rounding boundary exists for
+  a one-item change to cross (deterministic rounding let an attacker whose file sat on a boundary
+  read one label per fresh identity); the same value shows its submitter the same number, so a
+  copy cannot draw a new rounding and climb the Ladder on it.
+- **Ladder.** Per submitter and task, a new value is released only when it beats that submitter's
+  best released value by at least `step`; otherwise the submitter learns just that (one bit).
+- **A floor for the first release.** A submitter's first result must clear the task's floor (the
+  best constant answer on the public part, exact, for label tasks; no correlation for ratings) by
+  a step, through the same shaky bar. A file of constant answers with one item changed is never
+  released, whichever item and label: a fresh identity's first upload teaches nothing for free.
+- **Rounded to the noise level.** `step` is span/sqrt(n) rounded up to 1, 2 or 5 x 10^k. A
+  one-item change moves a score by span/n, far below step.
+- **Nothing from fewer than MIN_ITEMS items** (a partial run of one item is its label).
 - **One Ladder per submitter and task** (`ladder_scope`): every setting and protocol of a task
-  shares the submitter's best, so a new setting buys no fresh exact release.
-- **A shaky threshold** (Hardt 2017, "Climbing a shaky ladder"): the bar a new score must clear is
-  best + step + a fresh uniform draw in [-step/2, step/2]. An upload built to sit exactly on the bar
-  (released iff one unknown item is NO) then learns that item only with probability (1/n)/step
-  instead of 1: 5% per upload for n = 200.
-- With the daily quota per identity, the number of uploads, and so of bits, is bounded too;
-  docs/security.md writes the bound down per release.
+  shares the submitter's best, so a new setting buys no fresh release.
+- **A shaky threshold** (Hardt 2017, "Climbing a shaky ladder"): the bar is best (or floor) +
+  step + a fresh uniform draw in [-step/2, step/2]. An upload built to sit exactly on the bar
+  learns the one unknown item only with probability (1/n)/step above a coin flip.
+- **A named release** (`release_private`): the private part's primary value and interval, each
+  rounded with its own dither to the private part's step, once per result; the board of that
+  revision ranks by it (submissions/private_part.py).
 
 Public-by-convention splits (PrefEval: its gold is published upstream) are released exactly.
 Pure functions: the per-submitter best is kept by the caller (submissions/records.py).
@@ -36,6 +42,8 @@ Pure functions: the per-submitter best is kept by the caller (submissions/record
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import secrets
 from collections.abc import Mapping
@@ -49,13 +57,14 @@ if TYPE_CHECKING:
 
 MIN_ITEMS = 50  # no released number (total, tier, partial run) comes from fewer items
 MIN_TIER_ITEMS = MIN_ITEMS
-MECHANISM = "ladder (Blum & Hardt 2015), shaky threshold (Hardt 2017)"
-# Metrics of the submitter's answers alone (a share of its own YES answers): nothing about the gold.
-ANSWER_ONLY_METRICS = frozenset({"yes_rate"})
-# Per-item arrays that hold the gold alone (a metric reading only these is a constant of the items).
-GOLD_ONLY_ARRAYS = frozenset({"gold_pos", "gold"})
+MECHANISM = (
+    "one number per result (public part, dithered rounding), ladder (Blum & Hardt 2015), "
+    "shaky threshold (Hardt 2017); the private part at a named release"
+)
+LIVE_BAND_STEPS = 2  # the live band: rounding (< 1 step, dithered) + sampling noise (<= 1 step)
+PUBLIC_RANKING = "public"  # what ranks a hidden-split row live
+PRIVATE_RANKING = "private"  # ... and after the named release that published its private part
 _MANTISSAS = (1, 2, 5)
-RELEASED_STATS = ("value", "ci95", "n")  # nothing else of a stats block leaves a hidden split
 
 
 def metric_span(metric: str) -> float:
@@ -63,6 +72,12 @@ def metric_span(metric: str) -> float:
     if metric_scale(metric) == 100 or metric.endswith("_rate"):  # shares of items
         return 1.0
     return 2.0 if metric == "spearman" else 4.0
+
+
+def metric_range(metric: str) -> tuple[float, float]:
+    if metric_span(metric) == 1.0:
+        return 0.0, 1.0
+    return (-1.0, 1.0) if metric == "spearman" else (1.0, 5.0)
 
 
 def noise_step(n: int, metric: str) -> float:
@@ -77,20 +92,41 @@ def noise_step(n: int, metric: str) -> float:
     return round(10.0 ** (exponent + 1), 12)  # unreachable: 10^(e+1) >= raw always
 
 
-def round_to(value: float | None, step: float) -> float | None:
+def round_to(value: float | None, step: float, offset: float = 0.0) -> float | None:
+    """`value` on the step grid; `offset` (a dither in [-1/2, 1/2)) shifts it by offset x step
+    first, so it rounds up with probability equal to its distance past the grid point below."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
-    return round(round(value / step) * step, 10)
+    return round(round(value / step + offset) * step, 10)
 
 
-def _rounded(stats: dict[str, Any], step: float) -> dict[str, Any]:
-    low, high = stats.get("ci95") or (None, None)
-    return {
-        "value": round_to(stats.get("value"), step),
-        "ci95": [round_to(low, step), round_to(high, step)],
-        "n": stats.get("n"),
-        "step": step,
-    }
+def dither(secret: str, key: str, field: str) -> float:
+    """A uniform offset in [-1/2, 1/2) fixed by the installation's secret, `key` and `field`:
+    reproducible here, unpredictable outside, independent between keys."""
+    digest = hmac.new(secret.encode(), f"{key}\0{field}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64 - 0.5
+
+
+def installation_key(task: Any) -> str:
+    """The installation's secret, which keys the dither ("" for a split given as a bare folder)."""
+    from evaluator.splits import SplitNotInstalled, installation_secret, split_files
+
+    try:
+        return installation_secret(split_files(task.suite))
+    except SplitNotInstalled:
+        return ""
+
+
+def live_band(value: float | None, step: float, metric: str) -> list[float | None]:
+    """The live interval of a released value: value +- LIVE_BAND_STEPS steps, within the metric's
+    range. Computed from the released value alone, so it reveals nothing the value does not; it
+    covers the dithered rounding (< 1 step) and the sampling noise (step >= 1.96 standard errors
+    at the metric's widest variance)."""
+    if value is None:
+        return [None, None]
+    low, high = metric_range(metric)
+    width = LIVE_BAND_STEPS * step
+    return [round(max(low, value - width), 10), round(min(high, value + width), 10)]
 
 
 def primary_value(metrics: Mapping[str, Any]) -> float | None:
@@ -101,16 +137,25 @@ def primary_step(metrics: Mapping[str, Any]) -> float:
     return noise_step(metrics["n_items"], metrics["metric"])
 
 
-def beats(value: float | None, best: float | None, step: float, jitter: float = 0.0) -> bool:
-    """The Ladder's test: the first result, or one at least `step` (+ `jitter`, the shaky part)
-    above the best released."""
+def beats(
+    value: float | None,
+    best: float | None,
+    step: float,
+    jitter: float = 0.0,
+    floor: float | None = None,
+    offset: float = 0.0,
+) -> bool:
+    """The Ladder's test: at least `step` (+ `jitter`, the shaky part) above the best released, or
+    for a first result above `floor` (the task's best constant answer; None: no floor)."""
+    if value is None:
+        return False
     if best is None:
-        return True
-    if value is None or value < best + step + jitter - 1e-12:
+        return floor is None or value >= floor + step + jitter - 1e-12
+    if value < best + step + jitter - 1e-12:
         return False
     # and the released (rounded) value is a full step up: every release raises the best, so a
     # submitter gets at most span/step + 1 releases per task
-    rounded = round_to(value, step)
+    rounded = round_to(value, step, offset)
     return rounded is not None and rounded >= best + step - 1e-9
 
 
@@ -133,52 +178,41 @@ def item_details_allowed(task: Any) -> bool:
     return not task.suite.split_hidden
 
 
-def released_metric_kind(metric: str, primary: str) -> str:
-    """How a metric of a hidden split is released: 'ladder' (the primary: through the Ladder,
-    rounded to its step), 'answers' (of the submitter's answers alone: rounded), 'gold' (of the
-    gold alone, a constant of the items: rounded) or 'withheld' (gold and answers with a
-    denominator the submitter chooses: no fixed step bounds what it reveals)."""
-    from evaluator.metrics import get_metric
+def first_release_floor(task: Any) -> float | None:
+    """The value a submitter's first result must beat by a step: the best constant answer's exact
+    primary value on the public part (label tasks), 0 for a correlation (what a constant or random
+    answer scores), None where no constant answer scores (judge-scored free text)."""
+    if task.metric == "spearman":
+        return 0.0
+    from evaluator.baselines import reference_lines
 
-    if metric == primary:
-        return "ladder"
-    if metric in ANSWER_ONLY_METRICS:
-        return "answers"
-    try:
-        reads = set(get_metric(metric).reads)
-    except Exception:  # an unknown metric: say nothing of it
-        return "withheld"
-    return "gold" if reads and reads <= GOLD_ONLY_ARRAYS else "withheld"
+    for line in reference_lines(task):
+        if line["kind"] == "majority":
+            return primary_value(line["metrics"])
+    return None
 
 
-def _large_enough(stats: dict[str, Any]) -> bool:
-    return (stats.get("n") or 0) >= MIN_ITEMS
-
-
-def released_metrics(metrics: Mapping[str, Any]) -> Scores:
-    """The copy of `metrics` (the scorer's output) that may leave the scorer: the primary metric
-    and the metrics `released_metric_kind` lets out, rounded to their own step, nothing from fewer
-    than MIN_ITEMS items, tiers thinned the same way."""
-    primary = metrics["metric"]
-    total = {
-        m: _rounded(stats, noise_step(stats.get("n") or metrics["n_items"], m))
-        for m, stats in metrics["total"].items()
-        if released_metric_kind(m, primary) != "withheld" and _large_enough(stats)
+def _one_number(stats: Mapping[str, Any], metric: str, n: int, offset: float) -> dict[str, Any]:
+    step = noise_step(n, metric)
+    value = round_to(stats.get("value"), step, offset)
+    return {
+        "value": value,
+        "ci95": live_band(value, step, metric),
+        "n": stats.get("n"),
+        "step": step,
     }
-    tiers: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-    for group, by_tier in metrics["tiers"].items():
-        kept = {
-            tier: {
-                m: _rounded(stats, noise_step(stats["n"], m))
-                for m, stats in values.items()
-                if released_metric_kind(m, primary) != "withheld"
-            }
-            for tier, values in by_tier.items()
-            if all(_large_enough(stats) for stats in values.values())
-        }
-        kept = {tier: values for tier, values in kept.items() if values}
-        if kept:
-            tiers[group] = kept
+
+
+def released_metrics(metrics: Mapping[str, Any], offset: float = 0.0) -> Scores:
+    """The copy of `metrics` (the scorer's output, of the public part) that may leave the scorer
+    before a named release: the primary metric's value rounded to its step (after the dither
+    `offset`), with its live band, from at least MIN_ITEMS items; nothing else. Every other metric
+    and every tier is listed as withheld, so a metric or tier added later is withheld too."""
+    primary = metrics["metric"]
+    stats = metrics["total"].get(primary)
+    total = {}
+    if stats is not None and (stats.get("n") or 0) >= MIN_ITEMS:
+        total[primary] = _one_number(stats, primary, stats.get("n") or metrics["n_items"], offset)
     released = cast(
         "Scores",
         {
@@ -191,34 +225,57 @@ def released_metrics(metrics: Mapping[str, Any]) -> Scores:
     released.update(
         {
             "total": total,
-            "tiers": tiers,
+            "tiers": {},
             "release": {
                 "mechanism": MECHANISM,
+                "part": PUBLIC_RANKING,
                 "step": primary_step(metrics),
+                "interval": f"band: the released value +- {LIVE_BAND_STEPS} steps",
                 "min_items": MIN_ITEMS,
-                "min_tier_items": MIN_ITEMS,
-                "withheld_metrics": sorted(
-                    m for m, stats in metrics["total"].items() if m not in total
-                ),
+                "withheld_metrics": sorted(m for m in metrics["total"] if m not in total),
+                "withheld_tiers": sorted(metrics["tiers"]),
             },
         }
     )
     return released
 
 
+def release_private(
+    stats: Mapping[str, Any], metric: str, n: int, offsets: tuple[float, float, float]
+) -> dict[str, Any]:
+    """A result's private-part score at a named release: its value and interval bounds, each
+    rounded to the private part's step with its own dither (`offsets`: value, low, high)."""
+    step = noise_step(n, metric)
+    low, high = stats.get("ci95") or (None, None)
+    return {
+        "value": round_to(stats.get("value"), step, offsets[0]),
+        "ci95": [round_to(low, step, offsets[1]), round_to(high, step, offsets[2])],
+        "n": stats.get("n"),
+        "step": step,
+    }
+
+
 @dataclass(frozen=True)
 class Withheld:
-    """A hidden-split result that did not beat the submitter's best: all the submitter learns."""
+    """A hidden-split result that was not released: all the submitter learns. The same fields for
+    every first result under the floor, whatever its answers (nothing here is of the gold)."""
 
     best: float | None
     step: float
     metric: str
+    too_few_items: bool = False
 
     def as_result(self) -> dict[str, Any]:
-        if self.best is None:  # no released best: the result was scored on too few items
+        if self.too_few_items:
             message = (
                 f"not published: on this hidden split no number is released from fewer than "
                 f"{MIN_ITEMS} items"
+            )
+        elif self.best is None:
+            message = (
+                f"not published: on this hidden split a first {self.metric} is released only when "
+                f"it beats the task's best constant answer (the board's majority line; for a "
+                f"correlation, 0) by about {self.step:g} (the bar is shaken by up to half a step)"
             )
         else:
             message = (

@@ -154,6 +154,14 @@ def private_fraction(suite: SuiteLike) -> float:
     return float(suite.split_spec.get("private_fraction") or 0.0)
 
 
+def release_tier_columns(task: Any) -> list[str]:
+    """The tier columns a named release adds to a divided hidden split's rows (`part/public`,
+    `part/private`: submissions/private_part.py); none where the split has no private part."""
+    if private_fraction(task.suite) <= 0:
+        return []
+    return [f"{PRIVATE_TIER_GROUP}/{part}" for part in (PUBLIC_PART, PRIVATE_PART)]
+
+
 def private_by(suite: SuiteLike) -> str:
     """What the division keeps together (the manifest's `split.private_by`): 'item' or 'unit'."""
     return str(suite.split_spec.get("private_by") or "item")

@@ -33,6 +33,7 @@ import pandas as pd
 
 from evaluator.metrics import known_metrics
 from evaluator.registry import all_suites
+from evaluator.splits import PRIVATE_PART, PRIVATE_TIER_GROUP, PUBLIC_PART, release_tier_columns
 from leaderboard.columns import (
     ABOVE_REFERENCE,
     COMPARABLE_PAPER_ROWS,
@@ -41,6 +42,7 @@ from leaderboard.columns import (
     RANK,
     RANK_AMONG,
     RANK_GROUP,
+    RANKED_ON,
     SIZE,
     board_download_columns,
 )
@@ -194,6 +196,7 @@ def rank_rows(
         board.loc[judged, ABOVE_REFERENCE] = (low[judged] > line["value"]).to_numpy()
     below = board[ABOVE_REFERENCE].eq(False).fillna(False).astype(bool)
     board[DUPLICATE_OF] = duplicates_of(board)
+    board[RANKED_ON] = ranked_on(board)
     # the paper rows each row may stand beside: same setting and protocol (leaderboard/reported.py)
     protocols = dict(zip(board["submission_id"], board["protocol"].fillna("").astype(str)))
     board[COMPARABLE_PAPER_ROWS] = comparable_paper_rows(board, protocols)
@@ -231,7 +234,34 @@ def rank_rows(
     board = board.reindex(columns=board_download_columns(metrics, tiers)).reset_index(drop=True)
     board.attrs["ranked_by"] = ranked_by
     board.attrs["reference_line"] = line
+    verified_parts = board.loc[board["row_kind"] == RANKED_KIND, RANKED_ON]
+    board.attrs[RANKED_ON] = {str(k): int(v) for k, v in verified_parts.value_counts().items()}
     return board
+
+
+ALL_ITEMS = "all"
+PRIVATE_COLUMN = f"{PRIVATE_TIER_GROUP}/{PRIVATE_PART}"
+
+
+def ranked_on(board: pd.DataFrame) -> pd.Series:
+    """Per row, the items its total is of: `private` where a named release published its private
+    part (the total is then that score: submissions/private_part.py), `public` on a divided hidden
+    split until then (the live number), `all` elsewhere."""
+    divided = {
+        (suite.name, task.name)
+        for suite in all_suites().values()
+        for task in suite.tasks.values()
+        if release_tier_columns(task)
+    }
+    on = pd.Series(ALL_ITEMS, index=board.index, dtype=object)
+    if board.empty:
+        return on
+    keys = zip(board["suite"].astype(str), board["task"].astype(str))
+    scored_here = (board["row_kind"] != "reported").to_numpy()  # a paper's row: its own test set
+    on[[key in divided for key in keys] & scored_here] = PUBLIC_PART
+    if PRIVATE_COLUMN in board:
+        on[board[PRIVATE_COLUMN].notna()] = PRIVATE_PART
+    return on
 
 
 def _is_score_column(column: str) -> bool:
@@ -315,4 +345,5 @@ def manifest_tier_order() -> list[str]:
                 order.extend(
                     name for tier in group.tiers if (name := column_name(group.name, tier))
                 )
+            order.extend(release_tier_columns(task))  # a divided hidden split's parts, last
     return order

@@ -37,6 +37,7 @@ ABOVE_REFERENCE = "above_reference"
 SIZE = "size"
 DUPLICATE_OF = "duplicate_of"
 COMPARABLE_PAPER_ROWS = "comparable_paper_rows"
+RANKED_ON = "ranked_on"
 MODEL_REVISION = "model_revision"
 SPLIT_SHA256 = "split_sha256"
 NAMED_COLUMNS = (
@@ -49,6 +50,7 @@ NAMED_COLUMNS = (
     SIZE,
     DUPLICATE_OF,
     COMPARABLE_PAPER_ROWS,
+    RANKED_ON,
     MODEL_REVISION,
     SPLIT_SHA256,
 )

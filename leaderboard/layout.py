@@ -66,6 +66,12 @@ CARD_BODY = """# PersonaBoard results
   a result published since they were written (and since when); a board not listed there is exact.
 - `details/<suite>/<task>/<xx>/<submission id>.parquet`: per-item answers of a result on a public
   split (never for a hidden split).
+- Which items rank a board: the `ranked_on` column of every board file. `all` on a public split.
+  On a hidden split divided into a public and a private part: `public` for a live row (one
+  number, the public part's score rounded to the split's noise level, interval a band of it) and
+  `private` for a row a named release re-ranked on the private part (its total is then the
+  private part's score; `part/public` keeps the live number). At a release's revision, the
+  board is ranked on the private part: the board of record.
 
 Every publish is a new revision. Each suite's data keeps its own license; see the PersonaBoard README.
 """

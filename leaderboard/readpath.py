@@ -131,6 +131,7 @@ def check_filters(filters: Filters) -> None:
     the suite and task given): a typo answers 4xx with the allowed values, not an empty 200. A value
     some other suite or task declares is named with the `scope` that lacks it (a 404, not a 422)."""
     from evaluator.registry import all_suites
+    from evaluator.splits import release_tier_columns
 
     suites = all_suites()
     if filters.suite is not None and filters.suite not in suites:
@@ -158,6 +159,7 @@ def check_filters(filters: Filters) -> None:
             )
     if filters.tier is not None:
         tiers = {f"{g.name}/{tier}" for t in tasks for g in t.tier_groups for tier in g.tiers}
+        tiers |= {name for t in tasks for name in release_tier_columns(t)}
         bare = {name.split("/", 1)[1] for name in tiers}
         if filters.tier not in tiers | bare:
             of = f"task {filters.task!r}" if filters.task else within
@@ -185,10 +187,12 @@ def filter_values() -> dict[str, list[str]]:
     API's schema lists them; a value outside them is a bad request). Tiers: `group/tier` and the
     bare tier names."""
     from evaluator.registry import all_suites
+    from evaluator.splits import release_tier_columns
 
     suites = all_suites()
     tasks = [t for s in suites.values() for t in s.tasks.values()]
     tiers = {f"{g.name}/{tier}" for t in tasks for g in t.tier_groups for tier in g.tiers}
+    tiers |= {name for t in tasks for name in release_tier_columns(t)}
     return {
         "suite": sorted(suites),
         "task": sorted({t.name for t in tasks}),

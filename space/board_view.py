@@ -20,6 +20,7 @@ from leaderboard.columns import (
     DUPLICATE_OF,
     RANK,
     RANK_AMONG,
+    RANKED_ON,
     SIZE,
     chooser_entries,
     default_chooser,
@@ -395,6 +396,34 @@ def render_board(
             f'<tbody class="pb-section" data-kind="{html.escape(str(kind))}">{"".join(rows)}</tbody>'
         )
     return (
-        STYLE + '<div class="pb-board-wrap"><table class="pb-board" role="grid">'
+        STYLE
+        + ranking_note(board)
+        + '<div class="pb-board-wrap"><table class="pb-board" role="grid">'
         f'<thead><tr role="row">{head}</tr></thead>{"".join(bodies)}</table></div>'
     )
+
+
+def ranking_note(board: pd.DataFrame) -> str:
+    """Which part of a hidden split ranks this board (leaderboard/board.py ranked_on); nothing on a
+    public split's board."""
+    parts = board.attrs.get(RANKED_ON) or {}
+    private, public = parts.get("private", 0), parts.get("public", 0)
+    if not private and not public:
+        return ""
+    if private and not public:
+        text = (
+            "Ranked on the hidden split's private part, published by a named release: "
+            "this is the board of record for this version."
+        )
+    elif public and not private:
+        text = (
+            "Live: ranked on the hidden split's public part (one rounded number per result). "
+            "The private part ranks the board from the next named release on."
+        )
+    else:
+        text = (
+            f"{private} row(s) ranked on the private part (published by a named release); "
+            f"{public} newer row(s) on the public part (live) until the next release. "
+            "The 'Ranked on' column of the downloads says which."
+        )
+    return f'<p class="pb-ranked-on" id="board-ranked-on">{html.escape(text)}</p>'

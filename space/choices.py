@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from evaluator.registry import all_suites, check_setting, get_task
+from evaluator.splits import PRIVATE_PART, PRIVATE_TIER_GROUP, PUBLIC_PART, release_tier_columns
+
+RELEASE_TIER_LABELS = {
+    f"{PRIVATE_TIER_GROUP}/{PUBLIC_PART}": "Part: public (the live number)",
+    f"{PRIVATE_TIER_GROUP}/{PRIVATE_PART}": "Part: private (from a named release)",
+}
 
 ALL = "(all)"
 
@@ -80,6 +86,8 @@ def tier_choices(suite: str | None, task: str | None) -> list[tuple[str, str]]:
                     (f"{group.label}: {pretty(t, group.label_of(t))}", f"{group.name}/{t}")
                     for t in group.tiers
                 )
+            # a divided hidden split: its parts, filled in by a named release
+            choices.extend((RELEASE_TIER_LABELS[c], c) for c in release_tier_columns(task_))
     return list(dict.fromkeys(choices))
 
 

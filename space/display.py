@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from evaluator.metrics import get_metric, metric_labels, metric_scale
 from evaluator.registry import all_suites
+from evaluator.splits import release_tier_columns
 from leaderboard.columns import fixed_labels
 from space.choices import pretty
 
@@ -87,6 +88,8 @@ def column_labels() -> dict[str, str]:
             for group in task.tier_groups:
                 for tier in group.tiers:
                     labels[f"{group.name}/{tier}"] = pretty(tier, group.label_of(tier))
+            for name in release_tier_columns(task):  # a divided hidden split's parts
+                labels[name] = f"{name.split('/', 1)[1].capitalize()} part"
     return labels
 
 

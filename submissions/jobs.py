@@ -408,26 +408,44 @@ def submitter_of(submission: Submission) -> str:
     return f"owner:{owner}" if owner else f"name:{submission.model_name.strip().casefold()}"
 
 
+@functools.lru_cache(maxsize=64)
+def _release_floor(suite: str, task: str, split_sha256: str) -> float | None:
+    """The task's first-release floor (evaluator/release.py), once per installed split."""
+    from evaluator import release
+
+    return release.first_release_floor(get_task(suite, task))
+
+
 def _through_the_ladder(
     submissions: SubmissionStore | RemoteLedger, submission: Submission, metrics: Scores
 ) -> Scores | None:
-    """Released (rounded, tier-thinned) metrics, or None after recording why the result is withheld.
-    The exact metrics go no further than this function (evaluator/release.py)."""
+    """The one released number (evaluator/release.py), or None after recording why the result is
+    withheld. The exact metrics go no further than this function."""
     from evaluator import release
 
+    task = get_task(submission.suite, submission.task)
     step = release.primary_step(metrics)
     value = release.primary_value(metrics)
-    if metrics["n_items"] < release.MIN_ITEMS:  # refused at intake; never released if one gets here
+    too_few = metrics["n_items"] < release.MIN_ITEMS
+    if too_few:  # refused at intake; never released if one gets here
         value = None
+    floor = _release_floor(task.suite.name, task.name, task.load_split().sha256)
     scope = release.ladder_scope(submission.suite, submission.task)
+    # The dither is keyed by the submitter and the exact value: the same score shows the same
+    # number to its submitter (a copy cannot draw a new rounding and climb on it), files one item
+    # apart draw independently, and two identities' draws are unrelated (no pair of files is
+    # seen to be equal or not). evaluator/release.py dither.
+    offset = release.dither(
+        release.installation_key(task), f"{submitter_of(submission)}|{scope}|{value!r}", "live"
+    )
     jitter = release.threshold_jitter(step)
     released, best = submissions.decide_release(
         submission.id,
         submitter_of(submission),
         scope,
         lambda best: (
-            value is not None and release.beats(value, best, step, jitter),
-            release.round_to(value, step),
+            release.beats(value, best, step, jitter, floor=floor, offset=offset),
+            release.round_to(value, step, offset),
         ),
     )
     if released:
@@ -446,8 +464,10 @@ def _through_the_ladder(
                 keep(submissions, submission.id, metrics["private"])
             else:  # a remote worker: sent to the web node, which keeps it (submissions/remote.py)
                 submissions.keep_private(submission.id, metrics["private"])
-        return release.released_metrics(metrics)
-    withheld = release.Withheld(best=best, step=step, metric=metrics["metric"])
+        return release.released_metrics(metrics, offset)
+    withheld = release.Withheld(
+        best=best, step=step, metric=metrics["metric"], too_few_items=too_few
+    )
     n = metrics["n_items"]
     submissions.update(
         submission.id,

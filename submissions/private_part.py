@@ -5,9 +5,12 @@ As on Kaggle, a hidden split with `split.private_fraction` in its manifest is di
 bit per upload, are of the public part only. The scorer's primary metric on the private part of
 every released result is kept in the submissions database, never published, until the operator
 names a release (`personaboard release NAME`). Then every kept result not released before gets its
-private score, rounded to the private part's own step, as the tier column `part/private` beside
-`part/public` on the board (the board ranks by it with tier=private), once: a result's private
-score is released in one release and never again, so probing later releases teaches nothing.
+private score (value and interval, each rounded to the private part's own step with its own dither:
+evaluator/release.py release_private) as its total, the number every view ranks it by from that
+revision on, with the live public number kept beside it as the tier column `part/public`
+(`part/private` repeats the total); `metrics.release.part` says "private" and names the
+release. Once: a result's private score is released in one release and never again, so probing
+later releases teaches nothing.
 
 A result decided by a remote worker (submissions/remote.py) is kept here too: the worker sends its
 private score to the web node as a Redis event (RemoteLedger.keep_private), which the web node's
@@ -22,7 +25,8 @@ import logging
 from contextlib import closing
 from typing import Any
 
-from evaluator.release import MIN_ITEMS, _rounded, noise_step
+from evaluator import release
+from evaluator.registry import get_task
 from evaluator.splits import PRIVATE_PART, PRIVATE_TIER_GROUP, PUBLIC_PART
 from leaderboard.store import ResultsStore
 from submissions.records import SubmissionStore, utc_now
@@ -68,15 +72,29 @@ def pending(records: SubmissionStore) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
-def with_private_score(record: dict[str, Any], metric: str, stats: dict, n: int) -> dict:
-    """The published record with the private part's score beside the public part's, as tiers."""
+def with_private_score(record: dict[str, Any], private: dict[str, Any], release_name: str) -> dict:
+    """The published record ranked by its private part: the private score as the total, the live
+    public number beside it as the tier `part/public`. `private`: the stats block released
+    (release.release_private)."""
     released = copy.deepcopy(record)
     metrics = released["metrics"]
-    step = noise_step(n, metric)
-    metrics["tiers"][PRIVATE_TIER_GROUP] = {
-        PUBLIC_PART: {metric: metrics["total"][metric]},
-        PRIVATE_PART: {metric: _rounded(stats, step)},
+    metric = metrics["metric"]
+    public = metrics["total"].get(metric)
+    metrics["total"] = {metric: private}
+    metrics["tiers"] = {
+        PRIVATE_TIER_GROUP: {
+            **({PUBLIC_PART: {metric: public}} if public is not None else {}),
+            PRIVATE_PART: {metric: private},
+        }
     }
+    metrics["release"] = {
+        **(metrics.get("release") or {}),
+        "part": release.PRIVATE_RANKING,
+        "release_name": release_name,
+        "step": private["step"],
+        "interval": "the private part's 95% interval, bounds rounded to its step",
+    }
+    released["n_items"] = private.get("n") or released.get("n_items")
     return released
 
 
@@ -92,13 +110,22 @@ def release_private_part(
         record = store.current_record(sid)
         if submission is None or submission.visibility != "public" or record is None:
             continue  # hidden, deleted or withdrawn: its private score stays here
-        if row["n_items"] < MIN_ITEMS:
-            reason = f"private part of {row['n_items']} items (< {MIN_ITEMS}): not released"
+        if row["n_items"] < release.MIN_ITEMS:
+            reason = f"private part of {row['n_items']} items (< {release.MIN_ITEMS}): not released"
             log.warning("%s: %s", sid, reason)
             continue
-        updated = with_private_score(
-            record, row["metric"], json.loads(row["stats"]), row["n_items"]
+        key = submission.file_sha256 or sid
+        secret = release.installation_key(get_task(record["suite"], record["task"]))
+        offsets = tuple(
+            release.dither(secret, key, f"private/{field}") for field in ("value", "low", "high")
         )
+        private = release.release_private(
+            json.loads(row["stats"]),
+            row["metric"],
+            row["n_items"],
+            (offsets[0], offsets[1], offsets[2]),
+        )
+        updated = with_private_score(record, private, release_name)
         store.withdraw(sid, f"Re-rank result {sid} on the private part ({release_name})")
         store.publish(updated)
         with closing(_connect(records)) as db, db:

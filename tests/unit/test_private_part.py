@@ -10,6 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from evaluator import release
@@ -112,9 +113,14 @@ def test_a_named_release_publishes_each_private_score_once(tmp_path):
         stats = {"value": value + 0.13, "ci95": [value + 0.03, value + 0.23], "n": 100}
         keep(records, sid, {"metric": "accuracy", "total": {"accuracy": stats}, "n_items": 100})
     assert release_private_part(records, store, "final-1") == ["r1", "r2"]
-    shown = store.current_record("r2")["metrics"]["tiers"]["part"]
-    assert shown["private"]["accuracy"]["value"] == 0.8  # 0.83 rounded to the 0.1 step of 100
-    assert shown["public"]["accuracy"]["value"] == 0.7
+    metrics = store.current_record("r2")["metrics"]
+    shown = metrics["tiers"]["part"]
+    # 0.83 on the 0.1 step of 100 items, dithered: 0.8 or 0.9; the total is now the private score
+    assert shown["private"]["accuracy"]["value"] in (0.8, 0.9)
+    assert metrics["total"]["accuracy"] == shown["private"]["accuracy"]
+    assert shown["public"]["accuracy"]["value"] == 0.7  # the live number, kept beside it
+    assert metrics["release"]["part"] == "private"
+    assert metrics["release"]["release_name"] == "final-1"
     assert release_private_part(records, store, "final-2") == []  # once
 
 
@@ -376,3 +382,62 @@ def test_realpref_open_ended_is_judged_on_the_public_part_live(splits_dir):
     assert metrics["private"]["total"]["alignment"]["value"] == 5.0
     released = release.released_metrics(metrics)
     assert "private" not in released and "5.0" not in json.dumps(released)
+
+
+def test_a_release_board_ranks_on_the_private_part_and_says_so():
+    """Rows built to disagree: live, the board ranks by the public part; the
+    rows a named release published rank by their private part, the board says which part ranks
+    it, and a row released since stays on its public part, said as such."""
+    from leaderboard.board import model_facts, ranked_board
+    from leaderboard.table import records_to_scores
+    from space.board_view import render_board
+    from submissions.private_part import with_private_score
+
+    def live(sid: str, public: float) -> dict:
+        record = minimal_record(sid, public, n=100)
+        one = release.released_metrics(
+            {
+                "metric": "accuracy",
+                "n_items": 100,
+                "total": {
+                    "accuracy": {"value": public, "ci95": [public - 0.1, public + 0.1], "n": 100}
+                },
+                "tiers": {},
+            }
+        )
+        record.update(suite="recentering", task="relevance")
+        record["metrics"] = {k: one[k] for k in ("metric", "total", "tiers", "release")}
+        return record
+
+    def private(value: float) -> dict:
+        stats = {"value": value, "ci95": [value - 0.08, value + 0.08], "n": 100}
+        return release.release_private(stats, "accuracy", 100, (0.0, 0.0, 0.0))
+
+    def board(records):
+        return ranked_board(
+            records_to_scores(records), model_facts(records), "recentering", "relevance"
+        )[0]
+
+    rows = [live("public-strong", 0.9), live("private-strong", 0.6)]
+    shown = board(rows)
+    assert shown["model_name"].tolist() == ["model-public-strong", "model-private-strong"]
+    assert set(shown["ranked_on"]) == {"public"}
+    assert "Live: ranked on the hidden split" in render_board(
+        shown, pd.DataFrame(columns=["submission_id", "column", "ci_low", "ci_high", "n"])
+    )
+
+    released = [
+        with_private_score(rows[0], private(0.1), "final-1"),
+        with_private_score(rows[1], private(0.8), "final-1"),
+    ]
+    shown = board(released)
+    assert shown["model_name"].tolist() == ["model-private-strong", "model-public-strong"]
+    assert set(shown["ranked_on"]) == {"private"}
+    assert shown["part/public"].tolist() == [0.6, 0.9] and shown["total"].tolist() == [0.8, 0.1]
+    assert shown["rank"].tolist() == [1, 2]  # [0.7, 0.9] above [0.0, 0.2]
+    no_cells = pd.DataFrame(columns=["submission_id", "column", "ci_low", "ci_high", "n"])
+    assert "board of record" in render_board(shown, no_cells)
+
+    shown = board([*released, live("newer", 0.95)])
+    assert dict(zip(shown["model_name"], shown["ranked_on"]))["model-newer"] == "public"
+    assert "2 row(s) ranked on the private part" in render_board(shown, no_cells)

@@ -34,68 +34,74 @@ def test_noise_step_is_span_over_root_n_rounded_up():
         assert step >= 1 / n**0.5 - 1e-12 and step < 2.5 / n**0.5
 
 
-def test_released_metrics_round_and_drop_small_tiers():
+def test_live_release_is_one_rounded_number_with_a_band_of_it():
+    """Before a named release a hidden split's result is the primary value on the public part,
+    rounded, and nothing else: no tier cell, no secondary metric, no rate, no exact interval (each
+    of those taught labels or the division before)."""
     metrics = {
         "metric": "accuracy",
         "n_items": 200,
         "split": {"name": "test"},
-        "total": {"accuracy": stats(0.6150, 200), "f1": stats(0.4333, 200)},
+        "total": {
+            "accuracy": stats(0.6150, 200),
+            "f1": stats(0.4333, 200),
+            "precision": stats(1.0, 1),
+            "yes_rate": stats(0.005, 200),
+            "human_yes_rate": stats(0.4987, 200),
+        },
         "tiers": {
             "agreement": {
                 "unanimous": {"accuracy": stats(0.71, 150)},
                 "split": {"accuracy": stats(0.31, 50)},
-                "tiny": {"accuracy": stats(1.0, 3)},
             }
         },
+        "private": {"metric": "accuracy", "total": {"accuracy": stats(0.9, 100)}, "n_items": 100},
     }
     out = release.released_metrics(metrics)
-    assert out["total"]["accuracy"]["value"] == 0.6
-    assert "f1" not in out["total"] and out["release"]["withheld_metrics"] == ["f1"]
-    assert set(out["total"]["accuracy"]) == {"value", "ci95", "n", "step"}  # no other field leaves
-    assert set(out["tiers"]["agreement"]) == {"unanimous", "split"}  # the 3-item tier is withheld
-    assert (
-        out["tiers"]["agreement"]["split"]["accuracy"]["value"] == 0.4
-    )  # step 0.2 for 50 items: 0.31 -> 0.4
-    assert out["release"]["step"] == 0.1 and out["split"] == {"name": "test"}
-    # a one-item change (1/200) never shows in a released value unless it crosses a rounding edge
+    assert out["total"] == {
+        "accuracy": {"value": 0.6, "ci95": [0.4, 0.8], "n": 200, "step": 0.1}
+    }  # the band: the released value +- 2 steps, nothing the value does not say
+    assert out["tiers"] == {} and "private" not in out and out["split"] == {"name": "test"}
+    assert out["release"]["withheld_metrics"] == ["f1", "human_yes_rate", "precision", "yes_rate"]
+    assert out["release"]["withheld_tiers"] == ["agreement"] and out["release"]["part"] == "public"
+    # a one-item change (1/200) never shows unless it crosses a rounding edge
     moved = json.loads(json.dumps(metrics))
     moved["total"]["accuracy"]["value"] += 1 / 200
     assert release.released_metrics(moved)["total"]["accuracy"]["value"] == 0.6
+    # a metric no rule names (added to a suite later) is withheld as well, by construction
+    metrics["total"]["new_metric"] = stats(0.3, 200)
+    assert "new_metric" in release.released_metrics(metrics)["release"]["withheld_metrics"]
 
 
-def test_secondary_metrics_of_gold_and_answers_are_withheld_others_rounded():
-    """The single-YES probe: all NO but one item YES makes precision that item's label (its
-    denominator is the one YES answer); it must not leave, while the YES-rates (answers alone,
-    gold alone) carry no label of the submitter's choosing and leave rounded."""
-    metrics = {
-        "metric": "accuracy",
-        "n_items": 200,
-        "total": {
-            "accuracy": stats(0.505, 200),
-            "precision": stats(1.0, 1),
-            "recall": stats(0.01, 100),
-            "f1": stats(0.0198, 200),
-            "yes_rate": stats(0.005, 200),
-            "human_yes_rate": stats(0.4987, 200),
-        },
-        "tiers": {},
-    }
-    out = release.released_metrics(metrics)
-    assert set(out["total"]) == {"accuracy", "yes_rate", "human_yes_rate"}
-    assert out["total"]["human_yes_rate"]["value"] == 0.5  # rounded to the 0.1 step of 200 items
-    assert out["total"]["yes_rate"]["value"] == 0.0
-    assert out["release"]["withheld_metrics"] == ["f1", "precision", "recall"]
-    kinds = {m: release.released_metric_kind(m, "accuracy") for m in metrics["total"]}
-    assert kinds == {
-        "accuracy": "ladder",
-        "precision": "withheld",
-        "recall": "withheld",
-        "f1": "withheld",
-        "yes_rate": "answers",
-        "human_yes_rate": "gold",
-    }
-    assert release.released_metric_kind("human_mean_rating", "spearman") == "gold"
-    assert release.released_metric_kind("mean_rating", "spearman") == "withheld"
+def test_band_stays_in_the_metric_range():
+    assert release.live_band(0.9, 0.1, "accuracy") == [0.7, 1.0]
+    assert release.live_band(-0.8, 0.2, "spearman") == [-1.0, -0.4]
+    assert release.live_band(None, 0.1, "accuracy") == [None, None]
+
+
+def test_dither_is_fixed_by_key_uniform_and_unbiased():
+    """Keyed by the secret and the answers: the same file shows the same number; files one item
+    apart draw independent offsets; rounding with them is unbiased (E[rounded] = value)."""
+    assert release.dither("s", "k", "v") == release.dither("s", "k", "v")
+    assert release.dither("s", "k", "v") != release.dither("t", "k", "v")
+    draws = [release.dither("s", f"file-{i}", "live/value") for i in range(20_000)]
+    assert min(draws) >= -0.5 and max(draws) < 0.5
+    assert abs(sum(draws) / len(draws)) < 0.01
+    value, step = 0.6337, 0.1
+    rounded = [release.round_to(value, step, d) for d in draws]
+    assert set(rounded) == {0.6, 0.7}
+    assert abs(sum(rounded) / len(rounded) - value) < 0.002
+
+
+def test_first_release_must_clear_the_floor_by_a_shaky_step():
+    """No released best yet: the bar is the task's floor (best constant answer) + step + jitter,
+    so a constant file with one item changed (floor +- 1/n) is never released."""
+    floor, step, n = 0.55, 0.1, 100
+    for jitter in (-step / 2, 0.0, step / 2):
+        assert not release.beats(floor + 1 / n, None, step, jitter, floor=floor)
+        assert not release.beats(floor - 1 / n, None, step, jitter, floor=floor)
+    assert release.beats(floor + 0.16, None, step, step / 2, floor=floor)
+    assert release.beats(0.2, None, step)  # no floor (a judge-scored task): as before
 
 
 def test_nothing_is_released_from_fewer_than_min_items():
