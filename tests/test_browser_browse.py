@@ -50,7 +50,7 @@ from live_helpers import (  # noqa: E402
     wait_state,
 )
 from test_browser_overview import cell_texts, no_page_overflow, open_tab_anywhere  # noqa: E402
-from test_probing import hidden_fixture, install  # noqa: E402
+from test_probing import above_the_floor, hidden_fixture, install  # noqa: E402
 
 from backend import processes  # noqa: E402
 
@@ -82,7 +82,9 @@ def service(module_live_service, tmp_path_factory):
     install(svc, folder)
     with svc.http() as http:
         public = submit_ok(http, explicit_only().body, model_name=UPLOADER)
-        hidden_body = "".join(json.dumps({"id": i, "answer": "NO"}) + "\n" for i in gold)
+        hidden_body = "".join(
+            json.dumps({"id": i, "answer": a}) + "\n" for i, a in above_the_floor(gold).items()
+        )
         hidden = submit_ok(
             http,
             hidden_body.encode(),

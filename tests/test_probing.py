@@ -90,18 +90,30 @@ def released_accuracy(result: dict) -> float | None:
     return result["total"]["accuracy"]["value"]
 
 
-def flip_one_attack(http: httpx.Client, gold: dict[str, str], model_name: str) -> dict:
-    """Baseline all NO, then one upload per probed item with that item flipped to YES."""
+def above_the_floor(gold: dict[str, str], variant: int = 0) -> dict[str, str]:
+    """Answers right on nine items in ten (wrong on those at positions `variant` mod 10, and at
+    position `variant`): a distinct file per variant, and on the hidden split a first result that
+    clears the floor (the best constant answer, by a step) by far, so it is released."""
+    flip = {"YES": "NO", "NO": "YES"}
     ids = sorted(gold)
-    baseline = {i: "NO" for i in ids}
+    wrong = {i for k, i in enumerate(ids) if k % 10 == variant % 10 or k == variant % len(ids)}
+    return {i: flip[gold[i]] if i in wrong else gold[i] for i in ids}
+
+
+def flip_one_attack(
+    http: httpx.Client, gold: dict[str, str], model_name: str, baseline: dict[str, str]
+) -> dict:
+    """The baseline, then one upload per probed item with that item's answer flipped."""
+    ids = sorted(gold)
     base = released_accuracy(upload(http, baseline, model_name))
-    assert base is not None  # the first result of a submitter is always released
+    assert base is not None  # a submitter's first result (above the floor) is released
     recovered = wrong = 0
     for item_id in ids[:PROBES]:
-        score = released_accuracy(upload(http, {**baseline, item_id: "YES"}, model_name))
+        flipped = "YES" if baseline[item_id] == "NO" else "NO"
+        score = released_accuracy(upload(http, {**baseline, item_id: flipped}, model_name))
         if score is None or score == base:
             continue  # learnt nothing: the attacker has to guess this label
-        inferred = "YES" if score > base else "NO"
+        inferred = flipped if score > base else baseline[item_id]
         recovered += inferred == gold[item_id]
         wrong += inferred != gold[item_id]
     return {
@@ -126,7 +138,7 @@ def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path)
         install(svc, tmp_path / "public-split")
         suite = {s["name"]: s for s in http.get("/api/v1/suites").json()["suites"]}[SUITE]
         assert suite["split"]["visibility"] == "public"
-        before = flip_one_attack(http, gold, "prober-before")
+        before = flip_one_attack(http, gold, "prober-before", {i: "NO" for i in gold})
 
         assert hidden_fixture(tmp_path / "hidden-split", public=False) == gold
         install(svc, tmp_path / "hidden-split")
@@ -136,17 +148,17 @@ def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path)
             and "Ladder" in suite["split"]["visibility_note"]
         )
         jobs_before = scrape(http)
-        after = flip_one_attack(http_after, gold, "prober-after")
+        after = flip_one_attack(http_after, gold, "prober-after", above_the_floor(gold))
 
         # what the public sees of the hidden split: the released baseline only, rounded, large tiers only
         rows = http.get("/api/v1/leaderboard", params={"suite": SUITE, "task": TASK}).json()
         mine = sorted(r["total"] for r in rows if r["model_name"] == "prober-after")
-        # The withheld probes published nothing. One probe can be released, by chance: when the
-        # baseline's exact score sits just under a rounding boundary (0.45 of the 100 public items
-        # rounds to 0.4), a probe one item up (0.46, rounded 0.5) clears the shaky bar 0.4 + 0.1 + u
-        # when u <= -0.04 (10 %). That release raises the best a full step, so no other probe (one
-        # item from the baseline) can follow it: at most one label, the bound docs/security.md gives
-        # ((1/n)/step per upload at the boundary).
+        # The withheld probes published nothing. One probe can be released, by chance: the
+        # baseline's released value is its exact score rounded with a dither, up to a step below
+        # it, so a probe one item away (up or down) can clear the shaky bar best + 0.1 + u for a
+        # low draw u. That release raises the best a full step, above the baseline's exact score,
+        # so no other probe (one item from the baseline) can follow it: at most one release, and
+        # what it says of its item is a noisy bit (the bound docs/security.md gives).
         assert len(mine) in (1, 2), mine
         assert all(round(t / 0.1, 9) == round(t / 0.1) for t in mine), mine  # the 0.1 grid
         if len(mine) == 2:
@@ -178,5 +190,6 @@ def test_flip_one_attack_recovers_labels_before_and_nothing_after(svc, tmp_path)
     assert (
         before["recovered"] == PROBES and before["wrong"] == 0
     )  # exact scores: one label per upload
-    # the Ladder: no probe released anything, or (by chance, above) one, which raised the best a step
-    assert after["recovered"] == len(mine) - 1 and after["wrong"] == 0
+    # the Ladder: no probe released anything, or (by chance, above) one, which raised the best a
+    # step; its inference may be right or wrong
+    assert after["recovered"] + after["wrong"] == len(mine) - 1

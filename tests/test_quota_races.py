@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import client, make_predictions, reordered, wait_finished  # noqa: E402
 from live_service import start_live_service  # noqa: E402
-from test_probing import SUITE, TASK, hidden_fixture, install  # noqa: E402
+from test_probing import SUITE, TASK, above_the_floor, hidden_fixture, install  # noqa: E402
 
 from evaluator.models import ModelRegistry  # noqa: E402
 from submissions.identity import HF_NEW_PROVIDER, IdentityStore  # noqa: E402
@@ -59,7 +59,8 @@ def svc(tmp_path_factory):
         extra_env={"PERSONABOARD_HF_NEW_ACCOUNTS_DAILY_BUDGET": str(BUDGET)},
     )
     try:
-        service.ids = sorted(hidden_fixture(root / "hidden-split", public=False))
+        service.gold = hidden_fixture(root / "hidden-split", public=False)
+        service.ids = sorted(service.gold)
         install(service, root / "hidden-split")
         tiny = root / "tiny"
         tiny.mkdir()
@@ -250,7 +251,9 @@ def test_comparisons_on_a_hidden_split_take_exactly_the_quota(svc):
     rows = []
     for k, name in enumerate(("compared-a", "compared-b")):
         with client(svc.base_url, token=svc.add_user(name)) as http:
-            response = upload(answers(svc.ids, 150 + k), name)(http)
+            released = above_the_floor(svc.gold, k)  # a first result released
+            body = "".join(json.dumps({"id": i, "answer": a}) + "\n" for i, a in released.items())
+            response = upload(body.encode(), name)(http)
             assert response.status_code == 201, response.text
             rows.append(response.json()["id"])
     with client(svc.base_url, token=svc.token) as http:

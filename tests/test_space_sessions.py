@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import wait_state  # noqa: E402
 from live_service import start_live_service  # noqa: E402
-from test_probing import SUITE, TASK, hidden_fixture, install  # noqa: E402
+from test_probing import SUITE, TASK, above_the_floor, hidden_fixture, install  # noqa: E402
 
 from backend.processes import free_port  # noqa: E402
 
@@ -236,14 +236,12 @@ def test_a_refused_submissions_upload_is_removed(space):
 
 
 def test_the_comparison_form_takes_the_signed_in_account(space, tmp_path):
-    hidden_fixture(tmp_path / "hidden-split", public=False)
+    gold = hidden_fixture(tmp_path / "hidden-split", public=False)
     install(space, tmp_path / "hidden-split")
-    ids = [f"h{i:03d}" for i in range(200)]
     rows = []
     for k, token in enumerate([space.token, space.add_user("second")]):
         body = "".join(
-            json.dumps({"id": i, "answer": "YES" if j % (k + 2) else "NO"}) + "\n"
-            for j, i in enumerate(ids)
+            json.dumps({"id": i, "answer": a}) + "\n" for i, a in above_the_floor(gold, k).items()
         )
         with space.http(token=token) as http:
             made = http.post(

@@ -22,6 +22,7 @@ from evaluator.suite import clear_split_cache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from board_fixture import minimal_record  # noqa: E402
+from hidden_splits import personafeedback_cells, realpref_copies  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "splits" / "recentering"
 N = 120
@@ -130,35 +131,13 @@ SPLITS = Path(__file__).resolve().parents[1] / "fixtures" / "splits"
 
 
 def realpref_hidden(folder: Path, copies: int = 4) -> None:
-    """The RealPref fixture (2 users) as `copies` x 2 users, without its PUBLIC marker: every
-    line of a user copied under a new user id (the random sessions, shared, once)."""
-    shutil.copytree(SPLITS / "realpref", folder)
-    (folder / "PUBLIC").unlink()
-    for name in ("users.jsonl", "preferences.jsonl", "sessions.jsonl"):
-        lines = (SPLITS / "realpref" / name).read_text().splitlines()
-        out = [line for line in lines if '"user_id"' not in line]  # random sessions
-        for c in range(copies):
-            out += [
-                line.replace("u001", f"c{c}u001").replace("u002", f"c{c}u002")
-                for line in lines
-                if '"user_id"' in line
-            ]
-        (folder / name).write_text("\n".join(out) + "\n")
+    """The RealPref fixture (2 users) as `copies` x 2 users, hidden (tests/hidden_splits.py)."""
+    realpref_copies(folder, copies)
 
 
 def personafeedback_hidden(folder: Path, per_cell: int = 20) -> None:
-    """The PersonaFeedback fixture (4 items per type/difficulty cell) grown to `per_cell` items
-    per cell (questions numbered apart), without its PUBLIC marker."""
-    shutil.copytree(SPLITS / "personafeedback", folder)
-    (folder / "PUBLIC").unlink()
-    for path in (folder / "data").glob("*/*.jsonl"):
-        lines = path.read_text().splitlines()
-        grown = []
-        for i in range(per_cell):
-            record = json.loads(lines[i % len(lines)])
-            record["question"] += f" (variant {i})"
-            grown.append(json.dumps(record))
-        path.write_text("\n".join(grown) + "\n")
+    """The PersonaFeedback fixture grown to `per_cell` items per type/difficulty cell, hidden."""
+    personafeedback_cells(folder, per_cell)
 
 
 @pytest.fixture
