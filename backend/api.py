@@ -23,12 +23,14 @@ from backend.leaderboard_http import (
     MAX_OFFSET,
     accepts_gzip,
     leaderboard_response,
+    page_links,
     page_of,
     rows_suffix,
 )
 from evaluator.protocols import known_protocols
 from evaluator.registry import UnknownSuiteError, all_suites, get_task
 from evaluator.splits import SplitNotInstalled
+from leaderboard.columns import chooser_entries
 from leaderboard.overview import OVERVIEW_NOTE, SIZE_CHOICES, TYPE_CHOICES, overview_stem
 from leaderboard.readpath import (
     DEFAULT_PAGE_ROWS,
@@ -42,6 +44,14 @@ from leaderboard.readpath import (
 )
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.table import EXPORT_FORMATS, export
+from leaderboard.view_query import (
+    BOARD_TYPE_CHOICES,
+    DIRECTIONS,
+    NO_COLUMNS,
+    parse_columns,
+    parse_sort,
+    sort_columns,
+)
 from submissions import moderation
 from submissions.details import filter_details, published_split, result_details
 from submissions.identity import Identity
@@ -296,7 +306,8 @@ def registry_enum(parameter: str) -> Any:  # pydantic's json_schema_extra: a cal
         values = ["", *filter_values()[parameter]]
         field.pop("anyOf", None)
         if parameter == "setting":
-            judged = "^(?:" + "|".join(re.escape(v) for v in values) + r")\+judge:"
+            # a judge after a setting, never after none (`+judge:...` alone is no setting)
+            judged = "^(?:" + "|".join(re.escape(v) for v in values if v) + r")\+judge:"
             field["anyOf"] = [
                 {"type": "string", "enum": values},
                 {"type": "string", "pattern": judged},
@@ -318,8 +329,86 @@ def fixed_enum(values: tuple[str, ...] | list[str]) -> Any:
     return schema
 
 
+def sort_schema() -> Any:
+    """`sort`: `column:asc` or `column:desc`, the column one a board may have (read when the
+    schema is built, as registry_enum reads the suites), or empty. A pattern, not an enum of
+    every column twice: a list that long would read as data."""
+
+    def schema(field: dict) -> None:
+        column = "(?:" + "|".join(re.escape(c) for c in sort_columns()) + ")"
+        field.pop("anyOf", None)
+        field.update(type="string", pattern=f"^(?:|{column}:(?:{'|'.join(DIRECTIONS)}))$")
+
+    return schema
+
+
+def columns_schema() -> Any:
+    """`columns`: the column chooser's entries, comma-separated, or `none`, or empty."""
+
+    def schema(field: dict) -> None:
+        entry = "(?:" + "|".join(re.escape(e) for e in chooser_entries()) + ")"
+        field.pop("anyOf", None)
+        field.update(type="string", pattern=f"^(?:|{NO_COLUMNS}|{entry}(?:,{entry})*)$")
+
+    return schema
+
+
 def services(request: Request) -> Services:
     return request.app.state.services
+
+
+def _query_names(dependant: Any) -> set[str]:
+    """The query parameters a route declares, its dependencies' included (FastAPI's Dependant)."""
+    names = {field.alias for field in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+_ROUTE_PARAMETERS: dict[int, tuple[Any, frozenset[str]]] = {}  # id(route) -> (route, names)
+
+
+def _route_parameters(route: Any) -> frozenset[str]:
+    """The query parameters of a route (APIRoute is not hashable: kept by id, with the route)."""
+    known = _ROUTE_PARAMETERS.get(id(route))
+    if known is None or known[0] is not route:
+        known = (route, frozenset(_query_names(route.dependant)))
+        _ROUTE_PARAMETERS[id(route)] = known
+    return known[1]
+
+
+def known_parameters(request: Request) -> None:
+    """A route dependency: a query parameter the route does not declare is a 422 naming it (FastAPI
+    ignores one, so `?search=` on a route without it answered every row as if it filtered)."""
+    route = request.scope.get("route")
+    if route is None:
+        return
+    allowed = _route_parameters(route)
+    unknown = [name for name in dict.fromkeys(request.query_params.keys()) if name not in allowed]
+    if unknown:
+        listed = ", ".join(sorted(allowed))
+        problems = [
+            {
+                "line": None,
+                "field": name,
+                "message": f"unknown query parameter {name[:100]!r}; this route takes: {listed}",
+            }
+            for name in unknown[:20]
+        ]
+        raise HTTPException(
+            422,
+            {
+                "message": "; ".join(
+                    f"{name[:100]}: {p['message']}" for name, p in zip(unknown, problems)
+                ),
+                "problems": problems,
+                "allowed": sorted(allowed),
+            },
+        )
+
+
+# The routes that answer tables and their downloads refuse a parameter they do not know.
+CHECKED = [Depends(known_parameters)]
 
 
 def not_found(message: str) -> HTTPException:
@@ -594,15 +683,25 @@ def compare(
 
 @router.get(
     "/submissions/{submission_id}/details",
+    dependencies=CHECKED,
     summary="Per-item details of a published result on a public split: inputs, gold, answer, "
-    "right or wrong; JSON (paged), CSV or parquet",
+    "right or wrong, a model run's prompt and output; JSON (paged), CSV or parquet",
     description="Only for finished, public results on a public split (the Open LLM Leaderboard's "
     "details): on a hidden split nothing per item is shown to anyone, the submitter included, and "
     "the answer is 404. `tier` (`group/tier` or a tier name) and `outcome` (right, wrong) filter "
     "the items; `score` is the item's value of the primary metric (1/0 for accuracy), empty for a "
-    "judge-scored task. `limit` rows from `offset` page every format; without `limit`, JSON is a "
-    f"page of the first {DEFAULT_PAGE_ROWS} rows and CSV and parquet every row. A tier no task "
-    "declares is a 422; a tier of another task than the result's is a 404 naming its tiers.",
+    "judge-scored task; `answer` is null where no answer could be read. A model run's items also "
+    "hold `rule` (what read the answer, or `unparsed`), `prompt` (the chat as sent, JSON), "
+    "`prompt_tokens`, `prompt_messages`, `prompt_sha256`, `raw` (the generated text) and "
+    "`raw_chars`, `logprobs` (the labels' log-probabilities, JSON) and `orders` (an item asked in "
+    "several orders: the text columns hold {order: value}); a judge-scored one `judge` (each judge "
+    "call's prompt, reply and reading, JSON). Texts are stored up to 4,000 characters and a "
+    "prompt up to 6,000, elided in the middle (docs/architecture.md). "
+    + PAGING
+    + ' A paged answer has a Link header (rel="next", '
+    '"prev") and a paged download\'s file name says which page (`-page-2-of-20-rows-101-200`). '
+    "A tier no task declares is a 422; a tier of another task than the result's is a 404 naming "
+    "its tiers; a query parameter the route does not take is a 422 naming it.",
     response_class=Response,
     responses={
         200: {
@@ -632,6 +731,7 @@ async def submission_details(
         "parquet all)",
     ),
     offset: int = Query(0, ge=0, le=MAX_OFFSET, description=OFFSET_NOTE),
+    complete: bool = Query(False, description=COMPLETE_NOTE),
 ):
     svc = services(request)
     try:
@@ -658,15 +758,17 @@ async def submission_details(
             },
         ) from None
     # published: its revision is set (submissions/details.py published_submission)
-    headers = {"X-Total-Count": str(len(frame)), "X-Results-Revision": submission.revision or ""}
-    if format == "json" and limit is None:
-        limit = DEFAULT_PAGE_ROWS
-    if limit is not None or offset:
-        frame = frame.iloc[offset : None if limit is None else offset + limit]
-    if format != "json":
-        name = f"details-{submission.suite}-{submission.task}-{submission.id}" + rows_suffix(
-            Page(offset, limit) if limit is not None or offset else None
-        )
+    total = len(frame)
+    headers = {"X-Total-Count": str(total), "X-Results-Revision": submission.revision or ""}
+    page = page_of(format, limit, offset, complete)  # as the leaderboard pages: never silently
+    if page is not None:
+        frame = frame.iloc[page.offset : page.end]
+        links = page_links(request.query_params.multi_items(), page, total, request.url.path)
+        if links:
+            headers["Link"] = links
+    if format != "json" or complete:  # a download: named, its page (if paged) in the name
+        name = f"details-{submission.suite}-{submission.task}-{submission.id}"
+        name += rows_suffix(page, total)
         headers["Content-Disposition"] = f'attachment; filename="{name}.{format}"'
     return Response(export(frame, format), media_type=EXPORT_FORMATS[format], headers=headers)
 
@@ -769,13 +871,19 @@ async def read_table(request: Request, filters: Filters, format: str, revision, 
 
 @router.get(
     "/leaderboard",
+    dependencies=CHECKED,
     summary="The leaderboard, filtered; JSON, CSV or parquet",
     description=PAGING + " X-Total-Count is the number of rows of the table, and the Link header "
     "names the next and previous pages of a page. Responses carry an ETag (it changes with the "
     "results revision): send it back in If-None-Match to get 304 Not Modified while nothing was "
     "published. A suite, task, setting or tier no suite declares is a 422; one another suite or "
     "task declares (a task of another suite, a tier of another task) is a 404 naming the parameter "
-    "and the values allowed there.",
+    "and the values allowed there. The board's own filters narrow the rows as the board does "
+    "(`search`, `type`, `size`, `license`; ranks stay those of the whole view), `sort` orders them "
+    "as a click on its header does and `columns` keeps its column chooser's columns: the board's "
+    "download links carry every one, so a download holds the rows on screen. A paged download's "
+    "file name says which page (`-page-2-of-7-rows-101-200`). A query parameter the route does "
+    "not take is a 422 naming it.",
     responses={
         200: {
             "content": {
@@ -807,14 +915,67 @@ async def leaderboard(
         description="a tier of the task: `group/tier`, or the tier's name",
         json_schema_extra=registry_enum("tier"),
     ),
+    search: str | None = Query(
+        None, max_length=200, description="rows whose model name contains this (any case)"
+    ),
+    type: str | None = Query(
+        None,
+        max_length=100,
+        description="rows of this model type",
+        json_schema_extra=fixed_enum(BOARD_TYPE_CHOICES),
+    ),
+    size: str | None = Query(
+        None,
+        max_length=100,
+        description="rows of this model size (parameters)",
+        json_schema_extra=fixed_enum(SIZE_CHOICES),
+    ),
+    license: str | None = Query(
+        None,
+        max_length=200,
+        description="rows of this license (one the board's rows have; a 404 lists them)",
+    ),
+    columns: str | None = Query(
+        None,
+        max_length=500,
+        description="the column chooser's entries to keep, comma-separated (`none`: none of "
+        "them); the columns the board always shows, those only downloads carry (ids, "
+        "provenance) and the ranking tier stay; empty: every column",
+        json_schema_extra=columns_schema(),
+    ),
+    sort: str | None = Query(
+        None,
+        max_length=200,
+        description="`column:asc` or `column:desc`, as a click on the board's header sorts: "
+        "within each section (verified, reference, partial, papers), blanks last; `ci` keeps "
+        "the order, `reference` sorts by `above_reference`, `size` by `parameters`. A column "
+        "this view lacks is a 404",
+        json_schema_extra=sort_schema(),
+    ),
     rows: TableRows = Depends(table_rows),
 ):
-    filters = checked(Filters(suite or None, task or None, setting or None, tier or None))
-    return await table_response(request, filters, rows)
+    try:
+        chosen, order = parse_columns(columns), parse_sort(sort)
+    except UnknownFilter as exc:
+        raise unknown_filter(exc) from None
+    filters = Filters(
+        suite or None,
+        task or None,
+        setting or None,
+        tier or None,
+        search=(search or "").strip() or None,
+        model_type=type or None,
+        size=size or None,
+        license=license or None,
+        columns=chosen,
+        sort=order,
+    )
+    return await table_response(request, checked(filters), rows)
 
 
 @router.get(
     "/overview",
+    dependencies=CHECKED,
     summary="The overview across suites: one row per model, one column per suite/task; "
     "JSON, CSV or parquet",
     description=OVERVIEW_NOTE
@@ -825,7 +986,9 @@ async def leaderboard(
     + " Per task column `S/T`: the value, then `S/T ci_low`, `ci_high`, `rank` (only among rows "
     "of that column that ran the same items; none for a copy of another row's predictions file), "
     "`n` (items), `setting`, `note` (why a row is not ranked), `submission_id`. Paged and cached "
-    "as the leaderboard is (same ETag and Link headers). " + PAGING,
+    "as the leaderboard is (same ETag and Link headers; a paged download names its page). "
+    + PAGING
+    + " A query parameter the route does not take is a 422 naming it.",
     responses={
         200: {
             "content": {

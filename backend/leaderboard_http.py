@@ -105,24 +105,41 @@ def page_links(query: list[tuple[str, str]], page: Page, total: int, path: str =
     )
 
 
-def download_name(query, revision: str, fmt: str, page: Page | None = None) -> str:
-    """`leaderboard-prefeval-mcq-zero_shot-3f2a9c1d7e0b.csv`: what the file holds, at which
-    results revision (the same name as the board's download links give); a page of it adds its
-    rows (`-rows-11-20`, 1-based)."""
+def download_name(
+    query, revision: str, fmt: str, page: Page | None = None, total: int | None = None
+) -> str:
+    """`leaderboard-prefeval-mcq-zero_shot-3f2a9c1d7e0b.csv`: what the file holds (the reader's
+    filters and sort too: `-generative-q-llama-by-total-desc`), at which results revision; a page
+    of it says which (`-page-2-of-7-rows-101-200`, 1-based)."""
     given = dict(query)
     parts = ["leaderboard"] + [
-        given[k] for k in ("suite", "task", "setting", "tier") if given.get(k)
+        given[k]
+        for k in ("suite", "task", "setting", "tier", "type", "size", "license")
+        if given.get(k)
     ]
+    if given.get("search", "").strip():
+        parts.append("q-" + given["search"].strip()[:40])
+    if given.get("sort"):
+        parts.append("by-" + given["sort"].replace(":", "-"))
     parts.append(revision[:12])
     stem = "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", p) for p in parts)
-    return f"{stem}{rows_suffix(page)}.{fmt}"
+    return f"{stem}{rows_suffix(page, total)}.{fmt}"
 
 
-def rows_suffix(page: Page | None) -> str:
-    """What rows a paged download holds, for its file name (empty for the complete table)."""
+def rows_suffix(page: Page | None, total: int | None = None) -> str:
+    """What part of the table a paged download holds, for its file name (empty for the complete
+    table): `-page-2-of-7-rows-101-200` for a page of `limit` rows at a multiple of it, else
+    `-rows-51-150-of-700` (1-based; the last row is the table's last where the page runs past it)."""
     if page is None:
         return ""
-    return f"-rows-{page.offset + 1}-" + ("" if page.end is None else str(page.end))
+    # the last row it holds: the table's last where the page runs past it (none: its first - 1)
+    last = page.end if total is None else max(page.offset, min(page.end or total, total))
+    rows = f"-rows-{page.offset + 1}-" + ("" if last is None else str(last))
+    if total is None:
+        return rows
+    if page.limit and page.offset % page.limit == 0:
+        return f"-page-{page.offset // page.limit + 1}-of-{max(1, -(-total // page.limit))}{rows}"
+    return f"{rows}-of-{total}"
 
 
 def leaderboard_response(
@@ -154,9 +171,9 @@ def leaderboard_response(
         headers["Content-Encoding"] = body.encoding
     if body.page is None or fmt != "json":  # a download: CSV, parquet, or JSON with complete
         name = (
-            download_name(query, body.revision, fmt, body.page)
+            download_name(query, body.revision, fmt, body.page, body.total)
             if filename == "leaderboard"
-            else f"{filename}{rows_suffix(body.page)}.{fmt}"  # the caller named it (the overview)
+            else f"{filename}{rows_suffix(body.page, body.total)}.{fmt}"  # the caller's (the overview)
         )
         headers["Content-Disposition"] = f'attachment; filename="{name}"'
     return PiecewiseBody(body, headers)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,9 +45,24 @@ class Judge:
     revision: str
     backend: Backend
     protocol: str | None = None  # the operator's choice of judge protocol; None: the task's default
-    # Where the hooks keep what the judge wrote for this result (scores, rationales): a private
-    # file beside the run's answers, never published (the items may be hidden). None: not kept.
+    # Where the hooks keep what the judge was asked and wrote for this result (prompts, replies,
+    # scores, rationales): a private file beside the run's answers, published only in the
+    # per-item details of a public split (submissions/details.py; a hidden split's never). None:
+    # not kept.
     transcript: Path | None = None
+    # What the hooks tally while scoring (`tally`): judge_outputs, judge_unparsed. score_answers
+    # gives each scoring a fresh one and records it in the provenance.
+    counts: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+    def tally(self, outputs: int, unparsed: int) -> None:
+        """`outputs` judge replies read, `unparsed` of them with no verdict the task's rule could
+        read (PrefEval reads such a reply as upstream does, e.g. a helpful check as helpful)."""
+        self.counts["judge_outputs"] = self.counts.get("judge_outputs", 0) + outputs
+        self.counts["judge_unparsed"] = self.counts.get("judge_unparsed", 0) + unparsed
+
+    def scoring(self) -> "Judge":
+        """This judge with a tally of its own (one per scoring)."""
+        return dataclasses.replace(self, counts={})
 
     def protocol_for(self, task: "Task") -> str:
         """The judge protocol this judge runs on `task`: the operator's choice where the task offers it."""

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypedDict
 
 from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
+from evaluator.item_records import checkpoint_entry
+from evaluator.phases import ITEMS, WARMING, report_phase
 from evaluator.protocols import (
     CIRCULAR,
     PROTOCOL_VERSION,
+    UNPARSED,
     Decision,
     circular_publics,
     combine_rotations,
@@ -107,10 +110,7 @@ class Checkpoint:
             if torn:
                 stream.write("\n")
             for d in decisions:
-                stream.write(
-                    json.dumps({"id": d.id, "answer": d.answer, "prompt_tokens": d.prompt_tokens})
-                    + "\n"
-                )
+                stream.write(json.dumps(checkpoint_entry(d), ensure_ascii=False) + "\n")
             stream.flush()
             os.fsync(stream.fileno())
 
@@ -125,6 +125,7 @@ class Progress(TypedDict, total=False):
     tokens_per_s: float
     items_per_s: float
     eta_s: float | None  # None: no rate measured yet
+    phase: str  # evaluator/phases.py: "items" once the run reports items
 
 
 OnProgress = Callable[[Progress], None]
@@ -360,6 +361,7 @@ class ProgressMeter:
         fresh = done - self.resumed
         rate = fresh / elapsed if fresh else 0.0
         return {
+            "phase": ITEMS,
             "done": done,
             "total": self.total,
             "in_flight": in_flight,
@@ -448,6 +450,16 @@ def uncovered_tiers(full: Split, chosen: Split) -> dict[str, list[str]]:
     return missing
 
 
+def unparsed_items(records) -> set[str]:
+    """Items with an output no answer could be read from (any of its requests: both orders of a
+    pairwise judgment count once). A checkpoint written before rules were kept: a None answer."""
+    return {
+        record["id"].partition("::")[0]
+        for record in records
+        if (record.get("rule") or (UNPARSED if record.get("answer") is None else "")) == UNPARSED
+    }
+
+
 def _by_item(records) -> dict[str, Any]:
     """Answers per item. A request id `item::variant` (e.g. both orders of a pairwise judgment)
     contributes `{variant: answer}` to its item; a plain id is the item's answer."""
@@ -482,6 +494,7 @@ def run_model(
     tools: ModelTools | None = None,
     batch_items: int | None = None,
 ) -> ModelRun:
+    report_phase(WARMING)  # the split, the first chunk's prompts, the first engine call
     logprobs = getattr(backend, "supports_logprobs", True)  # an endpoint may return none
     protocol = protocol or default_protocol(
         task, backend.spec.model_type, logprobs
@@ -500,8 +513,10 @@ def run_model(
     full, not_applicable = task.hooks.fit_model(task, full, setting, backend)
     split = select_items(_public_part(task, full) if limit else full, limit)
     tools = tools or ModelTools(backend, protocol)
-    done = _by_item(checkpoint.load().values()) if checkpoint else {}
+    kept = list(checkpoint.load().values()) if checkpoint else []
+    done = _by_item(kept)
     answers: dict[str, Any] = {i.id: done[i.id] for i in split.items if i.id in done}
+    unparsed = unparsed_items(kept) & set(answers)
     meter = ProgressMeter(total=len(split.items), done=len(answers), resumed=len(answers))
     todo: list[Item] = [i for i in split.items if i.id not in answers]
     to_answer = task.hooks.decision_answer
@@ -552,6 +567,9 @@ def run_model(
         for d in decisions:
             d.answer = to_answer(d)
         answers.update(_by_item({"id": d.id, "answer": d.answer} for d in decisions))
+        unparsed.update(
+            unparsed_items({"id": d.id, "answer": d.answer, "rule": d.rule} for d in decisions)
+        )
         meter.done += len(chunk)
         in_chunk["prompts"] = 0
         return meter.report()
@@ -581,7 +599,8 @@ def run_model(
         "prompt_template_sha256": prompt_template_hash(task),
         "items": len(split.items),
         "items_resumed": meter.resumed,
-        "unparsed": sum(1 for a in answers.values() if a is None),
+        # items whose output no answer could be read from (scored wrong): the row says how many
+        "unparsed": len(unparsed & {i.id for i in split.items}),
         "prompt_tokens": meter.tokens,
         "seconds": time.monotonic() - started,
         **backend.describe(),

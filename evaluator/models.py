@@ -270,4 +270,7 @@ def resolve_hub_model(repo_id: str, revision: str | None, model_type: str) -> Re
 
 def download_hub_model(resolved: ResolvedModel) -> str:
     """The worker's copy of a Hub model at its pinned commit (cached by huggingface_hub)."""
+    from evaluator.phases import DOWNLOADING, report_phase
+
+    report_phase(DOWNLOADING)
     return hub.download_model(resolved.name, resolved.revision)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -49,6 +49,28 @@ class Decision:
     # the backend could not run the prompt (an endpoint refused it as over its window): the item is
     # n/a for this model (run_model leaves it out of the scored split), not wrong
     not_applicable: bool = False
+    # What a reader of the item needs to see why it scored so (the per-item details of a public
+    # split: submissions/details.py): the chat as sent, and how the answer was read from the
+    # output (`rule`: a parser's or protocol's name, UNPARSED when nothing could be read)
+    messages: Messages | None = None
+    rule: str | None = None
+
+
+UNPARSED = "unparsed"  # a Decision's rule when no answer could be read from the model's output
+LOGPROB_RULE = "logprobs: the label most likely as the next token"
+REWARD_RULE = "reward: the response the reward model scores highest"
+
+
+def parser_rule(parse: Callable[..., Any]) -> str:
+    """How a parser is named in a decision's rule: its own `rule` attribute, else its module and
+    name with the first line of its doc ("prefeval.mcq.parse_answer: The official parser ...")."""
+    named = getattr(parse, "rule", None)
+    if named:
+        return str(named)
+    module = str(getattr(parse, "__module__", "")).removeprefix("evaluator.suites.")
+    name = f"{module}.{getattr(parse, '__name__', 'parse')}".strip(".")
+    doc = (getattr(parse, "__doc__", None) or "").strip().splitlines()
+    return f"{name}: {doc[0]}" if doc else name
 
 
 def choose_by_logprobs(
@@ -83,7 +105,16 @@ def choose_by_logprobs(
             continue
         if not np.isfinite(row).any():
             # no label among what the model's output showed (an endpoint's top log-probs): no answer
-            decisions.append(Decision(request.id, None, {}, prompt_tokens=len(prompt)))
+            decisions.append(
+                Decision(
+                    request.id,
+                    None,
+                    {},
+                    prompt_tokens=len(prompt),
+                    messages=request.messages,
+                    rule=UNPARSED,
+                )
+            )
             continue
         best = int(np.argmax(row))
         decisions.append(
@@ -92,6 +123,8 @@ def choose_by_logprobs(
                 labels[best],
                 dict(zip(labels, map(float, row))),
                 prompt_tokens=len(prompt),
+                messages=request.messages,
+                rule=LOGPROB_RULE,
             )
         )
     return decisions
@@ -111,6 +144,7 @@ def rotate_options(public: dict, shift: int) -> dict:
 
 
 CIRCULAR = "circular_logprobs"
+CIRCULAR_RULE = "circular: the same option under every rotation"
 
 
 def circular_publics(publics: list[dict]) -> list[dict]:
@@ -133,13 +167,31 @@ def combine_rotations(publics: list[dict], decisions: list[Decision]) -> list[De
             else letters[(letters.index(decision.answer) + int(variant)) % len(letters)]
         )
         picked.setdefault(item, []).append(original)
+    first = {d.id.partition("::r")[0]: d for d in reversed(decisions)}  # each item's rotation 0
     out = []
     for pub in publics:
         choices = picked[pub["id"]]
         agreed = (
             choices[0] if choices[0] is not None and all(c == choices[0] for c in choices) else None
         )
-        out.append(Decision(pub["id"], agreed, raw=",".join(c or "-" for c in choices)))
+        rule = (
+            UNPARSED
+            if None in choices
+            else CIRCULAR_RULE
+            if agreed
+            else "circular: the rotations picked different options (wrong)"
+        )
+        shown = first.get(pub["id"])
+        out.append(
+            Decision(
+                pub["id"],
+                agreed,
+                raw=",".join(c or "-" for c in choices),
+                prompt_tokens=shown.prompt_tokens if shown else 0,
+                messages=shown.messages if shown else None,  # the prompt of the first rotation
+                rule=rule,
+            )
+        )
     return out
 
 
@@ -160,12 +212,24 @@ def choose_by_generation(
         out = backend.generate([prompts[i] for i in chosen], budget, progress)
         for i, text in zip(chosen, out):
             texts[i] = text
-    return [
-        Decision(r.id, None, prompt_tokens=len(p), not_applicable=True)
-        if text is None  # n/a (over the window)
-        else Decision(r.id, parse(text), raw=text, prompt_tokens=len(p))
-        for r, text, p in zip(requests, texts, prompts)
-    ]
+    rule = parser_rule(parse)
+    decisions = []
+    for r, text, p in zip(requests, texts, prompts):
+        if text is None:  # n/a (over the window)
+            decisions.append(Decision(r.id, None, prompt_tokens=len(p), not_applicable=True))
+            continue
+        answer = parse(text)
+        decisions.append(
+            Decision(
+                r.id,
+                answer,
+                raw=text,
+                prompt_tokens=len(p),
+                messages=r.messages,
+                rule=UNPARSED if answer is None else rule,
+            )
+        )
+    return decisions
 
 
 def choose_by_reward(
@@ -189,7 +253,15 @@ def choose_by_reward(
     for request, by_label in zip(requests, per_request):
         best = max(by_label.values())
         winners = [label for label, score in by_label.items() if score == best]
-        decisions.append(Decision(request.id, winners[0] if len(winners) == 1 else None, by_label))
+        decisions.append(
+            Decision(
+                request.id,
+                winners[0] if len(winners) == 1 else None,
+                by_label,
+                messages=request.messages,
+                rule=REWARD_RULE if len(winners) == 1 else "reward: a tie (no answer)",
+            )
+        )
     return decisions
 
 

@@ -140,6 +140,7 @@ def score_answers(
     On a hidden split with a private part (evaluator/splits.py private_item_ids) the total and
     tiers are of the public part only, and `private` holds the primary metric on the private part:
     kept by the service, released only when the operator names a release."""
+    judge = judge.scoring() if judge else None  # a tally of this scoring's judge replies
     arrays = item_arrays(task, split, answers, judge)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     units = item_units(task, split)
@@ -157,7 +158,8 @@ def score_answers(
         "n_items": len(live),
     }
     if judge and task.judge:
-        result["scoring_provenance"] = {"judge": judge.provenance(task)}
+        # with how many judge replies were read and how many gave no verdict the rule could read
+        result["scoring_provenance"] = {"judge": judge.provenance(task), **judge.counts}
     if in_private.any():
         held = np.flatnonzero(in_private)
         held_total, _ = _aggregate(

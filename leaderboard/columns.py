@@ -40,6 +40,7 @@ COMPARABLE_PAPER_ROWS = "comparable_paper_rows"
 RANKED_ON = "ranked_on"
 MODEL_REVISION = "model_revision"
 SPLIT_SHA256 = "split_sha256"
+PARSE_WARNING = "parse_warning"
 NAMED_COLUMNS = (
     RANK,
     RANK_GROUP,
@@ -53,6 +54,7 @@ NAMED_COLUMNS = (
     RANKED_ON,
     MODEL_REVISION,
     SPLIT_SHA256,
+    PARSE_WARNING,
 )
 
 

@@ -45,6 +45,13 @@ from leaderboard.table import (
     finish_view,
     wide_rows,
 )
+from leaderboard.view_query import (
+    BOARD_TYPE_CHOICES,
+    check_sort_column,
+    keep_columns,
+    keep_rows,
+    sort_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +104,26 @@ class Filters(NamedTuple):
     setting: str | None = None
     tier: str | None = None
     view: str = BOARD  # OVERVIEW: one row per model across suites (leaderboard/overview.py)
-    search: str | None = None  # OVERVIEW: models whose name contains this
-    model_type: str | None = None  # OVERVIEW: models of this type (TYPE_CHOICES)
-    size: str | None = None  # OVERVIEW: models of this size bucket (SIZE_CHOICES)
-    license: str | None = None  # OVERVIEW: models of this license (one the view's models have)
+    # Both views: rows (models) whose name contains `search`, of this type (the overview's
+    # TYPE_CHOICES, the board's BOARD_TYPE_CHOICES), size bucket and license (one the view has).
+    search: str | None = None
+    model_type: str | None = None
+    size: str | None = None
+    license: str | None = None
+    # BOARD: the column chooser's entries shown (None: every column) and the header sort
+    # (`column:asc|desc`), as leaderboard/view_query.py applies them
+    columns: tuple[str, ...] | None = None
+    sort: str | None = None
 
     @property
     def overview_base(self) -> "Filters":
         """The unfiltered overview these filters keep models of (built once, filtered cheaply)."""
         return Filters(self.suite, self.task, view=OVERVIEW)
+
+    @property
+    def board_base(self) -> "Filters":
+        """The ranked board these filters narrow (ranked once, narrowed cheaply)."""
+        return Filters(self.suite, self.task, self.setting, self.tier)
 
 
 class UnknownFilter(ValueError):
@@ -170,7 +188,11 @@ def check_filters(filters: Filters) -> None:
                 _elsewhere(filters.tier, "tier", f"the tiers of {of}" if of else None),
             )
     for parameter, value, allowed in (
-        ("type", filters.model_type, TYPE_CHOICES),
+        (
+            "type",
+            filters.model_type,
+            TYPE_CHOICES if filters.view == OVERVIEW else BOARD_TYPE_CHOICES,
+        ),
         ("size", filters.size, SIZE_CHOICES),
     ):
         if value is not None and value not in allowed:
@@ -201,16 +223,13 @@ def filter_values() -> dict[str, list[str]]:
     }
 
 
-def check_license(frame: pd.DataFrame, license: str | None) -> None:
+def check_license(
+    frame: pd.DataFrame, license: str | None, scope: str = "the licenses of the overview's models"
+) -> None:
     """A license filter names one the view's models have (licenses are data, not manifests: any
     other is a well-formed request for models that are not there)."""
     if license is not None and license not in set(frame["license"]):
-        raise UnknownFilter(
-            "license",
-            license,
-            sorted(set(frame["license"])),
-            "the licenses of the overview's models",
-        )
+        raise UnknownFilter("license", license, sorted(set(frame["license"])), scope)
 
 
 @dataclass(frozen=True)
@@ -353,6 +372,27 @@ class RevisionTable:
         its board. The overview is its own table."""
         if filters.view == OVERVIEW:
             return self.view(filters)
+        base = filters.board_base
+        ranked = self._ranked(base)
+        if filters == base:
+            return ranked
+        key = (filters, "board")
+        with self._lock:
+            frame = self._views.get_fresh(key)
+        if frame is None:
+            # the reader's filters, sort and columns on the ranked board: ranks stay the view's
+            check_license(ranked, filters.license, "the licenses of this board's models")
+            check_sort_column(ranked, filters.sort)
+            frame = keep_rows(
+                ranked, filters.model_type, filters.size, filters.license, filters.search
+            )
+            frame = keep_columns(sort_rows(frame, filters.sort), filters.columns, filters.tier)
+            with self._lock:
+                self._views.put(key, frame)
+        return frame
+
+    def _ranked(self, filters: Filters) -> pd.DataFrame:
+        """The board of a suite/task/setting/tier view, each task ranked as its board is."""
         key = (filters, "board")
         with self._lock:
             frame = self._views.get_fresh(key)
@@ -523,7 +563,10 @@ class LeaderboardCache:
         for filters, fmt, gzipped, page in wanted:
             if self._head is not table:
                 return  # the head moved again: the next round warms the newer one
-            table.body(filters, fmt, gzipped, page)
+            try:
+                table.body(filters, fmt, gzipped, page)
+            except UnknownFilter:  # a license or sort column the new head no longer has
+                continue
 
     def watch(self, stop: threading.Event, every_s: float = WATCH_EVERY_S) -> None:
         """Until `stop`: whenever the head moves (a publish by any process), build its table and

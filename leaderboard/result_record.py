@@ -85,6 +85,13 @@ class Provenance(TypedDict, total=False):
     predictions_sha256: str  # uploaded files only
     answers_sha256: str  # model runs: the answers by item id (copies are told by it)
     table: str  # the papers' rows: the table they are transcribed from
+    items: int  # model runs: the items run
+    # model runs: items whose output no answer could be read from (scored wrong)
+    unparsed: int
+    judge_outputs: int  # judge-scored tasks: the judge's replies read
+    # judge-scored tasks: replies with no verdict the task's rule could read (read as its
+    # authors read them: PrefEval's helpful check as helpful)
+    judge_unparsed: int
 
 
 def provenance_of(record: dict[str, Any]) -> Provenance:

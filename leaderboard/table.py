@@ -16,7 +16,13 @@ import numpy as np
 import pandas as pd
 
 from evaluator.metrics import known_metrics
-from leaderboard.columns import MODEL_REVISION, SPLIT_SHA256, TOTAL_CI_HIGH, TOTAL_CI_LOW
+from leaderboard.columns import (
+    MODEL_REVISION,
+    PARSE_WARNING,
+    SPLIT_SHA256,
+    TOTAL_CI_HIGH,
+    TOTAL_CI_LOW,
+)
 from leaderboard.result_record import (
     JudgeProvenance,
     ModelProvenance,
@@ -41,9 +47,22 @@ PROVENANCE_COLUMNS = [
     "backend",
     SPLIT_SHA256,
     "predictions_sha256",
+    # how the row's answers parsed: unparsed answers and judge replies, and the mark of a row
+    # where more than PARSE_WARNING_SHARE of either failed
+    "unparsed",
+    "judge_unparsed",
+    PARSE_WARNING,
 ]
 # What a table part written before a column existed reads as
-PROVENANCE_MISSING: dict[str, Any] = {"model_type": UNKNOWN, "parameters": None, "license": UNKNOWN}
+PROVENANCE_MISSING: dict[str, Any] = {
+    "model_type": UNKNOWN,
+    "parameters": None,
+    "license": UNKNOWN,
+    "unparsed": None,
+    "judge_unparsed": None,
+    PARSE_WARNING: False,
+}
+PARSE_WARNING_SHARE = 0.1  # more than this share unparsed: the row is marked on the board
 SCORE_COLUMNS = [
     "submission_id",
     "suite",
@@ -84,6 +103,26 @@ def model_type_of(record: dict[str, Any], model: ModelProvenance) -> str:
     return "predictions file"
 
 
+def _count(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def parse_warning(record: dict[str, Any]) -> bool:
+    """More than PARSE_WARNING_SHARE of the run's answers, or of its judge's replies, could not
+    be parsed."""
+    provenance = provenance_of(record)
+    unparsed, items = _count(provenance.get("unparsed")), _count(provenance.get("items"))
+    items = items or _count(record.get("n_items"))
+    judged, outputs = (
+        _count(provenance.get("judge_unparsed")),
+        _count(provenance.get("judge_outputs")),
+    )
+    return bool(
+        (unparsed and items and unparsed / items > PARSE_WARNING_SHARE)
+        or (judged and outputs and judged / outputs > PARSE_WARNING_SHARE)
+    )
+
+
 def provenance_columns(record: dict[str, Any]) -> dict[str, Any]:
     """The record's PROVENANCE_COLUMNS: the one reading of its provenance for the table, the board's
     model facts and the downloads."""
@@ -103,6 +142,9 @@ def provenance_columns(record: dict[str, Any]) -> dict[str, Any]:
         "predictions_sha256": provenance.get("predictions_sha256")
         or provenance.get("answers_sha256")
         or "",
+        "unparsed": _count(provenance.get("unparsed")),
+        "judge_unparsed": _count(provenance.get("judge_unparsed")),
+        PARSE_WARNING: parse_warning(record),
     }
 
 
@@ -147,6 +189,9 @@ def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         {
             "value": "float64",
             "parameters": "float64",
+            "unparsed": "float64",
+            "judge_unparsed": "float64",
+            PARSE_WARNING: "bool",
             "ci_low": "float64",
             "ci_high": "float64",
             "n": "int64",

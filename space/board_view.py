@@ -18,6 +18,7 @@ from evaluator.metrics import known_metrics
 from leaderboard.columns import (
     ABOVE_REFERENCE,
     DUPLICATE_OF,
+    PARSE_WARNING,
     RANK,
     RANK_AMONG,
     RANKED_ON,
@@ -68,6 +69,7 @@ table.pb-board .pb-n{color:#6b7280;font-size:11px;margin-left:3px}
 table.pb-board .pb-ci{color:#6b7280}
 table.pb-board .pb-below-ref{color:#b91c1c;font-weight:600}
 table.pb-board tr.pb-not-above-ref td.pb-model{box-shadow:inset 4px 0 0 #f87171}
+table.pb-board .pb-parse-warning{display:block;font-size:11px;color:#b45309;font-weight:600}
 @media (max-width:600px){
  table.pb-board{font-size:13px}
  table.pb-board .pb-model{min-width:9em;max-width:9em}
@@ -249,14 +251,40 @@ def _rank_cell(row) -> Cell:
 
 def _model_cell(row, distinct: dict[str, str]) -> Cell:
     """The model's name, a link to its page; where another row has the same name, what tells them
-    apart, in the cell itself."""
+    apart, in the cell itself; a row whose answers mostly failed to parse says so."""
     name = str(row["model_name"])
     extra = distinct.get(str(row["submission_id"]), "")
     title = f"{name} ({extra})" if extra else name
     link = f'<a href="/model/{quote(name, safe="")}" title="{html.escape(title)}">{html.escape(name)}</a>'
     if extra:
         link += f'<span class="pb-distinct">{html.escape(extra)}</span>'
+    link += _parse_warning(row)
     return link, title.lower(), "pb-model pb-text"
+
+
+def _parse_warning(row) -> str:
+    """The mark of a row where more than a tenth of the answers (or of the judge's replies) could
+    not be parsed (leaderboard/table.py parse_warning): its score says more about the output
+    format than the task."""
+    flag = row.get(PARSE_WARNING)
+    if _missing(flag) or not bool(flag):  # numpy's bool too; a part before the column: None
+        return ""
+    said = []
+    unparsed, items = row.get("unparsed"), row.get("n_items")
+    if not _missing(unparsed) and unparsed:
+        said.append(
+            f"{int(unparsed)} of {int(items)} answers"
+            if not _missing(items) and items
+            else f"{int(unparsed)} answers"
+        )
+    judged = row.get("judge_unparsed")
+    if not _missing(judged) and judged:
+        said.append(f"{int(judged)} judge replies")
+    title = (
+        f"{' and '.join(said) or 'more than a tenth of the outputs'} could not be parsed "
+        "(scored as unanswered): the score says more about the output format than the task"
+    )
+    return f'<span class="pb-parse-warning" title="{html.escape(title)}">⚠ unparsed</span>'
 
 
 def _score_cell(row, column: str, cells: dict, ranked_by: str) -> Cell:
@@ -289,8 +317,12 @@ def _fact_cell(row, column: str) -> Cell:
     value = row.get(column)
     if _missing(value):
         return "", "", "pb-text"
-    if column == "n_items":
-        return ("", "", "") if not value else (str(int(value)), str(int(value)), "")
+    if column in ("n_items", "unparsed"):
+        return (
+            ("", "", "")
+            if column == "n_items" and not value
+            else (str(int(value)), str(int(value)), "")
+        )
     if column == "row_kind":
         return html.escape(ROW_KINDS.get(value, str(value))), str(value), "pb-text"
     if column == "submitted_at":
@@ -353,7 +385,7 @@ def render_board(
             cells["submission_id"], cells["column"], cells["ci_low"], cells["ci_high"], cells["n"]
         )
     }
-    numeric = {RANK, "n_items", SIZE} | {c for c in columns if _is_score(c)}
+    numeric = {RANK, "n_items", "unparsed", SIZE} | {c for c in columns if _is_score(c)}
     head = "".join(
         f'<th role="columnheader" data-col="{html.escape(c)}" data-type="{"num" if c in numeric else "text"}"'
         f' class="{"pb-rank" if c == RANK else "pb-model pb-text" if c == "model_name" else "pb-main" if c == ranked_by else ""}"'

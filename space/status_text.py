@@ -11,6 +11,13 @@ from submissions.service import SubmissionStatus
 
 TERMINAL_STATES = ("finished", "failed", "cancelled")
 
+# What a model run does before it answers items (evaluator/phases.py), as the status says it
+PHASE_WORDS = {
+    "downloading": "downloading the model",
+    "loading": "loading the model",
+    "warming": "preparing the first items",
+}
+
 
 def inert(text: object) -> str:
     """User-supplied text for a Markdown component: shown as typed, never markup.
@@ -48,6 +55,8 @@ def format_status(status: SubmissionStatus) -> str:
     progress = status.get("progress") or {}
     if status["state"] == "running" and progress.get("total"):
         line = f"Progress: {progress['done']} of {progress['total']} items"
+        if doing := PHASE_WORDS.get(str(progress.get("phase"))):  # before the first item
+            line = f"Progress: {doing} ({progress['done']} of {progress['total']} items done)"
         if progress.get("tokens_per_s"):
             line += f", {progress['tokens_per_s']:.0f} tokens/s"
         if (eta_s := progress.get("eta_s")) is not None:

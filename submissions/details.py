@@ -4,7 +4,9 @@ HELM's instances): each item's inputs, gold, the submission's answer and whether
 Published with the result: the job that scored it writes its details file into the results
 dataset (`details/<suite>/<task>/<xx>/<id>.parquet`, leaderboard/store.py details_path) in the
 result's own commit, wherever the job ran (a remote worker keeps no checkpoint on the web node).
-The file holds what is the result's own (item id, tiers, gold, answer, score, outcome); the inputs
+The file holds what is the result's own (item id, tiers, gold, answer, score, outcome, and for a
+model run each item's prompt as sent, raw output, parse rule and log-probabilities, for a judged
+task the judge's calls: RUN_COLUMNS, evaluator/item_records.py for their bounds); the inputs
 are the public split's, the same for every result (about 3 MB for PrefEval mcq, against 25 KB for
 the rest), so they are joined from the installed split when the details are shown. A result
 published before details were (or put back by an unhide) has none: its details are built from the
@@ -85,15 +87,85 @@ def published_submission(records: SubmissionStore, submission_id: str) -> tuple[
     return submission, task
 
 
-def _text(value: Any) -> str:
+def _text(value: Any) -> str | None:
+    """A value as the details' text: a string as it is, anything else as JSON; None (no answer,
+    nothing recorded) stays a null, so `isna()` finds it."""
+    if value is None:
+        return None
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def build_details(task: Task, answers: dict[str, Any]) -> pd.DataFrame:
+# What a model run records of each item (evaluator/item_records.py), as details columns: an item
+# asked once holds its request's values; one asked several times (both orders of a pairwise
+# judgment) holds in the text columns a JSON object {order: value} (`orders` lists the orders),
+# its token count summed and its longest output's length. Null where the run recorded nothing
+# (an uploaded file, a checkpoint written before they were kept, a protocol without it).
+RUN_COLUMNS = [
+    "rule",
+    "prompt",
+    "prompt_tokens",
+    "prompt_messages",
+    "prompt_sha256",
+    "raw",
+    "raw_chars",
+    "logprobs",
+    "orders",
+    "judge",
+]
+INT_COLUMNS = ("prompt_tokens", "prompt_messages", "raw_chars")
+
+
+def _run_fields(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The RUN_COLUMNS of one item from its checkpoint records (one per request)."""
+    if not records:
+        return {}
+    if len(records) == 1:
+        one = records[0]
+        return {
+            "rule": one.get("rule"),
+            "prompt": _text(one.get("messages")),
+            "prompt_tokens": one.get("prompt_tokens"),
+            "prompt_messages": one.get("prompt_messages"),
+            "prompt_sha256": one.get("prompt_sha256"),
+            "raw": one.get("raw"),
+            "raw_chars": one.get("raw_chars"),
+            "logprobs": _text(one.get("logprobs")),
+        }
+    orders = [r["id"].partition("::")[2] for r in records]
+
+    def each(key: str) -> str | None:
+        values = {o: r.get(key) for o, r in zip(orders, records)}
+        return _text(values) if any(v is not None for v in values.values()) else None
+
+    def total(key: str, pick=sum) -> int | None:
+        values = [r[key] for r in records if r.get(key) is not None]
+        return pick(values) if values else None
+
+    return {
+        "rule": each("rule"),
+        "prompt": each("messages"),
+        "prompt_tokens": total("prompt_tokens"),
+        "prompt_messages": total("prompt_messages", max),
+        "prompt_sha256": each("prompt_sha256"),
+        "raw": each("raw"),
+        "raw_chars": total("raw_chars", max),
+        "logprobs": each("logprobs"),
+        "orders": ",".join(orders),
+    }
+
+
+def build_details(
+    task: Task,
+    answers: dict[str, Any],
+    runs: dict[str, list[dict[str, Any]]] | None = None,
+    judged: dict[str, list[dict[str, Any]]] | None = None,
+) -> pd.DataFrame:
     """One row per answered item: `item_id`, one column per tier group, `input` (the public fields
-    as JSON), `gold`, `answer`, `score` (the item's value of the primary metric's per-item array:
-    1/0 for a share such as accuracy; empty for a judge-scored task, whose judgments are not
-    re-run here) and `outcome` (right / wrong, where the score is 1 / 0)."""
+    as JSON), `gold`, `answer` (null: none could be read), `score` (the item's value of the primary
+    metric's per-item array: 1/0 for a share such as accuracy; empty for a judge-scored task,
+    whose judgments are not re-run here) and `outcome` (right / wrong, where the score is 1 / 0);
+    then what a model run recorded of it (`runs`: item id -> its checkpoint records, RUN_COLUMNS)
+    and the judge's calls on it (`judged`: item id -> its transcript records, as JSON)."""
     split = task.load_split()
     items = [item for item in split.items if item.id in answers]
     scores: list[Any] = [None] * len(items)
@@ -117,6 +189,8 @@ def build_details(task: Task, answers: dict[str, Any]) -> pd.DataFrame:
                 "answer": _text(answers[item.id]),
                 "score": score,
                 "outcome": outcome,
+                **_run_fields((runs or {}).get(item.id, [])),
+                "judge": _text((judged or {}).get(item.id)),
             }
         )
     return _details_frame(rows, task)
@@ -124,10 +198,53 @@ def build_details(task: Task, answers: dict[str, Any]) -> pd.DataFrame:
 
 def _details_frame(rows: list[dict[str, Any]], task: Task) -> pd.DataFrame:
     groups = [group.name for group in task.tier_groups]
-    columns = ["item_id", *groups, "input", "gold", "answer", "score", "outcome"]
+    columns = ["item_id", *groups, "input", "gold", "answer", "score", "outcome", *RUN_COLUMNS]
     frame = pd.DataFrame(rows, columns=columns)
     frame["score"] = frame["score"].astype("float64")
+    for column in INT_COLUMNS:  # counts, null where not recorded
+        frame[column] = frame[column].astype("Int64")
+    for column in ("answer", *(c for c in RUN_COLUMNS if c not in INT_COLUMNS)):
+        # text or null: a missing value is None (NaN from a file without the column, or a reindex)
+        frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     return frame
+
+
+def _jsonl(path) -> list[dict[str, Any]]:
+    """The records of a JSONL file (a torn last line ignored); [] when there is none."""
+    records = []
+    try:
+        with open(path, encoding="utf-8") as stream:
+            for line in stream:
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    except FileNotFoundError:
+        return []
+    return records
+
+
+def item_runs(
+    submission: Submission,
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
+    """What the service keeps of each item beyond its answer, by item id: a model run's checkpoint
+    records (prompt, raw output, rule, log-probabilities) and the judge's transcript (its prompts
+    and replies, for a judge-scored task, an upload's too)."""
+    from evaluator.settings import load_evaluator_settings
+
+    folder = load_evaluator_settings().checkpoints_dir
+    runs: dict[str, list[dict[str, Any]]] = {}
+    if submission.kind == "model":
+        latest = {r["id"]: r for r in _jsonl(folder / f"{submission.id}.jsonl") if "id" in r}
+        for record in latest.values():  # a resumed run's later record of a request wins
+            runs.setdefault(record["id"].partition("::")[0], []).append(record)
+    judged: dict[str, list[dict[str, Any]]] = {}
+    for record in _jsonl(folder / f"{submission.id}.judge.jsonl"):
+        if isinstance(record, dict) and "id" in record:
+            judged.setdefault(str(record["id"]), []).append(
+                {k: v for k, v in record.items() if k != "id"}
+            )
+    return runs, judged
 
 
 def details_file(task: Task, submission: Submission) -> bytes | None:
@@ -137,12 +254,15 @@ def details_file(task: Task, submission: Submission) -> bytes | None:
     if not details_allowed(task):
         return None
     try:
-        frame = build_details(task, _answers(task, submission))
+        frame = build_details(task, _answers(task, submission), *item_runs(submission))
     except (SubmissionError, OSError) as exc:
         log.warning("%s: no details file published: %s", submission.id, exc)
         return None
     buffer = io.BytesIO()
-    frame.drop(columns=["input"]).to_parquet(buffer, index=False)
+    # zstd: the prompts repeat the task's templates item after item (a third of snappy's size)
+    frame.drop(columns=["input"]).to_parquet(
+        buffer, index=False, compression="zstd", compression_level=9
+    )
     return buffer.getvalue()
 
 
@@ -222,7 +342,7 @@ def result_details(
         frame = (
             with_inputs(task, kept)
             if kept is not None
-            else build_details(task, _answers(task, submission))
+            else build_details(task, _answers(task, submission), *item_runs(submission))
         )
     except FileNotFoundError:
         raise SubmissionError(

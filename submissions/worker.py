@@ -18,7 +18,23 @@ import sys
 
 from rq import SimpleWorker, Worker
 
+from evaluator.phases import add_phase_reporter
+
 log = logging.getLogger(__name__)
+
+
+def report_job_phase(phase: str) -> None:
+    """A model run's phase (evaluator/phases.py) into the running job's progress, which the status
+    views read (submissions/queue.py live_status): "loading the model" instead of "0 of 30"."""
+    from rq import get_current_job
+
+    job = get_current_job()
+    if job is None:
+        return
+    progress = dict(job.meta.get("progress") or {})
+    progress["phase"] = phase
+    job.meta["progress"] = progress
+    job.save_meta()
 
 
 def preload() -> None:
@@ -197,6 +213,7 @@ class PreloadWorker(Worker):
     def work(self, *args, **kwargs):
         threads = set_compute_threads()
         log.info("worker %s: %d compute thread(s)", self.name, threads)
+        add_phase_reporter(report_job_phase)  # forked work-horses inherit it
         preload()
         if sys.platform.startswith("linux"):
             worker_pid = os.getpid()

@@ -8,7 +8,10 @@ Screenshots go to tests/artifacts/browser/ (gitignored) and to pytest's tmp_path
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -149,6 +152,12 @@ def test_sort_by_header_keeps_sections_apart(page, tmp_path):
     headers, rows = read_table(page)
     names = [r["Model"] for r in rows if r["Rank"]]
     assert names == sorted(names, key=str.lower, reverse=True), names
+    # the download links get the view's sort as the pointer reaches one: the same order
+    link = page.locator("#leaderboard-downloads a", has_text="CSV")
+    link.hover()
+    expect(link).to_have_attribute("href", re.compile("sort=model_name%3Adesc"))
+    rows = csv.DictReader(io.StringIO(api_get(page, link.get_attribute("href")).text()))
+    assert [r["model_name"] for r in rows if r["rank"]] == names
     shot(page, tmp_path, "board-sorted")
 
 

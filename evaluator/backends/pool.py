@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from evaluator.backends.base import Backend, ModelSpec
+from evaluator.phases import LOADING, report_phase
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class EnginePool:
                 self._engines.move_to_end(key)
                 return self._engines[key][0], True
             self._evict_until_fits(weight_bytes(spec))
+            report_phase(LOADING)
             engine = self._loader(spec, backend, **options)
             self._engines[key] = (engine, engine.memory_bytes() or weight_bytes(spec))
             self._evict_until_fits(0, keep=key)

@@ -1,5 +1,6 @@
 """The Items tab: a published result on a public split, item by item (inputs, gold, the answer,
-right or wrong), filtered by tier and outcome, with the same table as a download (the API's
+right or wrong, and for a model run the prompt as sent, the raw output, the rule that read the
+answer and the judge's calls: conversations and options formatted), filtered by tier and outcome, with the same table as a download (the API's
 /api/v1/submissions/{id}/details). submissions/details.py decides what may be shown: on a hidden
 split nothing per item is, to anyone.
 
@@ -21,6 +22,7 @@ from urllib.parse import urlencode
 import gradio as gr
 import pandas as pd
 
+from evaluator.item_records import ELIDED_ROLE
 from evaluator.registry import UnknownSuiteError, get_task
 from space.choices import ALL, tier_choices
 from space.url_state import tab_params, url_writer_js
@@ -61,6 +63,17 @@ table.pb-items .pb-right{color:#15803d;font-weight:600}
 table.pb-items .pb-wrong{color:#b91c1c;font-weight:600}
 table.pb-items .pb-mono{font-family:var(--font-mono,monospace);overflow-wrap:anywhere;max-width:16em}
 table.pb-items .pb-item-id{min-width:11em;max-width:16em;overflow-wrap:break-word;font-size:12px}
+table.pb-items .pb-item-run{min-width:20em;max-width:40em;overflow-wrap:anywhere}
+table.pb-items .pb-msg{margin:2px 0 4px;padding-left:6px;border-left:3px solid #c7d2fe}
+table.pb-items .pb-msg-assistant{border-left-color:#86efac}
+table.pb-items .pb-msg-system{border-left-color:#d1d5db}
+table.pb-items .pb-msg-elided{color:#6b7280;font-style:italic;border-left:3px dashed #d1d5db;padding-left:6px}
+table.pb-items .pb-msg-text{white-space:pre-wrap;overflow-wrap:anywhere}
+table.pb-items .pb-raw{font-family:var(--font-mono,monospace);font-size:12px;background:var(--background-fill-secondary,#f6f6f6);padding:2px 4px;max-height:16em;overflow-y:auto}
+table.pb-items .pb-option{display:block}
+table.pb-items .pb-rule{font-family:inherit;font-size:11px;color:#6b7280}
+table.pb-items .pb-no-answer{color:#b91c1c}
+table.pb-items .pb-judge-call{margin:4px 0}
 #items-result input[role=combobox],#items-tier input[role=combobox]{padding-right:28px;text-overflow:ellipsis}
 @media (max-width:600px){table.pb-items{font-size:12px} table.pb-items .pb-item-input{min-width:14em} table.pb-items .pb-item-id{min-width:9em}}
 </style>"""
@@ -81,15 +94,173 @@ def result_choices(services: Services) -> list[tuple[str, str]]:
     return choices
 
 
+def _is_chat(value) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and "role" in m and "content" in m for m in value)
+    )
+
+
+def _is_options(value) -> bool:
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(isinstance(v, str) and len(k) <= 3 for k, v in value.items())
+    )
+
+
+def conversation_html(messages: list[dict]) -> str:
+    """A chat as turns: each message's role, then its text as written (line breaks kept)."""
+    turns = []
+    for m in messages:
+        role = str(m.get("role", ""))
+        text = str(m.get("content", ""))
+        if role == ELIDED_ROLE:  # what the stored prompt left out (evaluator/item_records.py)
+            turns.append(f'<div class="pb-msg pb-msg-elided">… {html.escape(text)} …</div>')
+            continue
+        turns.append(
+            f'<div class="pb-msg pb-msg-{html.escape(role)}"><span class="pb-item-key">'
+            f'{html.escape(role)}</span><div class="pb-msg-text">{html.escape(text)}</div></div>'
+        )
+    return f'<div class="pb-chat">{"".join(turns)}</div>'
+
+
 def _field(key: str, value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """One public field of an item: a conversation as turns, options as lettered lines (folded
+    when long), anything else as text."""
     key_html = f'<span class="pb-item-key">{html.escape(key)}:</span> '
+    if _is_chat(value):
+        chars = sum(len(str(m["content"])) for m in value)
+        body = conversation_html(value)
+        if len(value) <= 2 and chars <= SHOWN_CHARS:
+            return f'<div class="pb-item-field">{key_html}{body}</div>'
+        return (
+            f'<details class="pb-item-field"><summary>{key_html}{len(value)} messages, '
+            f"{chars} characters</summary>{body}</details>"
+        )
+    if _is_options(value):
+        lines = "".join(
+            f'<span class="pb-option"><b>{html.escape(k)}.</b> {html.escape(v)}</span>'
+            for k, v in value.items()
+        )
+        return f'<div class="pb-item-field">{key_html}<div class="pb-options">{lines}</div></div>'
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if len(text) <= SHOWN_CHARS:
         return f'<span class="pb-item-field">{key_html}{html.escape(text)}</span>'
     return (
         f'<details class="pb-item-field"><summary>{key_html}{html.escape(text[:SHOWN_CHARS])}…'
-        f"</summary>{html.escape(text)}</details>"
+        f'</summary><div class="pb-msg-text">{html.escape(text)}</div></details>'
     )
+
+
+def _present(value) -> bool:
+    """A recorded value (a details file holds null, NaN from an older file or pandas' NA for a
+    count, where none was)."""
+    if value is None or isinstance(value, (list, dict)):
+        return value is not None
+    return not bool(pd.isna(value))
+
+
+def _by_order(row: dict, column: str, orders: list[str]) -> dict[str, Any]:
+    """A run column's value per order: {"": value} for an item asked once (text as it is, or
+    parsed JSON for prompt and logprobs), {order: value} for one asked in several orders."""
+    value: Any = row.get(column)
+    if not _present(value):
+        return {}
+    parse = orders or column in ("prompt", "logprobs")
+    try:
+        parsed = json.loads(str(value)) if parse else value
+    except (TypeError, ValueError):
+        parsed = value
+    if orders and isinstance(parsed, dict):
+        return {o: parsed.get(o) for o in orders if parsed.get(o) is not None}
+    return {"": parsed}
+
+
+def _logprobs_html(scores) -> str:
+    if not isinstance(scores, dict):
+        return ""
+    cells = " · ".join(
+        f"{html.escape(str(k))} {float(v):.2f}" for k, v in scores.items() if v is not None
+    )
+    return f'<span class="pb-item-field"><span class="pb-item-key">log-probabilities:</span> {cells}</span>'
+
+
+def run_html(row: dict) -> str:
+    """What the model was sent and wrote for this item (a model run's details), readable: the
+    prompt as a conversation (folded), the raw output, its log-probabilities; each order of an
+    item asked in several. Empty where nothing was recorded (an uploaded file)."""
+    orders = [o for o in str(row.get("orders") or "").split(",") if o]
+    if not _present(row.get("orders")):
+        orders = []
+    prompts, raws = _by_order(row, "prompt", orders), _by_order(row, "raw", orders)
+    logprobs = _by_order(row, "logprobs", orders)
+    parts = []
+    for order in orders or [""]:
+        label = f'<span class="pb-item-key">order {html.escape(order)}:</span> ' if order else ""
+        prompt = prompts.get(order)
+        if isinstance(prompt, list):
+            tokens: Any = row.get("prompt_tokens")
+            size = f", {int(tokens)} tokens" if _present(tokens) and not orders else ""
+            parts.append(
+                f'<details class="pb-item-field pb-prompt"><summary>{label}prompt as sent: '
+                f"{len(prompt)} messages{size}</summary>{conversation_html(prompt)}</details>"
+            )
+        if order in raws:
+            parts.append(
+                f'<div class="pb-item-field">{label}<span class="pb-item-key">output:</span>'
+                f'<div class="pb-msg-text pb-raw">{html.escape(str(raws[order]))}</div></div>'
+            )
+        if order in logprobs:
+            parts.append(_logprobs_html(logprobs[order]))
+    return "".join(parts) + judge_html(row.get("judge"))
+
+
+def judge_html(value) -> str:
+    """The judge's calls on the item: each check's (or rubric's) reading and reply, its prompt
+    folded."""
+    if not _present(value):
+        return ""
+    try:
+        calls = json.loads(value)
+    except (TypeError, ValueError):
+        return ""
+    shown = []
+    for call in calls if isinstance(calls, list) else []:
+        name = call.get("check") or call.get("rubric") or "judge"
+        read = call.get("parsed", call.get("score"))
+        verdict = "unparsed" if read is None else str(read)
+        reply = call.get("output") or call.get("reply") or call.get("rationale") or ""
+        prompt = call.get("prompt")
+        folded = (
+            f"<details><summary>judge prompt</summary>{conversation_html(prompt)}</details>"
+            if _is_chat(prompt)
+            else ""
+        )
+        shown.append(
+            f'<div class="pb-judge-call"><span class="pb-item-key">{html.escape(str(name))}:'
+            f"</span> {html.escape(verdict)}"
+            f'<div class="pb-msg-text pb-raw">{html.escape(str(reply))}</div>{folded}</div>'
+        )
+    return (
+        f'<details class="pb-item-field pb-judge"><summary>judge: {len(shown)} calls</summary>'
+        f"{''.join(shown)}</details>"
+        if shown
+        else ""
+    )
+
+
+def answer_html(row: dict) -> str:
+    """The answer (or that none could be read) and the rule that read it."""
+    answer = row.get("answer")
+    shown = (
+        html.escape(str(answer)) if _present(answer) else '<em class="pb-no-answer">no answer</em>'
+    )
+    rule = row.get("rule")
+    if _present(rule):
+        shown += f'<span class="pb-item-field pb-rule"><span class="pb-item-key">read by:</span> {html.escape(str(rule))}</span>'
+    return shown
 
 
 def render_items(frame: pd.DataFrame, groups: list[str], offset: int, total: int) -> str:
@@ -104,13 +275,18 @@ def render_items(frame: pd.DataFrame, groups: list[str], offset: int, total: int
             STYLE
             + '<p class="pb-empty" id="items-empty"><em>No items match these filters.</em></p>'
         )
+    # a model run's prompt and output, in a column of their own where the page has any (an
+    # uploaded file has none)
+    runs = [run_html(row) for row in frame.to_dict(orient="records")]
+    shown_runs = any(runs)
     head = "".join(
         f'<th scope="col">{html.escape(c)}</th>'
         for c in ["Item", "Input", "Gold", "Answer", "Outcome"]
+        + (["Prompt and output"] if shown_runs else [])
     )
     rows = []
-    for row in frame.to_dict(orient="records"):
-        inputs = "".join(_field(k, v) for k, v in json.loads(row["input"]).items())
+    for row, run in zip(frame.to_dict(orient="records"), runs):
+        inputs = "".join(_field(k, v) for k, v in json.loads(row["input"] or "{}").items())
         outcome = row["outcome"] or "—"
         css = {"right": "pb-right", "wrong": "pb-wrong"}.get(row["outcome"], "")
         # the item's tiers under its id, not in columns of their own: a phone has no room for them
@@ -125,8 +301,10 @@ def render_items(frame: pd.DataFrame, groups: list[str], offset: int, total: int
             f"</span>{tiers}</td>"
             f'<td class="pb-item-input">{inputs}</td>'
             f'<td class="pb-mono">{html.escape(row["gold"])}</td>'
-            f'<td class="pb-mono">{html.escape(row["answer"])}</td>'
-            f'<td class="{css}">{html.escape(outcome)}</td></tr>'
+            f'<td class="pb-mono">{answer_html(row)}</td>'
+            f'<td class="{css}">{html.escape(outcome)}</td>'
+            + (f'<td class="pb-item-run">{run}</td>' if shown_runs else "")
+            + "</tr>"
         )
     shown = f"Items {offset + 1}–{offset + len(frame)} of {total}"
     return (
@@ -141,7 +319,10 @@ def download_links(submission_id: str, tier, outcome) -> str:
     params = {k: v for k, v in params.items() if v and v != ALL}
     links = []
     for fmt in ("csv", "json", "parquet"):
-        query = urlencode({**params, "format": fmt, **({"limit": 1000} if fmt == "json" else {})})
+        # every item (the API's JSON is otherwise a page); the file named by the API
+        query = urlencode(
+            {**params, "format": fmt, **({"complete": "true"} if fmt == "json" else {})}
+        )
         url = f"/api/v1/submissions/{submission_id}/details?{query}"
         links.append(f'<a class="pb-download" href="{html.escape(url)}" download>{fmt.upper()}</a>')
     return "Download these items (the details file of this result): " + " · ".join(links)
@@ -257,7 +438,8 @@ def _layout() -> tuple[list[Any], gr.HTML, gr.HTML]:
     """The controls (result, tier, answer, page), the table and its links."""
     gr.Markdown(
         "**Item explorer.** A published result on a public split, item by item: the inputs, "
-        "the gold answer, the submission's answer and whether it was right. Hidden splits "
+        "the gold answer, the submission's answer and whether it was right; for a model run, "
+        "the prompt as sent, the raw output and the rule that read the answer. Hidden splits "
         "show nothing per item, to anyone, the submitter included (their gold never leaves "
         "the scorer).",
         elem_id="items-note",

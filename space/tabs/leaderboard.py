@@ -9,6 +9,7 @@ version of the leaderboard (the Version selector: "latest", every release, recen
 from __future__ import annotations
 
 import html
+import json
 import re
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -21,6 +22,7 @@ from evaluator.registry import all_suites
 from evaluator.splits import install_command
 from leaderboard.board import UNKNOWN, ranked_board
 from leaderboard.store import StoreError, StoreUnavailable
+from leaderboard.view_query import columns_text, keep_rows
 from space.board_view import DEFAULT_COLUMNS, OPTIONAL_COLUMNS, SORT_JS, render_board
 from space.choices import ALL, suite_choices, task_choices, task_setting_choices, tier_choices
 from space.data import (
@@ -33,7 +35,14 @@ from space.data import (
 from space.interactive_plots import MAX_SERIES
 from space.interactive_plots import TAB_JS as PLOTS_JS
 from space.labels import row_labels
-from space.url_state import FIRST_TAB, ignored_params, link_notice, tab_params, url_writer_js
+from space.url_state import (
+    FIRST_TAB,
+    PRELUDE,
+    ignored_params,
+    link_notice,
+    tab_params,
+    url_writer_js,
+)
 from space.versions import older_version_note, versions_update
 
 if TYPE_CHECKING:
@@ -94,54 +103,81 @@ class LeaderboardTab:
     follow: Callable  # follow(component holding a submission id): on change, show its task, its row outlined
 
 
-def download_name(
-    suite: str | None,
-    task: str | None,
-    setting: str | None,
-    tier: str | None,
-    revision: str | None,
-    fmt: str,
-) -> str:
-    """`prefeval-mcq-zero_shot-3f2a9c1d.csv`: what the file holds, and at which results revision."""
-    parts = [suite, task, setting if setting not in (None, "", ALL) else "all-settings"]
-    if tier not in (None, "", NO_TIER):
-        parts.append("by-" + tier.replace("/", "-"))
+def download_name(c: BoardControls, revision: str | None, fmt: str) -> str:
+    """`prefeval-mcq-zero_shot-3f2a9c1d.csv`: what the file holds (the reader's filters too:
+    `-generative-q-llama`), and at which results revision."""
+    parts = [c.suite, c.task, c.setting if c.setting not in (None, "", ALL) else "all-settings"]
+    if c.tier not in (None, "", NO_TIER):
+        parts.append("by-" + str(c.tier).replace("/", "-"))
+    parts += [v for v in (c.model_type, c.size, c.license) if v and v != ALL]
+    if (c.search or "").strip():
+        parts.append("q-" + str(c.search).strip()[:40])
     if revision:
         parts.append(str(revision)[:12])
     return "-".join(re.sub(r"[^A-Za-z0-9_.+-]", "_", str(p)) for p in parts) + f".{fmt}"
 
 
-def download_links(
-    suite: str | None,
-    task: str | None,
-    setting: str | None,
-    tier: str | None,
-    revision: str | None = None,
-    shown_revision: str = "",
-) -> str:
-    params = {
-        k: v
-        for k, v in {
-            "suite": suite,
-            "task": task,
-            "setting": setting,
-            "tier": tier,
-            "revision": revision,
-        }.items()
-        if v and v not in (ALL, NO_TIER)
+def download_params(c: BoardControls, sort: str | None = None) -> dict[str, str]:
+    """GET /api/v1/leaderboard's parameters for the view on screen: every filter, the chosen
+    columns, the header sort (`column:desc`, kept in the browser: DOWNLOAD_JS puts it in at the
+    click) and the version; so the download holds the rows and columns the board shows."""
+    given = {
+        "suite": c.suite,
+        "task": c.task,
+        "setting": c.setting,
+        "tier": c.tier,
+        "search": (c.search or "").strip(),
+        "type": c.model_type,
+        "size": c.size,
+        "license": c.license,
+        "columns": columns_text(None if c.columns is None else list(c.columns)),
+        "sort": sort,
+        "revision": c.revision,
     }
+    return {k: str(v) for k, v in given.items() if v and v not in (ALL, NO_TIER)}
+
+
+def download_links(c: BoardControls, shown_revision: str = "", sort: str | None = None) -> str:
+    """The board's CSV, JSON and parquet links: the API's answer for exactly this view."""
+    params = download_params(c, sort)
     links = []
     for fmt in ("csv", "json", "parquet"):
         # the API pages its JSON; a download is the whole table
         url = "/api/v1/leaderboard?" + urlencode(
             {**params, "format": fmt, **({"complete": "true"} if fmt == "json" else {})}
         )
-        name = download_name(suite, task, setting, tier, revision or shown_revision, fmt)
+        name = download_name(c, c.revision or shown_revision, fmt)
         links.append(
             f'<a class="pb-download" href="{html.escape(url)}" download="{html.escape(name)}">'
             f"{fmt.upper()}</a>"
         )
     return "Download this table (full precision): " + " · ".join(links)
+
+
+# The header sort lives in the browser (space/url_state.py): each download link gets the view's
+# sort put in (or taken out) as the pointer or focus reaches it, before it is followed or copied;
+# a sort by a column the table does not show (hidden since) sorts nothing there, nor here.
+DOWNLOAD_JS = (
+    PRELUDE
+    + f"const TAB = {json.dumps(FIRST_TAB)};"
+    + """
+const withSort = (a) => {
+  const url = new URL(a.getAttribute('href'), location.href);
+  const sort = pbUrl.get(TAB, 'sort') || '';
+  const col = sort.slice(0, sort.lastIndexOf(':'));
+  const shown = col && document.querySelector(
+    '#leaderboard-table th[data-col="' + CSS.escape(col) + '"]');
+  if (shown) url.searchParams.set('sort', sort); else url.searchParams.delete('sort');
+  a.setAttribute('href', url.pathname + url.search);
+};
+for (const type of ['pointerover', 'focusin', 'pointerdown', 'click', 'auxclick', 'contextmenu']) {
+  element.addEventListener(type, (event) => {
+    const a = event.target.closest ? event.target.closest('a.pb-download') : null;
+    if (a && element.contains(a)) withSort(a);
+  }, true);
+}
+"""
+)
 
 
 def empty_reason(suite: str, task: str, board: pd.DataFrame) -> str:
@@ -178,19 +214,14 @@ def no_verified_note(suite: str, task: str) -> str:
     )
 
 
-def _keep(frame: pd.DataFrame, column: str, wanted) -> pd.DataFrame:
-    return frame if not wanted or wanted == ALL else frame[frame[column] == wanted]
-
-
 def filter_board(board: pd.DataFrame, model_type, size, license_, search) -> pd.DataFrame:
     """The fact filters and the model-name search (case-insensitive substring) on a ranked board;
-    ranks are those of the whole task view, so a filtered row keeps its place among all models."""
-    shown = _keep(_keep(_keep(board, "model_type", model_type), "size", size), "license", license_)
-    needle = (search or "").strip().lower()
-    if needle:
-        shown = shown[shown["model_name"].astype(str).str.lower().str.contains(needle, regex=False)]
-    shown.attrs.update(board.attrs)
-    return shown
+    ranks are those of the whole task view, so a filtered row keeps its place among all models.
+    The API's downloads narrow rows with the same function (leaderboard/view_query.py)."""
+    model_type, size, license_ = (
+        None if v in (None, "", ALL) else v for v in (model_type, size, license_)
+    )
+    return keep_rows(board, model_type, size, license_, search)
 
 
 # -- handlers: the controls' values and the services in, view data out (tests/unit/test_tab_handlers.py)
@@ -377,7 +408,7 @@ def board_view(services: Services, controls: BoardControls) -> BoardView:
     if c.revision:
         table = older_version_note(c.revision, "leaderboard", "version-note") + table
     shown_revision = c.revision or services.results_head() or ""
-    links = download_links(c.suite, c.task, c.setting, c.tier, c.revision, shown_revision)
+    links = download_links(c, shown_revision)
     return BoardView(table, links, board)
 
 
@@ -595,7 +626,7 @@ def _layout(first: BoardControls) -> _Components:
         note = gr.HTML(elem_id="leaderboard-link-note", padding=False)  # a link's wrong names
         table = gr.HTML(elem_id="leaderboard-table", js_on_load=SORT_JS)
         gr.Markdown(RANKING_HELP, elem_id="leaderboard-help")
-        downloads = gr.HTML(elem_id="leaderboard-downloads")
+        downloads = gr.HTML(elem_id="leaderboard-downloads", js_on_load=DOWNLOAD_JS)
         with gr.Accordion("Plots", open=True, elem_id="leaderboard-plots"):
             compare = gr.Dropdown(
                 [],

@@ -7,7 +7,7 @@ import html
 
 import gradio as gr
 
-from space.status_text import duration
+from space.status_text import PHASE_WORDS, duration
 from space.tabs.service_status import submission_link
 from submissions.service import SubmissionStatus
 
@@ -32,7 +32,7 @@ HEADERS = [
 
 def _row(status: SubmissionStatus) -> list[str]:
     progress = status.get("progress") or {}
-    done, total = progress.get("done") or 0, progress.get("total") or 0
+    total = progress.get("total") or 0
     position = status.get("queue_position")
     rate = progress.get("tokens_per_s")
     eta = progress.get("eta_s")
@@ -45,12 +45,19 @@ def _row(status: SubmissionStatus) -> list[str]:
         status["setting"],
         status["state"],
         queue_place(status["state"], position),
-        f"{done} / {total}" if total else "",
+        progress_cell(progress, running) if total else "",
         f"{rate:.0f} tok/s" if running and rate else "",
         duration(eta) if running and eta is not None else "",
         status.get("owner") or "",
         status.get("error") or "",
     ]
+
+
+def progress_cell(progress, running: bool = True) -> str:
+    """Items done of all, or what a running model run does before its first item (its phase)."""
+    done, total = progress.get("done") or 0, progress.get("total") or 0
+    doing = PHASE_WORDS.get(str(progress.get("phase"))) if running else None
+    return f"{doing} ({done} / {total})" if doing else f"{done} / {total}"
 
 
 def queue_place(state: str, position: int | None) -> str:

@@ -75,6 +75,10 @@ def test_the_explorer_escapes_answers_and_inputs(mcq):
     page = render_items(frame, ["form", "topic"], 0, len(frame))
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
     assert "Items 1–60 of 60" in page
+    # an uploaded file's items: no model run's prompt and output, so no column for them; the
+    # inputs' conversation and options formatted, not their JSON
+    assert "Prompt and output" not in page and 'class="pb-item-run"' not in page
+    assert "<b>A.</b>" in page and 'class="pb-msg pb-msg-user"' in page and '{"A":' not in page
 
 
 def test_details_only_of_a_result_in_the_published_table_on_the_installed_split(mcq, tmp_path):
@@ -137,3 +141,55 @@ def test_a_tier_whose_name_holds_a_slash_filters():
     assert filter_details(frame, task, "type/general")["item_id"].tolist() == ["c"]
     with pytest.raises(ValueError, match="cell/specific/easy"):
         filter_details(frame, task, "cell/specific")
+
+
+def test_a_judged_items_calls_are_in_its_details_and_shown_readably():
+    """A judge-scored item's transcript records (evaluator/suites/prefeval/open_ended.py
+    judge_transcript) become its `judge` column, and the explorer shows each call's reading, reply
+    and prompt as a conversation; an item without a response has none (a null)."""
+    task = get_task("prefeval", "open_ended")
+    first, second = task.load_split().items[:2]
+    calls = [
+        {
+            "check": "helpful",
+            "prompt": [
+                {"role": "system", "content": "judge <sys>"},
+                {"role": "user", "content": "Q"},
+            ],
+            "output": "<answer>Yes</answer>",
+            "parsed": "Yes",
+        },
+        {"check": "violate", "prompt": [], "output": "I think so", "parsed": None},
+    ]
+    frame = build_details(task, {first.id: "a reply", second.id: None}, judged={first.id: calls})
+    rows = frame.set_index("item_id")
+    assert json.loads(rows.loc[first.id, "judge"]) == calls
+    assert rows["judge"].isna().sum() == 1 and rows["answer"].isna().sum() == 1
+    page = render_items(frame, ["form", "topic"], 0, len(frame))
+    assert "judge: 2 calls" in page and "helpful:</span> Yes" in page
+    assert "violate:</span> unparsed" in page and "I think so" in page
+    assert "judge &lt;sys&gt;" in page and "<sys>" not in page  # the prompt, escaped
+    assert page.count("no answer") == 1
+
+
+def test_an_item_asked_in_both_orders_keeps_each_orders_prompt_and_output(mcq):
+    """A pairwise judgment asked in both orders (`item::ab`, `item::ba` in the checkpoint): one row,
+    its text columns {order: value}, its token counts summed, each order shown."""
+    item = mcq.load_split().items[0]
+    chat = [{"role": "user", "content": "which is better?"}]
+    records = [
+        {"id": f"{item.id}::{order}", "answer": "A", "prompt_tokens": 10, "rule": "r"}
+        | {"raw": f"<choice>A</choice> ({order})", "raw_chars": 21, "messages": chat}
+        | {"prompt_messages": 1, "prompt_sha256": order * 32}
+        for order in ("ab", "ba")
+    ]
+    frame = build_details(mcq, {item.id: {"ab": "A", "ba": "B"}}, runs={item.id: records})
+    row = frame.iloc[0]
+    assert row["orders"] == "ab,ba" and row["prompt_tokens"] == 20
+    assert json.loads(row["raw"]) == {
+        "ab": "<choice>A</choice> (ab)",
+        "ba": "<choice>A</choice> (ba)",
+    }
+    assert json.loads(row["prompt"]) == {"ab": chat, "ba": chat} and pd.isna(row["logprobs"])
+    page = render_items(frame, ["form", "topic"], 0, 1)
+    assert "order ab:" in page and "order ba:" in page and "(ba)" in page

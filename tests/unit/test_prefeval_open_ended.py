@@ -3,6 +3,7 @@ official scoring reads them; the official judge prompts and generation instructi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -115,7 +116,7 @@ class ScriptedJudge:
         return markers[check] in text
 
 
-def test_scores_from_scripted_verdicts_by_hand():
+def test_scores_from_scripted_verdicts_by_hand(tmp_path):
     task = get_task("prefeval", "open_ended")
     items = task.load_split().items[:5]
     script = {
@@ -142,9 +143,9 @@ def test_scores_from_scripted_verdicts_by_hand():
     }
     answers = {item.id: response for item, response in zip(items, script)}
     judge_backend = ScriptedJudge(script)
-    result = score_answers(
-        task, Split("five", items), answers, Judge("scripted", "r1", judge_backend)
-    )
+    transcript = tmp_path / "judge.jsonl"
+    judge = Judge("scripted", "r1", judge_backend).keeping(transcript)
+    result = score_answers(task, Split("five", items), answers, judge)
     total = {m: s["value"] for m, s in result["total"].items()}
     # the garbled replies count as not acknowledged, not violated and helpful: no error, officially
     assert total["accuracy"] == pytest.approx(2 / 5)
@@ -158,6 +159,20 @@ def test_scores_from_scripted_verdicts_by_hand():
     assert total["acknowledged"] == pytest.approx(3 / 5)
     # hallucinate is asked only of the three acknowledged answers: 5 x 3 + 3 calls
     assert len(judge_backend.asked) == 18 and judge_backend.asked.count("hallucinate") == 3
+    # the row counts the judge replies it read and the three garbled ones no rule could read
+    assert {k: result["scoring_provenance"][k] for k in ("judge_outputs", "judge_unparsed")} == {
+        "judge_outputs": 18,
+        "judge_unparsed": 3,
+    }
+    # the transcript (the details of a public split): each call's prompt, reply and reading
+    calls = [json.loads(line) for line in transcript.read_text().splitlines()]
+    assert len(calls) == 18
+    garbled = [c for c in calls if c["id"] == items[4].id]
+    assert {c["check"] for c in garbled} == {"acknowledge", "violate", "helpful"}
+    assert all(c["parsed"] is None and "<answer>" not in c["output"] for c in garbled)
+    good = next(c for c in calls if c["id"] == items[0].id and c["check"] == "violate")
+    assert good["parsed"] == "No" and good["output"] == "<answer>No</answer>"
+    assert "R-good" in good["prompt"][-1]["content"] and good["prompt"][0]["role"] == "system"
     for check in open_ended.CHECKS:
         assert (
             "{"

@@ -298,9 +298,14 @@ def test_run_model_reward_protocol(rew, task, protocol):
     assert run.stats["items_resumed"] == 0 and len(run.stats["prompt_template_sha256"]) == 64
 
 
-def test_checkpoint_keeps_answers_only(gen, task, tmp_path):
+def test_checkpoint_keeps_the_models_side_only(gen, task, tmp_path):
+    """The model's answers and what it was sent and wrote (the details of a public split), never
+    the gold: that stays in the split, read by the scorer."""
     checkpoint = Checkpoint(tmp_path / "ck.jsonl")
     run_model(task, "zero_shot", gen, limit=3, checkpoint=checkpoint)
     lines = [json.loads(line) for line in checkpoint.path.read_text().splitlines()]
     assert len(lines) == 3
-    assert all(set(line) == {"id", "answer", "prompt_tokens"} for line in lines)
+    model_side = {"id", "answer", "prompt_tokens", "rule", "raw", "raw_chars", "logprobs"}
+    model_side |= {"messages", "prompt_messages", "prompt_chars", "prompt_sha256"}
+    assert all({"id", "answer", "prompt_tokens", "rule", "messages"} <= set(line) for line in lines)
+    assert all(set(line) <= model_side for line in lines)

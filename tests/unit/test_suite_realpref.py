@@ -457,17 +457,23 @@ def test_open_ended_judge_writes_score_and_rationale(tmp_path):
     by_key = {(k["id"], k["rubric"]): k for k in kept}
     assert by_key[(retried_item, "quality")]["score"] == 4
     assert by_key[(retried_item, "quality")]["attempts"] == 2
-    assert by_key[(failed_item, "awareness")] | {"reply": None} == {
+    # the judge's prompt as sent is kept with its reply (the details of a public split show it)
+    assert by_key[(failed_item, "awareness")]["prompt"][0]["role"] == "system"
+    assert by_key[(failed_item, "awareness")] | {"reply": None, "prompt": None} == {
         "id": failed_item,
         "rubric": "awareness",
         "score": None,
         "rationale": "It is fine.",
         "attempts": 2,
         "reply": None,
+        "prompt": None,
     }
     assert by_key[(oe.items[3].id, "alignment")]["rationale"] == (
         f"alignment of {answers[oe.items[3].id]}"
     )
+    # the row counts the judgments read and the one without a score after its retry
+    assert result["scoring_provenance"]["judge_outputs"] == 3 * (n - 1)
+    assert result["scoring_provenance"]["judge_unparsed"] == 1
     provenance = result["scoring_provenance"]["judge"]
     assert provenance["model"] == "judge-x" and provenance["revision"] == "rev1"
     assert provenance["protocol"] == "judge_score" and "default_protocol" not in provenance

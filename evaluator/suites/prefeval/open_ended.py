@@ -278,15 +278,16 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
         if answers.get(item.id)
     ]
     first: list[list[dict[str, str]]] = []
-    for _, item, response in answered:
+    asked: dict[tuple[int, str], list[dict[str, str]]] = {}  # (index, check) -> the judge's prompt
+    for index, item, response in answered:
         fields = {
             "preference": item.gold["preference"],
             "question": item.gold["question"],
             "response": response,
         }
-        first += [
-            judge_messages(check, **fields) for check in ("acknowledge", "violate", "helpful")
-        ]
+        for check in ("acknowledge", "violate", "helpful"):
+            asked[index, check] = judge_messages(check, **fields)
+            first.append(asked[index, check])
     replies = [text or "" for text in ask(first)]
     by_index: dict[int, dict[str, str]] = {}
     for k, (index, _, _) in enumerate(answered):
@@ -298,9 +299,9 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
         for index, item, _ in answered
         if says_yes(tag_text(by_index[index]["acknowledge"], "answer"))
     ]
-    second = ask(
-        [judge_messages("hallucinate", preference=p, restatement=r) for _, p, r in restated]
-    )
+    for index, p, r in restated:
+        asked[index, "hallucinate"] = judge_messages("hallucinate", preference=p, restatement=r)
+    second = ask([asked[index, "hallucinate"] for index, _, _ in restated])
     for (index, _, _), text in zip(restated, second):
         by_index[index]["hallucinate"] = text or ""
     arrays = {
@@ -323,6 +324,8 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
             arrays[name][index] = float(value)
         arrays["correct"][index] = float(not any(errors.values()))
         arrays["acknowledged"][index] = float(v["acknowledge"])
+    judge.tally(sum(len(texts) for texts in by_index.values()), sum(unparsed.values()))
+    judge.keep(judge_transcript(items, by_index, asked))
     if any(unparsed.values()):
         log.info(
             "%s: judge replies without an <answer> (read as upstream reads them): %s",
@@ -330,3 +333,27 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
             unparsed,
         )
     return arrays
+
+
+def judge_transcript(
+    items, by_index: dict[int, dict[str, str]], asked: dict[tuple[int, str], list]
+) -> list[dict]:
+    """One record per judge call: the item, the check, the prompt as sent and the reply (capped:
+    evaluator/item_records.py), and the <answer> text the rule read (None: none, read as upstream
+    reads it)."""
+    from evaluator.item_records import cap_text, capped_messages
+
+    records = []
+    for index, texts in sorted(by_index.items()):
+        for check, text in texts.items():
+            answer = tag_text(text, "answer")
+            records.append(
+                {
+                    "id": items[index].id,
+                    "check": check,
+                    "prompt": capped_messages(asked[index, check]),
+                    "output": cap_text(text),
+                    "parsed": answer or None,
+                }
+            )
+    return records

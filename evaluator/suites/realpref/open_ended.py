@@ -235,13 +235,18 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
     arrays = {rubric: np.ones(len(items), dtype=float) for rubric in RUBRICS}
     arrays["judge_failed"] = np.zeros(len(items), dtype=float)
     transcript = []
-    for (index, rubric), judgment in zip(owners, judgments):
+    from evaluator.item_records import capped_messages
+
+    for (index, rubric), judgment, prompt in zip(owners, judgments, asks):
         score = judgment["score"]
         arrays[rubric][index] = float("nan") if score is None else float(score)
         if score is None:
             arrays["judge_failed"][index] = 1.0
-        transcript.append({"id": items[index].id, "rubric": rubric, **judgment})
+        transcript.append(
+            {"id": items[index].id, "rubric": rubric, "prompt": capped_messages(prompt), **judgment}
+        )
     failed = int(sum(1 for j in judgments if j["score"] is None))
+    judge.tally(len(judgments), failed)
     if failed:
         log.warning(
             "%s: %d of %d judgments without a score after a retry (left out of the rubric means, "

@@ -1,0 +1,99 @@
+"""What a model run keeps of each item besides its answer, for the per-item details of a public
+split (submissions/details.py): the prompt as sent, the raw output, the rule that read the answer
+(or `unparsed`), the label log-probabilities, and for a judge-scored task the judge's prompts and
+replies. Kept in the run's private checkpoint (evaluator/model_eval.py) and the judge's transcript
+(evaluator/judge.py), published only where a task's items may be shown.
+
+Sizes are bounded: a text (a generation, a judge reply, one message of a prompt) keeps its first
+TEXT_CHARS characters and says how many it had (`raw_chars`; a cut text ends with a note), and a
+prompt over PROMPT_CHARS characters or PROMPT_MESSAGES messages keeps its first and last messages
+with one note message (role `elided`) between them naming what was left out (PrefEval's
+distractor turns). `prompt_messages`, `prompt_chars` and `prompt_sha256` describe the whole prompt
+as sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+TEXT_CHARS = 4000  # a generation, a judge reply or one prompt message, stored up to this length
+# A prompt longer than PROMPT_CHARS characters, or of more than PROMPT_MESSAGES messages, is stored
+# elided in the middle: its first messages (the system prompt, the preference or the revealing
+# conversation) and its last ones (the question), each end up to half the budget and to
+# PROMPT_HEAD / PROMPT_TAIL messages; PrefEval's distractor turns are what goes.
+PROMPT_CHARS = 6000
+PROMPT_MESSAGES = 24
+PROMPT_HEAD, PROMPT_TAIL = 16, 6
+ELIDED_ROLE = "elided"  # the role of the note message that stands for the messages left out
+
+
+def cap_text(text: str, limit: int = TEXT_CHARS) -> str:
+    """`text` up to `limit` characters; a longer one ends with a note saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" […cut: {len(text) - limit} more characters of {len(text)}]"
+
+
+def _fitting(messages: list[dict[str, str]], most: int) -> int:
+    """How many of `messages`, from the first, fit half the budget (at least one)."""
+    count, chars = 0, 0
+    for message in messages[:most]:
+        chars += len(message["content"])
+        if count and chars > PROMPT_CHARS // 2:
+            break
+        count += 1
+    return count
+
+
+def capped_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The chat as stored: each message's content capped, the middle elided past the budget."""
+    kept = [
+        {"role": str(m.get("role", "")), "content": cap_text(str(m.get("content", "")))}
+        for m in messages
+    ]
+    if len(kept) <= PROMPT_MESSAGES and sum(len(m["content"]) for m in kept) <= PROMPT_CHARS:
+        return kept
+    tail = _fitting(kept[::-1], PROMPT_TAIL)
+    head = min(_fitting(kept, PROMPT_HEAD), len(kept) - tail)
+    left = messages[head : len(messages) - tail]
+    if not left:  # two long messages: each is capped, nothing to elide
+        return kept
+    chars = sum(len(str(m.get("content", ""))) for m in left)
+    note = {
+        "role": ELIDED_ROLE,
+        "content": f"{len(left)} messages ({chars} characters) left out here",
+    }
+    return [*kept[:head], note, *kept[len(kept) - tail :]]
+
+
+def prompt_fields(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A prompt's stored form and what describes the whole of it."""
+    whole = json.dumps(messages, ensure_ascii=False, sort_keys=True)
+    return {
+        "messages": capped_messages(messages),
+        "prompt_messages": len(messages),
+        "prompt_chars": sum(len(str(m.get("content", ""))) for m in messages),
+        "prompt_sha256": hashlib.sha256(whole.encode()).hexdigest(),
+    }
+
+
+def checkpoint_entry(decision: Any) -> dict[str, Any]:
+    """One decision as the checkpoint keeps it: id, answer and prompt tokens (what scoring and a
+    resumed run read), then what the details show, each only where the protocol has it."""
+    entry: dict[str, Any] = {
+        "id": decision.id,
+        "answer": decision.answer,
+        "prompt_tokens": decision.prompt_tokens,
+    }
+    if decision.rule is not None:
+        entry["rule"] = decision.rule
+    if decision.raw is not None:
+        entry["raw"] = cap_text(decision.raw)
+        entry["raw_chars"] = len(decision.raw)
+    if decision.scores:
+        entry["logprobs"] = {k: float(v) for k, v in decision.scores.items()}
+    if decision.messages:
+        entry.update(prompt_fields(decision.messages))
+    return entry
