@@ -113,7 +113,9 @@ FILTERS = [
 ]
 
 
-@pytest.mark.parametrize("query,keeps,expected", FILTERS, ids=lambda v: "rule" if callable(v) else str(v)[:40])
+@pytest.mark.parametrize(
+    "query,keeps,expected", FILTERS, ids=lambda v: "rule" if callable(v) else str(v)[:40]
+)
 def test_each_filter_narrows_every_download_to_the_views_rows(service, query, keeps, expected):
     with service.http() as http:
         everything = answers(http, VIEW)["json"]
