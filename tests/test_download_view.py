@@ -1,4 +1,4 @@
-"""Downloads equal the view (issue 30 point 4), over HTTP against the live service: each of the
+"""Downloads equal the view, over HTTP against the live service: each of the
 board's filters (search, type, size, license), its header sort and its column chooser narrow
 GET /api/v1/leaderboard's JSON page and its CSV, parquet and complete JSON downloads to the same
 rows, which are the rows the filter keeps of the unfiltered board; a query parameter a table route
