@@ -10,7 +10,7 @@ from pathlib import Path
 
 from evaluator.backends.base import BackendError
 from evaluator.judge import judge_for
-from evaluator.predictions import PredictionsError
+from evaluator.predictions import PredictionsError, answers_sha256, iter_lines, read_predictions
 from evaluator.registry import UnknownSuiteError, all_suites, check_suites, get_task
 from evaluator.scoring import score_predictions_file
 from leaderboard.store import StoreError
@@ -25,7 +25,12 @@ def _score(args: argparse.Namespace) -> int:
         return 2
     result = score_predictions_file(task, path, filename=str(path), judge=judge_for(task))
     result.pop("scoring_seconds", None)  # keep the printed JSON reproducible
-    print(json.dumps({"suite": args.suite, "task": args.task, **result}, indent=2))
+    # the answers' identity, as an uploaded row's provenance records it (its Reproduce section)
+    with open(path, "rb") as stream:
+        answers = read_predictions(iter_lines(stream), task, task.load_split(), str(path))
+    printed = {"suite": args.suite, "task": args.task, **result}
+    printed["predictions_sha256"] = answers_sha256(answers)
+    print(json.dumps(printed, indent=2))
     return 0
 
 
@@ -53,61 +58,109 @@ def _suites(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    """Run a model on a task's hidden split, as a worker would, with a progress bar."""
+    """Run a model on a task's split, as a worker would, with a progress bar; print the metrics,
+    the answers' hash and the versions as JSON (a result page's Reproduce command: space/reproduce.py),
+    and with --details the per-item answers as the published details file holds them."""
+    import tempfile
+
     from tqdm import tqdm
 
-    from evaluator.backends import ModelSpec, load_backend
-    from evaluator.model_eval import run_model, select_items
-    from evaluator.models import ModelRegistry, download_hub_model, resolve_model
-    from evaluator.scoring import score_answers
-    from evaluator.settings import load_evaluator_settings
+    from evaluator.model_eval import Checkpoint, run_model, select_items
+    from evaluator.package import package_version
+    from evaluator.scoring import score_answers, split_provenance
+    from submissions.details import details_allowed
 
     task = check_target(args.suite, args.task, args.setting)  # the intake's answers (status, text)
     check_available(task)
-    judge = judge_for(
-        task
-    )  # before the run: a judge-scored task without a judge fails now, not after it
-    registry = ModelRegistry(load_evaluator_settings().data_dir)
-    if Path(args.model).is_dir():
-        registry = _ad_hoc_registry(Path(args.model))
-    resolved = resolve_model(
-        str(Path(args.model).resolve()) if Path(args.model).is_dir() else args.model,
-        args.revision,
-        args.model_type,
-        registry,
-    )
-    path = resolved.path or download_hub_model(resolved)
-    backend = load_backend(
-        ModelSpec(resolved.name, path, resolved.model_type, resolved.revision), args.backend
-    )
+    if args.details and not details_allowed(task):
+        print(
+            f"error: --details: {task.key}'s split is hidden: its per-item answers are not written",
+            file=sys.stderr,
+        )
+        return 2
+    judge = judge_for(task)  # before the run: a judge-scored task without a judge fails now
+    resolved, backend = _evaluated_model(args)
     total = len(select_items(task.load_split(), args.limit).items)
-    with tqdm(total=total, unit="item", file=sys.stderr) as bar:
+    with tempfile.TemporaryDirectory(prefix="personaboard-evaluate-") as kept:
+        checkpoint = Checkpoint(Path(kept) / "run.jsonl")  # each item's prompt, output and rule
+        if judge is not None:
+            judge = judge.keeping(Path(kept) / "judge.jsonl")
+        with tqdm(total=total, unit="item", file=sys.stderr) as bar:
 
-        def on_progress(report):
-            bar.n = report["done"]
-            bar.set_postfix(tok_s=f"{report['tokens_per_s']:.0f}")
-            bar.refresh()
+            def on_progress(report):
+                bar.n = report["done"]
+                bar.set_postfix(tok_s=f"{report['tokens_per_s']:.0f}")
+                bar.refresh()
 
-        run = run_model(
-            task, args.setting, backend, args.protocol, args.limit, on_progress=on_progress
-        )
-    metrics = score_answers(task, run.split, run.answers, judge)
-    print(
-        json.dumps(
-            {
-                "suite": args.suite,
-                "task": args.task,
-                "setting": args.setting,
-                "model": resolved.name,
-                "revision": resolved.revision,
-                "partial": run.partial,
-                "run": run.stats,
-                **metrics,
-            },
-            indent=2,
-        )
-    )
+            run = run_model(
+                task, args.setting, backend, args.protocol, args.limit, checkpoint, on_progress
+            )
+        metrics = score_answers(task, run.split, run.answers, judge)
+        metrics.update(split_provenance(task, run.split, task.load_split()))
+        if args.details:
+            _write_details(task, run.answers, Path(kept), Path(args.details))
+    summary = {
+        "suite": args.suite,
+        "task": args.task,
+        "setting": args.setting,
+        "model": resolved.name,
+        "revision": resolved.revision,
+        "package_version": package_version(),
+        "partial": run.partial,
+        "answers_sha256": answers_sha256(run.answers),  # a result's provenance has the same hash
+        "run": run.stats,
+        **metrics,
+    }
+    print(json.dumps(summary, indent=2, default=str))
     return 0
+
+
+def _evaluated_model(args: argparse.Namespace):
+    """The model `--model` names (a registered name, an endpoint, a Hub id or a folder), resolved
+    as the intake resolves it, and its backend on `--backend` / `--device`."""
+    from evaluator.backends import ModelSpec, load_backend
+    from evaluator.models import ModelRegistry, download_hub_model, resolve_model
+    from evaluator.settings import load_evaluator_settings
+
+    settings = load_evaluator_settings()
+    registry = ModelRegistry(settings.data_dir)
+    folder = Path(args.model)
+    if folder.is_dir():
+        registry = _ad_hoc_registry(folder)
+    name = str(folder.resolve()) if folder.is_dir() else args.model
+    resolved = resolve_model(name, args.revision, args.model_type, registry)
+    if resolved.source == "endpoint":
+        from evaluator.endpoints import endpoint_backend
+
+        return resolved, endpoint_backend(resolved.name, settings.data_dir)
+    if args.device and args.backend != "transformers":
+        raise ValueError(f"--device: the {args.backend} backend chooses its own device")
+    options = {"device": args.device} if args.device else {}
+    path = resolved.path or download_hub_model(resolved)
+    spec = ModelSpec(resolved.name, path, resolved.model_type, resolved.revision)
+    return resolved, load_backend(spec, args.backend, **options)
+
+
+def _write_details(task, answers: dict, kept: Path, out: Path) -> None:
+    """The per-item answers of this run as the published details file holds them (parquet, the
+    split's inputs left out): its rows compare one for one with the result's details download."""
+    from evaluator.model_eval import Checkpoint
+    from submissions.details import build_details
+
+    runs: dict[str, list[dict]] = {}
+    for record in Checkpoint(kept / "run.jsonl").load().values():
+        runs.setdefault(record["id"].partition("::")[0], []).append(record)
+    judged: dict[str, list[dict]] = {}  # every call of the judge on an item (several per item)
+    transcript = kept / "judge.jsonl"
+    lines = transcript.read_text(encoding="utf-8").splitlines() if transcript.exists() else []
+    for record in map(json.loads, filter(None, lines)):
+        judged.setdefault(str(record["id"]), []).append(
+            {k: v for k, v in record.items() if k != "id"}
+        )
+    frame = build_details(task, answers, runs, judged).drop(columns=["input"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(out, index=False, compression="zstd")
+    print(f"per-item answers of {len(frame)} items written to {out}", file=sys.stderr)
 
 
 def _submit(args: argparse.Namespace) -> int:
@@ -602,7 +655,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     suites.set_defaults(run=_suites)
     evaluate = commands.add_parser(
-        "evaluate", help="run a model on a task's hidden split and print the metrics as JSON"
+        "evaluate", help="run a model on a task's split and print the metrics as JSON"
     )
     evaluate.add_argument(
         "--model", required=True, help="registered local name, Hub id, or a model folder"
@@ -617,6 +670,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--limit", type=int, help="evaluate N items spread over the split (a partial run)"
     )
     evaluate.add_argument("--backend", default="transformers", choices=["transformers", "vllm"])
+    evaluate.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        help="transformers only: where the model runs (default: cuda if there is one); a "
+        "result's Reproduce command names the device it ran on (its dtype follows)",
+    )
+    evaluate.add_argument(
+        "--details",
+        metavar="FILE",
+        help="write each item's answer, rule, prompt and raw output as parquet (public splits "
+        "only), the columns of the result's details download",
+    )
     evaluate.set_defaults(run=_evaluate)
     _add_submit_commands(commands)
     models = commands.add_parser("models", help="the operator's registry of local models")

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence, TypedDict
 
 from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
 from evaluator.item_records import checkpoint_entry
+from evaluator.package import package_version
 from evaluator.phases import ITEMS, WARMING, report_phase
 from evaluator.protocols import (
     CIRCULAR,
@@ -596,6 +597,7 @@ def run_model(
     stats = {
         "protocol": protocol,
         "protocol_version": PROTOCOL_VERSION,
+        "package_version": package_version(),  # what `personaboard evaluate` re-runs it with
         "prompt_template_sha256": prompt_template_hash(task),
         "items": len(split.items),
         "items_resumed": meter.resumed,

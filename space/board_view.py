@@ -38,6 +38,7 @@ from space.display import (
     format_value,
     metric_label,
 )
+from space.item_links import LINK_TITLE, has_item_details, items_href
 from space.labels import distinctions
 from space.url_state import FIRST_TAB, PRELUDE
 
@@ -70,6 +71,9 @@ table.pb-board .pb-ci{color:#6b7280}
 table.pb-board .pb-below-ref{color:#b91c1c;font-weight:600}
 table.pb-board tr.pb-not-above-ref td.pb-model{box-shadow:inset 4px 0 0 #f87171}
 table.pb-board .pb-parse-warning{display:block;font-size:11px;color:#b45309;font-weight:600}
+table.pb-board .pb-items-link{display:block;text-align:left;font-size:11px;line-height:1.3;text-decoration:none;color:var(--link-text-color,#4338ca)}
+table.pb-board .pb-items-link::after{content:"items \\203A"}
+table.pb-board .pb-items-link:hover{text-decoration:underline}
 @media (max-width:600px){
  table.pb-board{font-size:13px}
  table.pb-board .pb-model{min-width:9em;max-width:9em}
@@ -258,8 +262,21 @@ def _model_cell(row, distinct: dict[str, str]) -> Cell:
     link = f'<a href="/model/{quote(name, safe="")}" title="{html.escape(title)}">{html.escape(name)}</a>'
     if extra:
         link += f'<span class="pb-distinct">{html.escape(extra)}</span>'
-    link += _parse_warning(row)
+    link += _parse_warning(row) + _items_link(row, title)
     return link, title.lower(), "pb-model pb-text"
+
+
+def _items_link(row, title: str) -> str:
+    """A small link to the row's answers item by item (the Items tab), where it has any (scored
+    here, on a public split). Its word is drawn by CSS (::after), so the cell's text, as copied
+    or read, stays the model's name; its accessible name is the aria-label."""
+    if not has_item_details(row.get("row_kind"), row.get("suite"), row.get("task")):
+        return ""
+    href = items_href(str(row["submission_id"]))
+    return (
+        f'<a class="pb-items-link" href="{html.escape(href)}" title="{html.escape(LINK_TITLE)}" '
+        f'aria-label="{html.escape(f"Items of {title}")}"></a>'
+    )
 
 
 def _parse_warning(row) -> str:

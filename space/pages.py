@@ -36,6 +36,8 @@ from space.display import (
     metric_label,
     suite_title,
 )
+from space.item_links import has_item_details, items_link
+from space.reproduce import reproduce_section
 
 if TYPE_CHECKING:
     from space.session import SessionReader
@@ -128,38 +130,6 @@ def hub_link(record: dict) -> str | None:
     if model.get("source") == "hub" and model.get("name"):
         return HUB_URL + quote(str(model["name"]), safe="/")
     return None
-
-
-def reproduce_command(record: dict) -> str:
-    provenance = provenance_of(record)
-    setting = str(record["setting"]).split("+judge:", 1)[0]
-    if record.get("row_kind") == "reported":
-        return f"# Reported in the paper ({provenance.get('table', '')}); not run here."
-    if "model" in provenance:
-        model = provenance["model"]
-        parts = ["personaboard", "evaluate", "--model", model.get("name", record["model_name"])]
-        if model.get("revision") and model.get("source") == "hub":
-            parts += ["--revision", model["revision"]]
-        parts += ["--suite", record["suite"], "--task", record["task"], "--setting", setting]
-        if provenance.get("protocol"):
-            parts += ["--protocol", provenance["protocol"]]
-        n = provenance.get("split", {}).get("n_items")
-        if record.get("row_kind") == "partial" and n:
-            parts += ["--limit", str(n)]
-        command = " ".join(_shell(p) for p in parts)
-        judge = provenance.get("judge", {})
-        if judge.get("model"):
-            command = f"PERSONABOARD_JUDGE_MODEL={_shell(judge['model'])} " + command
-        return command
-    return (
-        f"personaboard score --suite {_shell(record['suite'])} --task {_shell(record['task'])} predictions.jsonl"
-        f"   # the answers with sha256 {provenance.get('predictions_sha256', '?')} (evaluator/predictions.py answers_sha256)"
-    )
-
-
-def _shell(word: str) -> str:
-    word = str(word)
-    return word if re.fullmatch(r"[\w@%+=:,./-]+", word) else "'" + word.replace("'", "'\\''") + "'"
 
 
 def _score_rows(record: dict) -> str:
@@ -448,7 +418,9 @@ def result_page(services: Services, submission_id: str) -> HTMLResponse:
     board = "/?" + urlencode({**where, "highlight": submission_id})
     body = (
         f"<h1>Result {_e(submission_id)}</h1><p>{_links(record)}</p>"
-        f'<p><a class="board-link" href="{_e(board)}">Its row on the leaderboard</a></p>'
+        f'<p><a class="board-link" href="{_e(board)}">Its row on the leaderboard</a>'
+        + _items_of(record, " · ", "Its answers item by item")
+        + "</p>"
         "<table class=facts>"
         + "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in facts)
         + "</table>"
@@ -459,8 +431,8 @@ def result_page(services: Services, submission_id: str) -> HTMLResponse:
             "/plots/tiers.json?" + urlencode({**where, "ids": submission_id}),
             "per-tier scores with 95% intervals",
         )
-        + f"<h2>Reproduce</h2><pre class=reproduce>{_e(reproduce_command(record))}</pre>"
-        "<h2>Provenance</h2><div class=scroll><table class=provenance>"
+        + reproduce_section(record)  # space/reproduce.py: the command and what it must match
+        + "<h2>Provenance</h2><div class=scroll><table class=provenance>"
         + "".join(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>" for k, v in provenance)
         + "</table></div>"
     )
@@ -484,8 +456,15 @@ def _history_row(record: dict, published: dict[str, tuple[str, str]]) -> str:
         f"<td class=num>{_e(r.get('n_items'))}</td>"
         f"<td>{_chip(revision[:16])}</td>"
         f"<td>{_chip(published.get(r['submission_id'], ('',))[0][:12])}</td>"
-        f'<td><a href="/result/{_e(r["submission_id"])}">result</a></td></tr>'
+        f'<td><a href="/result/{_e(r["submission_id"])}">result</a>{_items_of(r, " · ")}</td></tr>'
     )
+
+
+def _items_of(record: dict, before: str, text: str = "items") -> str:
+    """A link to the result's items in the Items tab, where it has any (space/item_links.py)."""
+    if not has_item_details(record.get("row_kind"), record.get("suite"), record.get("task")):
+        return ""
+    return before + items_link(str(record["submission_id"]), text)
 
 
 def _tier_plots(name: str, mine: list[dict]) -> str:

@@ -267,25 +267,74 @@ def test_overview_filters_and_url_round_trip(service, browser, tmp_path, width):
         context.close()
 
 
+def within_viewport(page, locator) -> None:
+    """Each cell of `locator` lies inside the viewport's width (not off to the right, not under
+    another column's scroll)."""
+    width = page.viewport_size["width"]
+    for box in locator.evaluate_all(
+        "cells => cells.map(c => { const r = c.getBoundingClientRect(); return [r.left, r.right]; })"
+    ):
+        assert box[0] >= 0 and box[1] <= width + 1, (box, width)
+
+
+def items_url(page, **wanted) -> None:
+    """Wait until the URL holds the Items tab's view `wanted` (None: the parameter is absent)."""
+    page.wait_for_function(
+        """wanted => { const p = new URLSearchParams(location.search);
+            return p.get('tab') === 'items'
+                && Object.entries(wanted).every(([k, v]) => p.get(k) === v); }""",
+        arg=wanted,
+    )
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_item_explorer_at_both_widths(service, browser, tmp_path, width):
+    """From the upload's row on the board, its link opens the Items tab on that result (through
+    the URL); next and previous page through it with "page k of n", the page in the URL; the
+    wrong answers only; at 390 px too, every item's Gold, Answer and Outcome are on screen."""
     service, upload_id = service
     with open_page(browser, service.base_url) as page:
         page.set_viewport_size({"width": width, "height": 900})
-        open_tab_anywhere(page, "Items")
-        label = f"Uploader explicit-only · prefeval/mcq · zero_shot · {upload_id}"
-        choose(page, "items-result", label)
+        link = page.locator(f"#leaderboard-table tr[data-id='{upload_id}'] a.pb-items-link")
+        expect(link).to_be_visible()
+        within_viewport(page, link)
+        screenshot(page, tmp_path, f"board-items-link-{width}", full_page=False)
+        link.click()
+        items_url(page, submission=upload_id)
+        expect(control_value(page, "items-result")).to_have_value(
+            f"Uploader explicit-only · prefeval/mcq · zero_shot · {upload_id}"
+        )
         count = page.locator("#items-table .pb-items-count")
+        label = page.locator("#items-page-label")
+        back, forward = page.locator("#items-prev"), page.locator("#items-next")
         expect(count).to_have_text("Items 1–50 of 3000")
+        expect(label).to_have_text("page 1 of 60")
+        expect(back).to_be_disabled()
         first = cell_texts(page, "items-table")[0]
         # item (with its tiers), input, gold, answer, outcome: right on the explicit form
         assert "form: explicit" in first[0] and first[2] == first[3] and first[4] == "right", first
-        page.locator("#items-outcome").get_by_label("wrong").check()
-        expect(count).to_have_text("Items 1–50 of 2000")
-        rows = cell_texts(page, "items-table")
-        assert all(r[4] == "wrong" and r[2] != r[3] and "form: explicit" not in r[0] for r in rows)
+        within_viewport(page, page.locator("#items-table td:is(.pb-gold,.pb-answer,.pb-outcome)"))
         no_page_overflow(page)
         screenshot(page, tmp_path, f"items-{width}")
+
+        forward.click()
+        expect(count).to_have_text("Items 51–100 of 3000")
+        expect(label).to_have_text("page 2 of 60")
+        items_url(page, submission=upload_id, pg="2")
+        expect(back).to_be_enabled()
+        back.click()
+        expect(count).to_have_text("Items 1–50 of 3000")
+        items_url(page, submission=upload_id, pg=None)
+        expect(back).to_be_disabled()
+
+        page.locator("#items-outcome").get_by_label("wrong").check()
+        expect(count).to_have_text("Items 1–50 of 2000")
+        expect(label).to_have_text("page 1 of 40")
+        rows = cell_texts(page, "items-table")
+        assert all(r[4] == "wrong" and r[2] != r[3] and "form: explicit" not in r[0] for r in rows)
+        within_viewport(page, page.locator("#items-table td:is(.pb-gold,.pb-answer,.pb-outcome)"))
+        no_page_overflow(page)
+        screenshot(page, tmp_path, f"items-wrong-{width}")
         link = page.locator("#items-downloads a", has_text="CSV")
         response = api_get(page, link.get_attribute("href"))
         assert response.ok

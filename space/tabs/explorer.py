@@ -25,6 +25,16 @@ import pandas as pd
 from evaluator.item_records import ELIDED_ROLE
 from evaluator.registry import UnknownSuiteError, get_task
 from space.choices import ALL, tier_choices
+from space.item_links import (
+    ITEMS_TAB,
+    PAGE_ITEMS,
+    PAGE_PARAM,
+    RESULT_PARAM,
+    can_turn,
+    page_count,
+    page_label,
+    turned_page,
+)
 from space.url_state import tab_params, url_writer_js
 from submissions.details import (
     details_allowed,
@@ -38,19 +48,20 @@ from submissions.intake import SubmissionError
 if TYPE_CHECKING:
     from submissions.service import Services
 
-TAB = "items"
+TAB = ITEMS_TAB
 # the view's URL parameters, in the order of the controls the writer is given (space/url_state.py).
 # The page is `pg`: Gradio's own page route reads `page` (a multi-page app's), and answers 500 to
 # a page it does not have. It is a number in the browser, so its default is one too (the writer
 # compares them as they are).
-URL_FIELDS = [("submission", None), ("tier", ALL), ("outcome", ALL), ("pg", 1)]
+URL_FIELDS = [(RESULT_PARAM, None), ("tier", ALL), ("outcome", ALL), (PAGE_PARAM, 1)]
 
-PAGE_ITEMS = 50
 SHOWN_CHARS = 160  # an input field longer than this is cut in the cell; the whole text unfolds
 OUTCOMES = [("all", ALL), ("right", "right"), ("wrong", "wrong")]
 RESULTS_LISTED = 200
 MAX_PAGE = 10**6  # a link's page beyond this is read as the first
 
+# On a phone (under 600 px) six columns do not fit: each item becomes a card, its id on top, then
+# gold, answer and outcome side by side (each labelled by CSS), then the input and the run.
 STYLE = """<style>
 .pb-items-wrap{overflow-x:auto;max-height:75vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
 table.pb-items{border-collapse:separate;border-spacing:0;font-size:13px;width:100%}
@@ -75,7 +86,19 @@ table.pb-items .pb-rule{font-family:inherit;font-size:11px;color:#6b7280}
 table.pb-items .pb-no-answer{color:#b91c1c}
 table.pb-items .pb-judge-call{margin:4px 0}
 #items-result input[role=combobox],#items-tier input[role=combobox]{padding-right:28px;text-overflow:ellipsis}
-@media (max-width:600px){table.pb-items{font-size:12px} table.pb-items .pb-item-input{min-width:14em} table.pb-items .pb-item-id{min-width:9em}}
+#items-pager{align-items:center;gap:8px}
+#items-pager #items-page-label{flex:0 0 auto !important;width:auto !important;white-space:nowrap}
+@media (max-width:600px){
+ #items-table table.pb-items{font-size:12px;border:none;margin:0;padding:0}
+ #items-table table.pb-items,#items-table table.pb-items tbody{display:block;width:100%}
+ #items-table table.pb-items thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+ #items-table table.pb-items tbody tr{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));border:none;border-bottom:2px solid var(--border-color-primary,#ddd);margin:0;padding:4px 0}
+ #items-table table.pb-items tbody td{border:none;margin:0;padding:3px 8px;min-width:0;max-width:none}
+ #items-table table.pb-items td.pb-item-id,#items-table table.pb-items td.pb-item-input,#items-table table.pb-items td.pb-item-run{grid-column:1/-1}
+ #items-table table.pb-items td.pb-gold{order:1} #items-table table.pb-items td.pb-answer{order:2} #items-table table.pb-items td.pb-outcome{order:3}
+ #items-table table.pb-items td.pb-item-input{order:4} #items-table table.pb-items td.pb-item-run{order:5}
+ #items-table table.pb-items td[data-label]::before{content:attr(data-label);display:block;color:#6b7280;font-size:11px;font-weight:400;font-family:var(--font,sans-serif)}
+}
 </style>"""
 
 
@@ -300,10 +323,14 @@ def render_items(frame: pd.DataFrame, groups: list[str], offset: int, total: int
             f'<td class="pb-item-id"><span class="pb-item-field">{html.escape(row["item_id"])}'
             f"</span>{tiers}</td>"
             f'<td class="pb-item-input">{inputs}</td>'
-            f'<td class="pb-mono">{html.escape(row["gold"])}</td>'
-            f'<td class="pb-mono">{answer_html(row)}</td>'
-            f'<td class="{css}">{html.escape(outcome)}</td>'
-            + (f'<td class="pb-item-run">{run}</td>' if shown_runs else "")
+            f'<td class="pb-mono pb-gold" data-label="Gold">{html.escape(row["gold"])}</td>'
+            f'<td class="pb-mono pb-answer" data-label="Answer">{answer_html(row)}</td>'
+            f'<td class="pb-outcome {css}" data-label="Outcome">{html.escape(outcome)}</td>'
+            + (
+                f'<td class="pb-item-run" data-label="Prompt and output">{run}</td>'
+                if shown_runs
+                else ""
+            )
             + "</tr>"
         )
     shown = f"Items {offset + 1}–{offset + len(frame)} of {total}"
@@ -345,7 +372,7 @@ def link_view(services: Services, params: dict[str, str]) -> tuple[str, str, str
     """The view a link names (result, tier, outcome, page): the id as given (it is checked when the
     items are read), the rest kept only where it is one of the control's own values; and a note
     (HTML, the link's text escaped) naming what the link asked for and did not get, else ""."""
-    submission_id = (params.get("submission") or "").strip()[:100]
+    submission_id = (params.get(RESULT_PARAM) or "").strip()[:100]
     ignored = []
     tier = params.get("tier") or ALL
     if tier not in {value for _, value in tier_options(services, submission_id)}:
@@ -356,7 +383,7 @@ def link_view(services: Services, params: dict[str, str]) -> tuple[str, str, str
         allowed = " or ".join(value for _, value in OUTCOMES if value != ALL)
         ignored.append(f"answer “{outcome[:80]}” is not {allowed}")
         outcome = ALL
-    page = params.get("pg") or ""
+    page = params.get(PAGE_PARAM) or ""
     wellformed = page.isascii() and page.isdigit() and len(page) <= 7
     number = int(page) if wellformed and 1 <= int(page) <= MAX_PAGE else 1
     note = (
@@ -379,6 +406,8 @@ class ItemsView:
 
     table: str
     downloads: str = ""
+    page: int = 1
+    pages: int = 0  # under the filters; none where no items are shown
 
 
 def items_view(services: Services, submission_id, tier, outcome, page) -> ItemsView:
@@ -405,7 +434,22 @@ def items_view(services: Services, submission_id, tier, outcome, page) -> ItemsV
     offset = max(0, (min(int(page or 1), MAX_PAGE) - 1) * PAGE_ITEMS)
     groups = [g.name for g in task.tier_groups]
     body = render_items(frame.iloc[offset : offset + PAGE_ITEMS], groups, offset, len(frame))
-    return ItemsView(body, download_links(submission.id, tier, outcome))
+    number = offset // PAGE_ITEMS + 1
+    return ItemsView(
+        body, download_links(submission.id, tier, outcome), number, page_count(len(frame))
+    )
+
+
+def turned_view(services: Services, submission_id, tier, outcome, page, pages, step) -> ItemsView:
+    """The previous (step -1) or next (+1) page of what is shown, kept within its pages."""
+    return items_view(services, submission_id, tier, outcome, turned_page(page, pages, step))
+
+
+def pager(view: ItemsView) -> tuple[str, bool, bool]:
+    """The pager's label ("page k of n") and whether previous and next may be pressed."""
+    label = page_label(view.page, view.pages)
+    shown = f'<span class="pb-page-label">{html.escape(label)}</span>' if label else ""
+    return (shown, *can_turn(view.page, view.pages))
 
 
 @dataclass
@@ -434,8 +478,9 @@ def picked_result(services: Services, submission_id, shown, outcome) -> PickedRe
 # -- the Gradio side: the layout, the events, updates from the handlers' data ---------------------
 
 
-def _layout() -> tuple[list[Any], gr.HTML, gr.HTML]:
-    """The controls (result, tier, answer, page), the table and its links."""
+def _layout() -> tuple[list[Any], list[Any]]:
+    """The controls (result, tier, answer, page) and what they show: the table, its links, the
+    pager's label, previous and next."""
     gr.Markdown(
         "**Item explorer.** A published result on a public split, item by item: the inputs, "
         "the gold answer, the submission's answer and whether it was right; for a model run, "
@@ -446,7 +491,7 @@ def _layout() -> tuple[list[Any], gr.HTML, gr.HTML]:
     )
     with gr.Row():
         # min widths: on a phone the result and tier take a line each (their labels are
-        # long) and the three answers stay on one; on a desktop all four share one line
+        # long) and the three answers stay on one; on a desktop all three share one line
         result = gr.Dropdown(
             [],
             label="Result (or paste a submission id)",
@@ -466,33 +511,61 @@ def _layout() -> tuple[list[Any], gr.HTML, gr.HTML]:
         outcome = gr.Radio(
             OUTCOMES, value=ALL, label="Answer", scale=2, min_width=240, elem_id="items-outcome"
         )
+    # the pager on one line, at a phone's width too: previous, the page (typed to jump), "page k
+    # of n", next
+    with gr.Row(elem_id="items-pager"):
+        back = gr.Button(
+            "‹ Previous", size="sm", scale=0, min_width=76, interactive=False, elem_id="items-prev"
+        )
         page = gr.Number(
             value=1,
             minimum=1,
             precision=0,
             label="Page",
-            scale=1,
-            min_width=100,
+            show_label=False,
+            container=False,
+            scale=0,
+            min_width=56,
             elem_id="items-page",
         )
+        label = gr.HTML(elem_id="items-page-label", min_width=96, scale=0)
+        forward = gr.Button(
+            "Next ›", size="sm", scale=0, min_width=64, interactive=False, elem_id="items-next"
+        )
+    table, links = gr.HTML(elem_id="items-table"), gr.HTML(elem_id="items-downloads")
+    return [result, tier, outcome, page], [table, links, label, back, forward]
+
+
+def _shown(found: ItemsView, note: str = "") -> tuple:
+    """The outputs of a redraw: the table (under a link's note), its links, the pager."""
+    label, back, forward = pager(found)
     return (
-        [result, tier, outcome, page],
-        gr.HTML(elem_id="items-table"),
-        gr.HTML(elem_id="items-downloads"),
+        note + found.table,
+        found.downloads,
+        label,
+        gr.update(interactive=back),
+        gr.update(interactive=forward),
+        found.pages,
     )
 
 
 def build_explorer_tab(ui: gr.Blocks, services: Services) -> None:
     def show(submission_id, tier, outcome, page):
-        found = items_view(services, submission_id, tier, outcome, page)
-        return found.table, found.downloads
+        return _shown(items_view(services, submission_id, tier, outcome, page))
+
+    def turn(step: int):
+        def turned(submission_id, tier, outcome, page, pages):
+            found = turned_view(services, submission_id, tier, outcome, page, pages, step)
+            return (found.page, *_shown(found))
+
+        return turned
 
     def pick(submission_id, shown, outcome):
         found = picked_result(services, submission_id, shown, outcome)
         if found is None:
-            return (gr.skip(),) * 5
+            return (gr.skip(),) * 9
         tiers = gr.update(choices=found.tiers, value=ALL)
-        return tiers, 1, found.view.table, found.view.downloads, found.submission_id
+        return (tiers, 1, *_shown(found.view), found.submission_id)
 
     def on_load(request: gr.Request):
         """The listed results, and the view a link to this tab names, else the defaults."""
@@ -510,26 +583,29 @@ def build_explorer_tab(ui: gr.Blocks, services: Services) -> None:
         """The linked view, under the note on what the link asked for and did not get (the next
         redraw, by the reader's own choice, drops it)."""
         found = items_view(services, submission_id, tier, outcome, page)
-        return note + found.table, found.downloads
+        return _shown(found, note)
 
     with gr.Tab("Items", id=TAB):
-        view, table, links = _layout()
+        view, shows = _layout()
         shown = gr.State("")  # the result whose items are shown
         link_note = gr.State("")  # what a link asked for and did not get (shown once)
+        pages = gr.State(0)  # the pages of what is shown: previous and next stay within them
     result, tier, outcome, page = view
-    outputs = [table, links]
+    _, _, _, back, forward = shows
+    outputs = [*shows, pages]
     url_js = url_writer_js(TAB, URL_FIELDS)
-
-    def redraw(trigger, **options):
-        return trigger(show, view, outputs, **options).then(None, view, None, js=url_js)
 
     # .input (the reader's own choices), not .change: the load's own updates (a link's view) must
     # not cascade into a reset of the tier and page. A typed id is taken on blur (no .input then).
     for event in (result.input, result.blur):
-        event(pick, [result, shown, outcome], [tier, page, table, links, shown]).then(
+        event(pick, [result, shown, outcome], [tier, page, *outputs, shown]).then(
             None, view, None, js=url_js
         )
     for control in (tier, outcome, page):
-        redraw(control.input, trigger_mode="always_last")
+        control.input(show, view, outputs, trigger_mode="always_last").then(
+            None, view, None, js=url_js
+        )
+    for button, step in ((back, -1), (forward, 1)):
+        button.click(turn(step), [*view, pages], [page, *outputs]).then(None, view, None, js=url_js)
     load = ui.load(on_load, None, [*view, shown, link_note])
     load.then(show_linked, [*view, link_note], outputs).then(None, view, None, js=url_js)

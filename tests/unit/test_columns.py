@@ -161,7 +161,8 @@ def test_both_stores_offer_the_declared_interface(tmp_path):
 
 
 def test_the_pages_read_the_typed_provenance():
-    from space.pages import hub_link, reproduce_command
+    from space.pages import hub_link
+    from space.reproduce import reproduce_command
 
     run = board_record("run", "org/run", 0.5, 0.4, 0.6, parameters=135e6, license="mit")
     run["provenance"]["judge"] = {"model": "my-judge"}

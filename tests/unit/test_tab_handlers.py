@@ -364,7 +364,7 @@ def test_the_result_page_shows_scores_provenance_and_how_to_reproduce(board):
     for field in ("model.revision", "model.parameters", "protocol"):
         assert field in provenance, (field, provenance)
     assert provenance["model.license"] == "apache-2.0"
-    command = text.split("<pre class=reproduce>", 1)[1].split("</pre>", 1)[0]
+    command = text.split("<pre class=reproduce><code>", 1)[1].split("</code></pre>", 1)[0]
     assert command.startswith("personaboard evaluate --model alpha --revision 0123456789abcdef")
     assert "--setting zero_shot" in command
     assert pages.result_page(board, "nope").status_code == 404
