@@ -71,6 +71,7 @@ table.pb-board .pb-ci{color:#6b7280}
 table.pb-board .pb-below-ref{color:#b91c1c;font-weight:600}
 table.pb-board tr.pb-not-above-ref td.pb-model{box-shadow:inset 4px 0 0 #f87171}
 table.pb-board .pb-parse-warning{display:block;font-size:11px;color:#b45309;font-weight:600}
+table.pb-board .pb-parse-warning::after{content:"\\26A0  unparsed"}
 table.pb-board .pb-items-link{display:block;text-align:left;font-size:11px;line-height:1.3;text-decoration:none;color:var(--link-text-color,#4338ca)}
 table.pb-board .pb-items-link::after{content:"items \\203A"}
 table.pb-board .pb-items-link:hover{text-decoration:underline}
@@ -301,7 +302,12 @@ def _parse_warning(row) -> str:
         f"{' and '.join(said) or 'more than a tenth of the outputs'} could not be parsed "
         "(scored as unanswered): the score says more about the output format than the task"
     )
-    return f'<span class="pb-parse-warning" title="{html.escape(title)}">⚠ unparsed</span>'
+    # the mark's word is drawn by CSS (::after), as the items link's: the cell's text, as copied
+    # or read, stays the model's name
+    return (
+        f'<span class="pb-parse-warning" role="img" aria-label="unparsed: {html.escape(title)}" '
+        f'title="{html.escape(title)}"></span>'
+    )
 
 
 def _score_cell(row, column: str, cells: dict, ranked_by: str) -> Cell:
