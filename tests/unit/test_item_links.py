@@ -6,7 +6,6 @@ Services); the browser round trip is tests/test_browser_overview.py."""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -18,9 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from board_fixture import SUITE, TASK, board_record, board_records  # noqa: E402
 from unit.test_overview import record  # noqa: E402
-from unit.test_tab_handlers import Services  # noqa: E402
+from unit.test_tab_handlers import Services, published_upload  # noqa: E402
 
-from evaluator.registry import get_task  # noqa: E402
 from leaderboard.board import model_facts, ranked_board  # noqa: E402
 from leaderboard.table import records_to_scores  # noqa: E402
 from space import item_links, pages  # noqa: E402
@@ -28,7 +26,6 @@ from space.board_view import render_board  # noqa: E402
 from space.choices import ALL  # noqa: E402
 from space.tabs import explorer  # noqa: E402
 from space.url_state import tab_params  # noqa: E402
-from submissions.records import Submission, utc_now  # noqa: E402
 
 HREF = re.compile(r'class="pb-items-link" href="([^"]*)"')
 
@@ -117,37 +114,11 @@ def test_every_board_row_with_items_links_to_them_and_no_other():
 def published(tmp_path):
     """One published PrefEval mcq upload (right on the explicit form only, as a submission), a
     paper's row and a hidden-split result of the same model."""
-    task = get_task("prefeval", "mcq")
-    items = task.load_split().items
-    answers = {
-        i.id: i.gold if i.tiers["form"] == "explicit" else "ABCD"[("ABCD".index(i.gold) + 1) % 4]
-        for i in items
-    }
-    upload = tmp_path / "predictions.jsonl"
-    upload.write_text(
-        "".join(json.dumps({"id": k, "answer": v}) + "\n" for k, v in answers.items())
-    )
     services = Services(tmp_path)
-    split = task.load_split().sha256
-    revision = services.results.publish(record("up-1", "Uploader", 0.33, split=split))
+    items = published_upload(tmp_path, services, "up-1")
     services.results.publish(record("paper-1", "Uploader", 0.5, row_kind="reported"))
     services.results.publish(
         record("pf-1", "Uploader", 0.6, suite="personafeedback", task="binary_choice")
-    )
-    services.records.add(
-        Submission(
-            id="up-1",
-            created_at=utc_now(),
-            kind="predictions",
-            suite="prefeval",
-            task="mcq",
-            setting="zero_shot",
-            model_name="Uploader",
-            file_path=str(upload),
-            state="finished",
-            revision=revision,
-            result={"total": {}},
-        )
     )
     return services, len(items)
 

@@ -243,14 +243,16 @@ def test_the_overview_view_its_licenses_and_a_license_nobody_has(tmp_path):
 
 
 # -- the Items tab --------------------------------------------------------------------------------
-def test_items_of_a_published_result_page_and_filter(tmp_path):
+def published_upload(tmp_path, services, sid: str) -> list:
+    """A published PrefEval mcq upload as a finished submission, right on the explicit form only
+    (its answers file kept, as the Items tab reads it); returns the split's items."""
     from unit.test_overview import record
 
     from evaluator.registry import get_task
 
     task = get_task("prefeval", "mcq")
     items = task.load_split().items
-    answers = {  # right on the explicit form only
+    answers = {
         i.id: i.gold if i.tiers["form"] == "explicit" else "ABCD"[("ABCD".index(i.gold) + 1) % 4]
         for i in items
     }
@@ -258,12 +260,11 @@ def test_items_of_a_published_result_page_and_filter(tmp_path):
     upload.write_text(
         "".join(json.dumps({"id": k, "answer": v}) + "\n" for k, v in answers.items())
     )
-    services = Services(tmp_path)
     split = task.load_split().sha256
-    revision = services.results.publish(record("it-1", "Uploader", 0.33, split=split))
+    revision = services.results.publish(record(sid, "Uploader", 0.33, split=split))
     services.records.add(
         Submission(
-            id="it-1",
+            id=sid,
             created_at=utc_now(),
             kind="predictions",
             suite="prefeval",
@@ -276,6 +277,12 @@ def test_items_of_a_published_result_page_and_filter(tmp_path):
             result={"total": {}},
         )
     )
+    return items
+
+
+def test_items_of_a_published_result_page_and_filter(tmp_path):
+    services = Services(tmp_path)
+    items = published_upload(tmp_path, services, "it-1")
     first = explorer.items_view(services, "it-1", ALL, ALL, 1)
     assert (
         f"Items 1–50 of {len(items)}" in first.table
