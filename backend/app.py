@@ -36,7 +36,12 @@ from space.page_param import UnknownPageParam  # noqa: E402
 from space.pages import build_pages  # noqa: E402
 from space.session import SessionReader  # noqa: E402
 from space.ui import build_ui  # noqa: E402
-from space.uploads import UploadIdentity, enforce_upload_check, start_upload_sweeper  # noqa: E402
+from space.uploads import (  # noqa: E402
+    UploadIdentity,
+    UploadPathAlias,
+    enforce_upload_check,
+    start_upload_sweeper,
+)
 from submissions.service import Services  # noqa: E402
 from submissions.upload_budget import UploadBudget  # noqa: E402
 
@@ -168,6 +173,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         budget=UploadBudget(services.records, settings.upload_limits),
         max_request_bytes=settings.max_upload_bytes + FORM_OVERHEAD_BYTES,
     )  # outside the size limit: an anonymous or over-budget upload is refused before its body is read
+    app.add_middleware(UploadPathAlias, upload_path=GRADIO_UPLOAD_PATH)  # no server path shown
     app.add_middleware(LeaderboardFastPath, services=services)  # cached bodies skip the rest
     app.add_middleware(
         HealthFastPath, services=services, probe=app.state.queue_probe

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 from gradio.utils import get_upload_folder
 
@@ -55,6 +56,143 @@ def uploaded_file(value: object) -> Path:
 def enforce_upload_check(blocks) -> None:
     """Gradio checks FileData paths only for Blocks it launched itself; ours is mounted."""
     blocks.has_launched = True
+
+
+# What the page and API clients see instead of the server's upload folder: Gradio's upload route
+# answers with each stored file's absolute path (which names the data folder), and the page sends
+# that path back in the event's FileData. UploadPathAlias shows `upload/<hash>/<name>` and maps it
+# back on the way in, so no response names a server path and the checks above see the real one.
+UPLOAD_ALIAS = "upload/"
+ALIASED_BODY_MAX_BYTES = 1024 * 1024  # an event's JSON is small; larger bodies pass unmapped
+
+
+def _upload_roots() -> tuple[str, ...]:
+    folder = Path(get_upload_folder())
+    return tuple(dict.fromkeys((str(folder), str(folder.resolve()))))
+
+
+def alias_of(path: str) -> str:
+    """`upload/<relative path>` for a path inside the upload folder; any other value unchanged."""
+    for root in _upload_roots():
+        if path.startswith(root + os.sep):
+            return UPLOAD_ALIAS + path[len(root) + 1 :]
+    return path
+
+
+def path_of(value: str) -> str:
+    """The absolute path an alias stands for; any other value unchanged (the handler's own check,
+    uploaded_file, then refuses anything outside the folder, `upload/../..` included)."""
+    if value.startswith(UPLOAD_ALIAS):
+        return str(Path(get_upload_folder()) / value[len(UPLOAD_ALIAS) :])
+    return value
+
+
+def _unaliased(data: object) -> object:
+    """The event's data with every FileData path that is an alias mapped back."""
+    if isinstance(data, list):
+        return [_unaliased(item) for item in data]
+    if isinstance(data, dict):
+        mapped = {key: _unaliased(item) for key, item in data.items()}
+        if isinstance(path := mapped.get("path"), str):
+            mapped["path"] = path_of(path)
+        return mapped
+    return data
+
+
+def _with_length(headers: list, length: int) -> list:
+    kept = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+    return [*kept, (b"content-length", str(length).encode())]
+
+
+class UploadPathAlias:
+    """ASGI middleware around the mounted UI: Gradio's upload route answers with aliases
+    (`alias_of`), the event routes under `api_prefix` get them mapped back (`path_of`) in their
+    JSON bodies, and `<api_prefix>/file=upload/...` (the page's link to an uploaded file) reads
+    the real file."""
+
+    def __init__(self, app, upload_path: str, api_prefix: str = "/gradio_api"):
+        self.app, self.upload_path, self.api_prefix = app, upload_path, api_prefix
+        self.file_prefix = f"{api_prefix}/file={UPLOAD_ALIAS}"
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+        elif scope["method"] == "POST" and path == self.upload_path:
+            await self.app(scope, receive, self._aliasing(send))
+        elif scope["method"] == "GET" and path.startswith(self.file_prefix):
+            real = f"{self.api_prefix}/file=" + path_of(
+                path[len(self.file_prefix) - len(UPLOAD_ALIAS) :]
+            )
+            raw = quote(real).encode()
+            await self.app({**scope, "path": real, "raw_path": raw}, receive, send)
+        elif scope["method"] == "POST" and path.startswith(self.api_prefix + "/"):
+            await self._unaliasing(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    def _aliasing(self, send):
+        """A `send` that holds the upload route's answer (a short JSON list of paths) and sends
+        it with every path aliased."""
+        start: dict = {}
+        chunks: list[bytes] = []
+
+        async def aliasing_send(message) -> None:
+            import json
+
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body = b"".join(chunks)
+            try:
+                paths = json.loads(body) if start.get("status") == 200 else None
+            except ValueError:
+                paths = None
+            if isinstance(paths, list):
+                body = json.dumps(
+                    [alias_of(p) if isinstance(p, str) else p for p in paths]
+                ).encode()
+            await send(
+                {**start, "headers": _with_length(list(start.get("headers", [])), len(body))}
+            )
+            await send({"type": "http.response.body", "body": body})
+
+        return aliasing_send
+
+    async def _unaliasing(self, scope, receive, send) -> None:
+        """Read an event's JSON body (at most ALIASED_BODY_MAX_BYTES; beyond, it passes as it
+        came) and hand it on with its aliases mapped back."""
+        import json
+
+        messages, size, complete = [], 0, False
+        while not complete and size <= ALIASED_BODY_MAX_BYTES:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            complete = not message.get("more_body", False)
+        headers = list(scope["headers"])
+        if complete and UPLOAD_ALIAS.encode() in (
+            body := b"".join(m.get("body", b"") for m in messages)
+        ):
+            try:
+                body = json.dumps(_unaliased(json.loads(body))).encode()
+                messages = [{"type": "http.request", "body": body, "more_body": False}]
+                headers = _with_length(headers, len(body))
+            except ValueError:
+                pass  # not JSON: Gradio answers it as it would have
+
+        async def replay():
+            return messages.pop(0) if messages else await receive()
+
+        await self.app({**scope, "headers": headers}, replay, send)
 
 
 UPLOAD_MAX_AGE_S = (

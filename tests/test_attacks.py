@@ -443,7 +443,12 @@ def test_attacks_on_a_hidden_split(svc, gold):
             assert anonymous.post("/gradio_api/upload", files=small).status_code == 401
             anonymous.cookies.set("pb_upload_token", svc.token)  # what the token field sets
             assert anonymous.post("/gradio_api/upload", files=small).is_success
-        assert http.post("/gradio_api/upload", files=small).is_success
+        stored = http.post("/gradio_api/upload", files=small)
+        # the answer names no server path: an alias the page sends back and links to
+        shown = stored.json()[0]
+        assert stored.is_success and shown.startswith("upload/"), stored.text
+        assert str(svc.data_dir) not in stored.text and "gradio-uploads" not in stored.text
+        assert http.get(f"/gradio_api/file={shown}").content == small["files"][1]
 
         # rows built to disagree: one right on every public item and wrong on
         # every private one, one right on every private item and just over the floor on the

@@ -2,7 +2,7 @@
 
 Every Gradio event of the app is called through /gradio_api/call/<name> with a FileData naming a
 server file (/etc/passwd, another submission's stored upload, a missing path, a path inside the
-upload folder that was never uploaded) in each of its inputs in turn. Each answer must quote no
+upload folder that was never uploaded, the upload route's alias of such paths) in each of its inputs in turn. Each answer must quote no
 line of that file and name no server path (a dropdown may echo the value the client itself sent),
 a missing path must get the same answer as an existing one (no existence oracle), the submit
 event must answer with its refusal, and nothing may be queued.
@@ -56,6 +56,9 @@ def test_every_event_refuses_foreign_paths(svc):
             str(
                 upload_root / "0123abcd" / "predictions.jsonl"
             ): [],  # inside the upload folder, never uploaded
+            # the alias the upload route answers with (space/uploads.py), climbing out, and unused
+            "upload/" + "../" * 24 + "etc/passwd": Path("/etc/passwd").read_text().splitlines(),
+            "upload/0123abcd/predictions.jsonl": [],
         }
         info = http.get("/gradio_api/info").json()
         endpoints = {

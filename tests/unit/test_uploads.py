@@ -6,7 +6,14 @@ import os
 
 import pytest
 
-from space.uploads import NOT_AN_UPLOAD, NotAnUpload, uploaded_file
+from space.uploads import (
+    NOT_AN_UPLOAD,
+    NotAnUpload,
+    _unaliased,
+    alias_of,
+    path_of,
+    uploaded_file,
+)
 
 
 def test_only_regular_files_inside_the_upload_folder(tmp_path, monkeypatch):
@@ -64,3 +71,22 @@ def test_uploads_go_after_use_or_after_an_hour(tmp_path, monkeypatch):
     assert not old.exists() and not old.parent.exists() and fresh.exists()
     # an hour later the fresh one goes too; the folder itself stays
     assert sweep_uploads(now=time.time() + UPLOAD_MAX_AGE_S + 5) == 1 and root.is_dir()
+
+
+def test_the_page_sees_an_alias_of_the_upload_folder(tmp_path, monkeypatch):
+    root = tmp_path / "gradio-uploads"
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(root))
+    stored = root / "5f2a" / "predictions.jsonl"
+    stored.parent.mkdir(parents=True)
+    stored.write_text("{}\n")
+    shown = alias_of(str(stored))
+    assert shown == "upload/5f2a/predictions.jsonl" and str(tmp_path) not in shown
+    assert uploaded_file(path_of(shown)) == stored
+    assert alias_of("/etc/passwd") == "/etc/passwd"  # only the upload folder's paths are aliased
+    assert alias_of(str(root) + "-other/x.jsonl") == str(root) + "-other/x.jsonl"
+    event = {"data": [{"path": shown, "meta": {"_type": "gradio.FileData"}}, "upload/x", None]}
+    mapped = _unaliased(event)
+    assert mapped["data"][0]["path"] == str(stored) and mapped["data"][1] == "upload/x"
+    for climbing in ("upload/../../stored.jsonl", "upload/" + "../" * 24 + "etc/passwd"):
+        with pytest.raises(NotAnUpload):
+            uploaded_file(path_of(climbing))
