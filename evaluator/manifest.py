@@ -87,16 +87,26 @@ class ModelRunSpec(Strict):
 class BootstrapUnitSpec(Strict):
     """What a task's items cluster in: intervals resample these units, not items. `within`: a
     larger unit this one nests in (RealPref: preference within user); items then name both,
-    outermost first, and the outermost is resampled."""
+    outermost first, and the outermost is resampled. `crossed_with`: a second unit crossed with
+    this one (Re-Centering stage 2: prompt x user, users recur across prompts); items then name
+    both, (name, crossed_with), and intervals use the two-way variance (evaluator/statistics.py)."""
 
     name: str
     description: str = ""
     within: str | None = None
+    crossed_with: str | None = None
 
     @model_validator(mode="after")
     def _levels_differ(self) -> "BootstrapUnitSpec":
         if self.within == self.name:
             raise ValueError(f"within: a unit cannot nest in itself ({self.name!r})")
+        if self.crossed_with == self.name:
+            raise ValueError(f"crossed_with: a unit cannot cross itself ({self.name!r})")
+        if self.within and self.crossed_with:
+            raise ValueError(
+                f"give within ({self.within!r}) or crossed_with ({self.crossed_with!r}), not both: "
+                "units are nested or crossed"
+            )
         return self
 
     @property

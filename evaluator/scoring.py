@@ -18,7 +18,7 @@ from evaluator.judge import Judge, judge_unavailable_reason
 from evaluator.metrics import available, metric_stats
 from evaluator.predictions import iter_lines, read_predictions
 from evaluator.splits import PRIVATE_PART, PUBLIC_PART, SplitNotInstalled, private_item_ids
-from evaluator.statistics import Units, nested_units
+from evaluator.statistics import Units, crossed_units, nested_units
 from evaluator.suite import Split, Task
 
 SCORER_VERSION = "1.0.0"
@@ -71,7 +71,8 @@ def item_arrays(
 
 def item_units(task: Task, split: Split) -> Units:
     """The independent units of the split's items, as the task declares them (else: the items);
-    for nested units (`within`), the outermost level the items name."""
+    for nested units (`within`), the outermost level the items name; for crossed units
+    (`crossed_with`), both."""
     if not task.bootstrap_unit:
         return Units.of(None, len(split.items))
     missing = [item.id for item in split.items if item.unit is None]
@@ -83,8 +84,12 @@ def item_units(task: Task, split: Split) -> Units:
     levels = tuple(
         level for level in (task.bootstrap_unit["name"], task.bootstrap_unit.get("within")) if level
     )
+    labels = [item.unit for item in split.items if item.unit is not None]
+    crossed = task.bootstrap_unit.get("crossed_with")
     try:
-        return nested_units([item.unit for item in split.items if item.unit is not None], levels)
+        if crossed:  # two crossed units (prompt x user): the two-way variance
+            return crossed_units(labels, (task.bootstrap_unit["name"], crossed))
+        return nested_units(labels, levels)
     except ValueError as exc:
         raise ValueError(f"{task.key}: {exc}") from None
 

@@ -11,6 +11,21 @@ user, whose preferences stay together), which keeps every correlation below it i
 only the top level of a hierarchy is the standard cluster bootstrap; resampling again inside it
 would count the inner variation twice).
 
+Crossed units (`crossed_with`: Re-Centering stage 2 asks each prompt about the attributes of 4
+users, and each user recurs across prompts) are neither: resampling either factor alone keeps the
+other's correlation out. The variance of a mean is then the two-way cluster-robust estimator of
+Cameron, Gelbach and Miller (2011): V = V_prompt + V_user - V_prompt∩user, each term the one-way
+sandwich (CR1) variance over that factor's clusters (the intersection: the prompt-user cells; the
+item itself where each pair appears once). The difference can come out below a one-way term (or
+negative) in a small sample; CGM fix a non-positive-definite matrix by zeroing its negative
+eigenvalues, which for one mean would be 0 (no interval at all). Here it is floored at the larger
+one-way variance instead, as the nested levels are: never narrower than either factor alone says.
+Statistics that are not means (F1) take the same combination of their one-way cluster bootstrap
+variances, applied to the shape of the pigeonhole bootstrap (Owen 2007: both factors resampled
+independently, each item kept with the product of its prompt's and its user's multiplicity),
+whose own variance is V_prompt + V_user + V_prompt∩user to first order: too wide by twice the
+intersection. Ratings' means use the pigeonhole percentile interval as it is (conservative).
+
 - Shares (accuracy and other 0/1 means): the Wilson score interval, whose width does not collapse
   at 0 % or 100 % as a percentile bootstrap does, computed with the Kish effective sample size
   n / design effect, the design effect being the cluster bootstrap's variance (scaled by G/(G-1),
@@ -20,6 +35,8 @@ would count the inner variation twice).
 - Paired comparison of two rows on the same items: the difference of their means, its cluster
   bootstrap interval, and the two-sided p-value of a sign-flip (permutation) test over units,
   exact up to 16 units that differ; with units = items and 0/1 outcomes it is McNemar's exact test.
+  Crossed units: the normal interval and z-test with the two-way variance (no sign flip respects
+  two crossed factors).
 """
 
 from __future__ import annotations
@@ -46,6 +63,9 @@ class Units:
     n_units: int
     name: str = "item"
     inner: "Units | None" = None
+    # Crossed units: each factor's one-way units over the same items (prompt, user); `codes` are
+    # then the first factor's and `name` names both ("prompt x user").
+    factors: tuple["Units", ...] = ()
 
     @classmethod
     def of(
@@ -65,7 +85,8 @@ class Units:
         _, codes = np.unique(self.codes[idx], return_inverse=True)
         codes = codes.astype(np.int64).reshape(-1)
         inner = self.inner.subset(idx) if self.inner is not None else None
-        return Units(codes, int(codes.max()) + 1 if len(codes) else 0, self.name, inner)
+        factors = tuple(factor.subset(idx) for factor in self.factors)
+        return Units(codes, int(codes.max()) + 1 if len(codes) else 0, self.name, inner, factors)
 
     @property
     def independent(self) -> bool:
@@ -100,6 +121,70 @@ def nested_units(labels: list[str | tuple[str, ...]], levels: tuple[str, ...]) -
         inner = Units(units.codes, units.n_units, units.name, inner)
     assert inner is not None  # depth >= 1: the loop ran
     return inner
+
+
+def crossed_units(labels: list[str | tuple[str, ...]], factors: tuple[str, str]) -> Units:
+    """The units of items labelled by two crossed factors (`factors`, e.g. ("prompt", "user")):
+    a tuple (prompt, user) per item. A split whose items all name only the first factor (a plain
+    label: no user recorded) gets that factor's one-way units, named after it alone."""
+    depths = {len(label) if isinstance(label, tuple) else 1 for label in labels}
+    if len(depths) > 1:
+        raise ValueError(
+            "items name their units at different depths: " + ", ".join(map(str, sorted(depths)))
+        )
+    depth = depths.pop() if depths else len(factors)
+    if depth == 1:
+        return Units.of([str(label) for label in labels], len(labels), factors[0])
+    if depth != len(factors):
+        raise ValueError(
+            f"items name {depth} units; the task declares {len(factors)} crossed units "
+            f"({' x '.join(factors)})"
+        )
+    one_way = tuple(
+        Units.of([label[k] for label in labels], len(labels), name)
+        for k, name in enumerate(factors)
+    )
+    first = one_way[0]
+    return Units(first.codes, first.n_units, " x ".join(factors), factors=one_way)
+
+
+def _cells(units: Units) -> Units:
+    """The intersection of crossed factors: items sharing every factor's unit (a prompt-user cell)."""
+    keys = np.stack([factor.codes for factor in units.factors], axis=1)
+    _, codes = np.unique(keys, axis=0, return_inverse=True)
+    codes = codes.astype(np.int64).reshape(-1)
+    return Units(codes, int(codes.max()) + 1 if len(codes) else 0, "cell")
+
+
+def sandwich_variance(values: np.ndarray, units: Units) -> float:
+    """The one-way cluster-robust (CR1) variance of the item mean: G/(G-1) x sum over units of
+    (unit total - mean x unit size)^2 / n^2; what the cluster bootstrap's variance approximates."""
+    n = len(values)
+    if n == 0:
+        return float("nan")
+    sums, sizes = _unit_sums(values, units)
+    residuals = sums - float(values.mean()) * sizes
+    g = units.n_units
+    variance = float((residuals**2).sum()) / n**2
+    return variance * g / (g - 1) if g > 1 else variance
+
+
+def two_way_variance(values: np.ndarray, units: Units) -> dict[str, float]:
+    """Cameron-Gelbach-Miller two-way variance of the item mean over crossed units: each
+    factor's one-way variance, the intersection's, `two_way` = their sum less the intersection,
+    and `variance`: that floored at the larger one-way variance (the module's docstring says why)."""
+    first, second = units.factors
+    parts = {
+        first.name: sandwich_variance(values, first),
+        second.name: sandwich_variance(values, second),
+        "intersection": sandwich_variance(values, _cells(units)),
+    }
+    two_way = parts[first.name] + parts[second.name] - parts["intersection"]
+    return {
+        **parts,
+        "two_way": two_way,
+        "variance": max(two_way, parts[first.name], parts[second.name]),
+    }
 
 
 def wilson_interval(share: float, n_effective: float, z: float = Z95) -> tuple[float, float]:
@@ -146,7 +231,11 @@ def cluster_variance(values: np.ndarray, units: Units, rng: np.random.Generator)
     Nested units: the largest of the levels' variances. Resampling the outer level accounts for
     every correlation below it, so in expectation its variance is the largest; but with few outer
     units (a split of 2 users) its estimate is noise, and can come out below the variance the
-    inner units already show. The larger one is never narrower than either level says."""
+    inner units already show. The larger one is never narrower than either level says.
+
+    Crossed units: the two-way variance (two_way_variance), no resampling."""
+    if units.factors:
+        return two_way_variance(values, units)["variance"]
     variances = []
     for level in units.levels:
         variance = float(cluster_bootstrap_means(values, level, rng).var())
@@ -173,24 +262,58 @@ def share_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> d
     else:
         # No variation to measure the clustering from: assume the worst (all of a unit's items
         # share one outcome), so the interval is as wide as with one item per unit.
-        n_effective = float(units.n_units)
+        n_effective = float(min(f.n_units for f in units.factors or (units,)))
     if binary:
         n_effective = min(n_effective, float(n))
     low, high = wilson_interval(share, n_effective)
     stats = {"value": share, "ci95": [low, high], "n": n, "interval": "wilson"}
-    if not units.independent:
-        stats["n_units"] = units.n_units
+    _count_units(stats, units)
     if n_effective != n:
         stats["n_effective"] = round(float(n_effective), 2)
     return stats
 
 
+def _count_units(stats: dict[str, Any], units: Units) -> None:
+    """`n_units` (crossed units: the first factor's count, and every factor's in `n_units_by`)."""
+    if not units.independent:
+        stats["n_units"] = units.n_units
+    if units.factors:
+        stats["n_units_by"] = {factor.name: factor.n_units for factor in units.factors}
+
+
+def pigeonhole_weights(units: Units, rng: np.random.Generator, samples: int) -> np.ndarray:
+    """Item multiplicities of `samples` pigeonhole bootstrap draws (Owen 2007) over crossed
+    units: every factor's units drawn with replacement, independently; an item counts the product
+    of its units' multiplicities (samples x items)."""
+    weights = np.ones((samples, len(units.codes)))
+    for factor in units.factors:
+        g = factor.n_units
+        counts = rng.multinomial(g, np.full(g, 1.0 / g), size=samples).astype(float)
+        weights *= counts[:, factor.codes]
+    return weights
+
+
+def pigeonhole_means(
+    values: np.ndarray, units: Units, rng: np.random.Generator, samples: int = BOOTSTRAP_SAMPLES
+) -> np.ndarray:
+    """Pigeonhole bootstrap draws of the item mean (draws that keep no item are left out)."""
+    weights = pigeonhole_weights(units, rng, samples)
+    totals = weights.sum(axis=1)
+    kept = totals > 0
+    return (weights[kept] @ values.astype(float)) / totals[kept]
+
+
 def mean_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
     """A mean of non-binary values (ratings) with its percentile bootstrap interval over units
-    (nested units: the level whose draws vary most, as in cluster_variance)."""
-    draws = max(
-        (cluster_bootstrap_means(values, level, rng) for level in units.levels),
-        key=lambda d: float(d.var()),
+    (nested units: the level whose draws vary most, as in cluster_variance; crossed units: the
+    pigeonhole bootstrap)."""
+    draws = (
+        pigeonhole_means(values, units, rng)
+        if units.factors
+        else max(
+            (cluster_bootstrap_means(values, level, rng) for level in units.levels),
+            key=lambda d: float(d.var()),
+        )
     )
     low, high = np.quantile(draws, [0.025, 0.975])
     stats = {
@@ -199,13 +322,16 @@ def mean_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> di
         "n": len(values),
         "interval": "bootstrap",
     }
-    if not units.independent:
-        stats["n_units"] = units.n_units
+    _count_units(stats, units)
     return stats
 
 
 def resample_unit_indices(units: Units, rng: np.random.Generator) -> np.ndarray:
-    """One bootstrap draw of item positions: G units drawn with replacement, all their items kept."""
+    """One bootstrap draw of item positions: G units drawn with replacement, all their items kept
+    (crossed units: a pigeonhole draw, each item repeated by its multiplicity)."""
+    if units.factors:
+        weights = pigeonhole_weights(units, rng, 1)[0].astype(np.int64)
+        return np.repeat(np.arange(len(units.codes)), weights)
     members = _members(units)
     drawn = rng.integers(0, units.n_units, size=units.n_units)
     return (
@@ -221,20 +347,64 @@ def _members(units: Units) -> list[np.ndarray]:
     return [order[bounds[u] : bounds[u + 1]] for u in range(units.n_units)]
 
 
-def statistic_interval(
+def _statistic_draws(
     function: Callable[[np.ndarray], float], units: Units, rng: np.random.Generator, samples: int
-) -> tuple[float, float]:
-    """Percentile interval of any statistic of item positions (F1, Spearman), resampling units."""
+) -> np.ndarray:
+    """The statistic on `samples` cluster bootstrap draws of item positions (NaN draws left out)."""
     members = _members(units)
     draws = []
     for _ in range(samples):
         drawn = rng.integers(0, units.n_units, size=units.n_units)
         draws.append(function(np.concatenate([members[u] for u in drawn])))
-    finite = np.array([d for d in draws if not np.isnan(d)])
+    return np.array([d for d in draws if not np.isnan(d)])
+
+
+def statistic_interval(
+    function: Callable[[np.ndarray], float], units: Units, rng: np.random.Generator, samples: int
+) -> tuple[float, float]:
+    """Percentile interval of any statistic of item positions (F1, Spearman), resampling units
+    (crossed units: _crossed_statistic_interval)."""
+    if units.factors:
+        return _crossed_statistic_interval(function, units, rng, samples)
+    finite = _statistic_draws(function, units, rng, samples)
     if not len(finite):
         return (float("nan"), float("nan"))
     low, high = np.quantile(finite, [0.025, 0.975])
     return (float(low), float(high))
+
+
+def _crossed_statistic_interval(
+    function: Callable[[np.ndarray], float], units: Units, rng: np.random.Generator, samples: int
+) -> tuple[float, float]:
+    """A statistic that is not a mean, over crossed units: the pigeonhole bootstrap's percentile
+    interval, narrowed about the estimate to the two-way variance (V_prompt + V_user -
+    V_prompt∩user, each the one-way cluster bootstrap's variance of the statistic x G/(G-1),
+    floored at the larger one-way one). The pigeonhole draws give the shape (bounded, skewed near
+    0 or 1), the CGM combination the spread; never widened past the pigeonhole interval, so its
+    ends stay within the statistic's range."""
+    positions = np.arange(len(units.codes))
+    value = function(positions)
+    pigeonhole = np.array(
+        [
+            function(np.repeat(positions, weights)) if weights.any() else float("nan")
+            for weights in pigeonhole_weights(units, rng, samples).astype(np.int64)
+        ]
+    )
+    pigeonhole = pigeonhole[~np.isnan(pigeonhole)]
+    if np.isnan(value) or not len(pigeonhole):
+        return (float("nan"), float("nan"))
+    variances = []
+    for one_way in (*units.factors, _cells(units)):
+        draws = _statistic_draws(function, one_way, rng, samples)
+        g = one_way.n_units
+        variance = float(draws.var()) if len(draws) else 0.0
+        variances.append(variance * g / (g - 1) if g > 1 else variance)
+    first, second, intersection = variances
+    two_way = max(first + second - intersection, first, second)
+    spread = float(pigeonhole.var())
+    scale = min(1.0, math.sqrt(two_way / spread)) if spread > 0 else 1.0
+    low, high = np.quantile(pigeonhole, [0.025, 0.975])
+    return (float(value + scale * (low - value)), float(value + scale * (high - value)))
 
 
 def sign_flip_p_value(
@@ -271,6 +441,8 @@ def paired_comparison(
     if n == 0:
         return {"difference": None, "ci95": [None, None], "p_value": None, "n": 0, "n_units": 0}
     difference = a.astype(float) - b.astype(float)
+    if units.factors:
+        return _crossed_comparison(a, b, difference, units)
     draws = cluster_bootstrap_means(difference, units, rng)
     low, high = np.quantile(draws, [0.025, 0.975])
     sums, _ = _unit_sums(difference, units)
@@ -287,3 +459,24 @@ def paired_comparison(
         "b_mean": float(np.mean(b)),
     }
     return result
+
+
+def _crossed_comparison(
+    a: np.ndarray, b: np.ndarray, difference: np.ndarray, units: Units
+) -> dict[str, Any]:
+    """The paired comparison over crossed units: normal interval and two-sided z-test with the
+    two-way variance of the mean difference (floored as in two_way_variance)."""
+    mean = float(difference.mean())
+    se = math.sqrt(max(two_way_variance(difference, units)["variance"], 0.0))
+    p_value = 1.0 if mean == 0 else (math.erfc(abs(mean) / se / math.sqrt(2)) if se > 0 else 0.0)
+    return {
+        "difference": mean,
+        "ci95": [mean - Z95 * se, mean + Z95 * se],
+        "p_value": float(p_value),
+        "test": f"two-way cluster-robust z-test ({units.name})",
+        "n": len(difference),
+        "n_units": units.n_units,
+        "n_units_by": {factor.name: factor.n_units for factor in units.factors},
+        "a_mean": float(np.mean(a)),
+        "b_mean": float(np.mean(b)),
+    }

@@ -14,14 +14,29 @@ from pathlib import Path
 import numpy as np
 
 from evaluator.suite import Item, Task
-from evaluator.suites.recentering.common import final_answer, prompt_for, rows
+from evaluator.suites.recentering.common import Row, final_answer, prompt_for, rows
 
 VOTES = ("YES", "NO")
 
 
+def _user_of(row: Row, named: bool) -> str | None:
+    """The user whose attribute the item asks about (optional field `user`: each prompt is paired
+    with several users, who recur across prompts); a split names it on every line or on none."""
+    if (row.their("user") in row.record) != named:
+        row.fail("user", "named on some lines and not others: give it on every line or on none")
+    if not named:
+        return None
+    value = row.get("user")
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        row.fail("user", "expected a non-empty string or an integer")
+    return str(value)
+
+
 def build_items(task: Task, folder: Path) -> list[Item]:
     items = []
-    for row in rows(task, folder):
+    lines = rows(task, folder)
+    named = bool(lines) and lines[0].their("user") in lines[0].record
+    for row in lines:
         votes = row.get("votes")
         if (
             not isinstance(votes, list)
@@ -32,6 +47,8 @@ def build_items(task: Task, folder: Path) -> list[Item]:
         yes = sum(v.strip().upper() == "YES" for v in votes)
         gold = "YES" if 2 * yes > len(votes) else "NO"
         agreement = "unanimous" if yes in (0, len(votes)) else "split"
+        prompt = " ".join(row.text("prompt").split())  # the prompt, whitespace aside
+        user = _user_of(row, named)
         items.append(
             Item(
                 id=row.id,
@@ -42,7 +59,8 @@ def build_items(task: Task, folder: Path) -> list[Item]:
                     "attribute": row.text("attribute"),
                 },
                 gold=gold,
-                unit=" ".join(row.text("prompt").split()),  # the prompt, whitespace aside
+                # crossed units (the manifest's bootstrap_unit): prompt x user where users are named
+                unit=(prompt, user) if user is not None else prompt,
             )
         )
     return items
