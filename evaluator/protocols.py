@@ -445,6 +445,67 @@ def _generate_parse(
     )
 
 
+PREFILL = "generate_parse_prefill"
+PREFILL_OPTION = "answer_prefill"  # the task option (manifest `options:`) holding the prefill text
+
+
+def answer_prefill(task: "Task") -> str:
+    """The text a prefilled run starts the model's answer with (PrefEval mcq: "<choice>")."""
+    prefill = task.options.get(PREFILL_OPTION)
+    if not prefill:
+        raise BackendError(
+            f"{task.key} declares no answer prefill (options.{PREFILL_OPTION}): {PREFILL} cannot run it"
+        )
+    return str(prefill)
+
+
+def with_prefill(messages: Messages, prefill: str) -> Messages:
+    """The chat as sent with the assistant's answer started: a last assistant message is continued
+    (Backend.render), never closed. Idempotent, so a suite may add it when building requests."""
+    if messages and messages[-1] == {"role": "assistant", "content": prefill}:
+        return messages
+    return [*messages, {"role": "assistant", "content": prefill}]
+
+
+def prefilled_parser(
+    parse: Callable[[str], str | None], prefill: str
+) -> Callable[[str], str | None]:
+    """The task's parser on prefill + output, as upstream reads a prefilled answer
+    (extract_choice("<choice>" + end_generation)); its rule says so."""
+
+    def read(text: str) -> str | None:
+        return parse(prefill + text)
+
+    read.rule = f"{parser_rule(parse)} (on {prefill!r} + output: the answer was prefilled)"  # type: ignore[attr-defined]
+    return read
+
+
+@register_protocol(
+    PREFILL,
+    description="greedy generation after the task's answer prefill (options.answer_prefill, PrefEval: "
+    "'<choice>', as upstream's Claude and Mistral runs), then the task's parser on prefill + output",
+)
+def _generate_parse_prefill(
+    backend: Backend, requests: list[ChoiceRequest], task: "Task", progress: Progress | None = None
+) -> list[Decision]:
+    parse = task.hooks.parse_answer
+    assert parse is not None  # bind_hooks requires it of a task that runs generate_parse
+    prefill = answer_prefill(task)
+    sent = [
+        ChoiceRequest(
+            r.id, with_prefill(r.messages, prefill), r.labels, r.responses, r.max_new_tokens
+        )
+        for r in requests
+    ]
+    return choose_by_generation(
+        backend,
+        sent,
+        int(task.model.get("max_new_tokens", 16)),
+        prefilled_parser(parse, prefill),
+        progress,
+    )
+
+
 @register_protocol(
     "reward", model_type="reward", description="a reward model scores each candidate response"
 )

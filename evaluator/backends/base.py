@@ -50,11 +50,26 @@ class Backend(ABC):
 
     def render(self, messages: Messages, add_generation_prompt: bool = True) -> Any:
         """Apply the model's chat template and tokenize, once per prompt (refused if over the window).
-        What a prompt is belongs to the backend: token ids here, the chat messages for an endpoint."""
+        What a prompt is belongs to the backend: token ids here, the chat messages for an endpoint.
+
+        A chat whose last message is the assistant's, asked with the generation prompt, is a
+        prefill (evaluator/protocols.py generate_parse_prefill): the model continues that message.
+        It is rendered as the template of the messages before it with the generation prompt, then
+        that message's text, tokenized as one string (as upstream PrefEval's hand-written Mistral
+        prompt ends in "[/INST]\\n<choice>"): the template never closes the started answer."""
         if not getattr(self.tokenizer, "chat_template", None):
             raise BackendError(
                 f"{self.spec.name} has no chat template; generative evaluation needs one"
             )
+        if add_generation_prompt and messages and messages[-1].get("role") == "assistant":
+            text = self.tokenizer.apply_chat_template(
+                messages[:-1], add_generation_prompt=True, tokenize=False
+            )
+            # apply_chat_template(tokenize=True) tokenizes its text the same way (no special tokens added)
+            prefilled = self.tokenizer.encode(
+                text + messages[-1]["content"], add_special_tokens=False
+            )
+            return self.checked(list(prefilled))
         ids = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=add_generation_prompt, tokenize=True, return_dict=False
         )

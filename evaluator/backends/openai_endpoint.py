@@ -114,6 +114,16 @@ class EndpointBackend(Backend):
             raise BackendError(
                 "an OpenAI-compatible endpoint only continues a chat; it cannot score a finished one"
             )
+        if messages and messages[-1].get("role") == "assistant":
+            # A prefill (generate_parse_prefill) must start the assistant's turn inside the rendered
+            # template. The chat route renders the template itself, and a trailing assistant
+            # message is not a standard way to ask it to continue one (servers close it, reject it
+            # or ignore it); this backend has no completions route with the template rendered here.
+            raise BackendError(
+                f"endpoint {self.config.name!r} is a chat endpoint: it cannot start the model's answer "
+                f"with a prefill ({messages[-1]['content']!r}), so generate_parse_prefill cannot run on "
+                "it; use generate_parse (upstream's unprefilled path)"
+            )
         return [dict(m) for m in messages]
 
     def token_id(self, text: str) -> str:  # type: ignore[override]

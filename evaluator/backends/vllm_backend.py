@@ -6,7 +6,9 @@ Same primitives as the transformers backend:
 - reward scores: the pooling runner (`runner="pooling"`, `convert="classify"`) with
   `PoolingParams(use_activation=False)` for raw scores;
 - prompts are rendered once with the model's chat template and passed as token ids
-  (`TokensPrompt`); automatic prefix caching shares long common prefixes across prompts.
+  (`TokensPrompt`); automatic prefix caching shares long common prefixes across prompts. A
+  prefilled answer (generate_parse_prefill) is the same text as the transformers backend's
+  (Backend.render: the template with its generation prompt, then the prefill).
 To run a GPU worker: install the extra on the GPU node, point it at the same Redis and data
 folder, and start `rq worker personaboard --url redis://HOST:PORT` with PERSONABOARD_BACKEND=vllm.
 """

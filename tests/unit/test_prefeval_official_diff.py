@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.protocols import PREFILL, answer_prefill, prefilled_parser
 from evaluator.registry import get_task
 from evaluator.suites.prefeval import mcq, open_ended
 from evaluator.suites.prefeval.official_parsing import extract_choice, tag_text
@@ -207,3 +208,137 @@ def test_judge_fixture_covers_malformed_replies_and_every_outcome():
     assert all(count > 0 for count in outcomes.values()), outcomes
     replies = [r for e in JUDGE["items"] for r in e["replies"].values()]
     assert "" in replies and "<answer>[Yes]</answer>" in replies
+
+
+# -- generate_parse_prefill: upstream's Claude (and Mistral) path, end to end ----------------------
+# official_prefill.json.gz: benchmark_classification.main() run on its prefill path with a stand-in
+# Bedrock client (generate.py --prefill): each prefilled request, the scripted output and the
+# `choice` upstream stored (extract_choice("<choice>" + output)).
+
+PREFILLED = json.loads(gzip.decompress((FIXTURE / "official_prefill.json.gz").read_bytes()))
+CLAUDE_RUNS = [run for run in PREFILLED["runs"] if run["model"] == "claude3s"]
+
+
+class ScriptedModel:
+    """The model's side of build_requests under the prefill protocol, answering as the stand-in
+    Bedrock client did: the prefilled answers with the item's recorded outputs, the critique and
+    the explicit reply with the fixture's texts. Records every conversation it is asked."""
+
+    protocol = PREFILL
+
+    def __init__(self, backend, outputs: list[str]):
+        self.backend, self.outputs, self.asked = backend, list(outputs), []
+
+    def generate(self, conversations, max_new_tokens):
+        texts = []
+        for messages in conversations:
+            self.asked.append((messages, max_new_tokens))
+            if messages[-1] == {"role": "assistant", "content": PREFILLED["prefill"]}:
+                texts.append(self.outputs.pop(0))
+            elif messages[-1]["content"].startswith("Critique Request"):
+                texts.append(PREFILLED["critique"])
+            else:
+                texts.append(PREFILLED["reply"])
+        return texts
+
+    def retrieve(self, query, passages, k):  # not asked: no rag run on the prefill path
+        raise AssertionError("retrieval is not part of these runs")
+
+
+@pytest.fixture(scope="module")
+def tiny_backend(tmp_path_factory):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tiny_models import build_tiny_model
+
+    from evaluator.backends import ModelSpec, load_backend
+
+    folder = build_tiny_model(tmp_path_factory.mktemp("prefill") / "gen", seed=5)
+    return load_backend(ModelSpec("tiny", str(folder), "generative"), device="cpu")
+
+
+def test_the_prefill_is_upstreams():
+    task = get_task("prefeval", "mcq")
+    assert answer_prefill(task) == PREFILLED["prefill"] == "<choice>"
+    assert answer_prefill(get_task("prefeval", "mcq_turns")) == PREFILLED["prefill"]
+    # upstream's Mistral prompt ends its hand-written template with the same tag (and a newline)
+    mistral = [run for run in PREFILLED["runs"] if run["model"] == "mistral7b"]
+    assert mistral and all(
+        tail.endswith("[/INST]\n<choice>\n")
+        for run in mistral
+        for i in run["items"]
+        for tail in i["tail"]
+    )
+
+
+@pytest.mark.parametrize(
+    "run", CLAUDE_RUNS, ids=lambda r: f"{r['form']}-{r['setting']}-{r['turns']}-{r['topic']}"
+)
+def test_prefilled_prompts_and_answers_equal_the_official_run(run, tiny_backend):
+    """Every row of the official run: the chat the service sends under generate_parse_prefill (the
+    answer started with "<choice>"; self-critic: the first answer's prompt, then the revision's,
+    with the first answer kept as "<choice>" + output) is upstream's byte for byte, and the answer
+    the protocol reads from each output is the `choice` upstream stored."""
+    task = get_task("prefeval", "mcq" if run["turns"] == 0 else "mcq_turns")
+    read = prefilled_parser(task.hooks.parse_answer, answer_prefill(task))
+    assert len(run["items"]) >= 40
+    for item in run["items"]:
+        pub = public_of("mcq", run["turns"], item["id"])
+        model = ScriptedModel(tiny_backend, item["outputs"])
+        (request,) = mcq.build_requests(task, [pub], run["setting"], model)
+        prefilled_asks = [m for m, _ in model.asked if m[-1]["role"] == "assistant"]
+        sent = [*prefilled_asks, request.messages]
+        assert [digest(m) for m in sent] == item["sha"], item["id"]
+        if run["setting"] == "self_critic":  # the critique prompt holds "<choice>" + first output
+            assert item["first_choice"] == PREFILLED["prefill"] + item["outputs"][0]
+        assert read(item["outputs"][-1]) == item["choice"], (item["id"], item["outputs"][-1])
+    # the outputs cover parsed, unparsed and prefilled-tag forms
+    choices = {item["choice"] for item in run["items"]}
+    assert None in choices and len(choices - {None}) >= 3
+
+
+def test_a_few_prefilled_prompts_in_full(tiny_backend):
+    run = CLAUDE_RUNS[0]
+    item = run["items"][0]
+    task = get_task("prefeval", "mcq")
+    model = ScriptedModel(tiny_backend, item["outputs"])
+    (request,) = mcq.build_requests(task, [public_of("mcq", 0, item["id"])], run["setting"], model)
+    assert request.messages == run["full"][1]  # [0] is the explicit form's first reply
+    assert request.messages[-1] == {"role": "assistant", "content": "<choice>"}
+
+
+def test_mistral_runs_parse_as_ours():
+    task = get_task("prefeval", "mcq")
+    read = prefilled_parser(task.hooks.parse_answer, answer_prefill(task))
+    (run,) = [run for run in PREFILLED["runs"] if run["model"] == "mistral7b"]
+    assert all(read(i["outputs"][-1]) == i["choice"] for i in run["items"])
+
+
+@pytest.mark.parametrize(
+    "text, prefilled, plain",
+    [
+        ("B</choice>", "B", None),
+        (" B", "B", None),
+        ("b", None, None),
+        ("<choice>C", "C", "C"),
+        ("A", "A", None),
+        ("b</choice>", None, None),
+        ("E</choice>", None, None),
+        ("", None, None),
+    ],
+)
+def test_prefilled_parse_on_edge_strings(text, prefilled, plain):
+    """generate_parse_prefill reads "<choice>" + output; generate_parse the output alone."""
+    parse = get_task("prefeval", "mcq").hooks.parse_answer
+    assert prefilled_parser(parse, "<choice>")(text) == prefilled
+    assert parse(text) == plain
+    assert dict(map(tuple, PREFILLED["prefill_parses"]))[text] == prefilled
+
+
+def test_prefilled_parse_equals_upstream_on_every_string():
+    parse = prefilled_parser(get_task("prefeval", "mcq").hooks.parse_answer, "<choice>")
+    parses = PREFILLED["prefill_parses"]
+    assert len(parses) >= 500 and {None, "A", "B", "C", "D"} <= {c for _, c in parses}
+    wrong = [(text, expected) for text, expected in parses if parse(text) != expected]
+    assert not wrong, wrong[:5]

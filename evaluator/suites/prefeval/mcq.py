@@ -12,6 +12,7 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
+from evaluator.protocols import with_prefill
 from evaluator.suite import Item, Split, Task, load_prompts
 from evaluator.suites.prefeval.official_parsing import extract_choice
 
@@ -261,7 +262,7 @@ def build_requests(task: Task, publics: list[dict], setting: str, model) -> list
     answer, which is scored.
     """
     from evaluator.backends.base import BackendError
-    from evaluator.protocols import ChoiceRequest
+    from evaluator.protocols import PREFILL, ChoiceRequest, answer_prefill
 
     p = prompts()
     system = {"role": "system", "content": p["system_prompt"]}
@@ -272,6 +273,12 @@ def build_requests(task: Task, publics: list[dict], setting: str, model) -> list
     if judging and setting == "self_critic":
         raise BackendError("self_critic needs a generative model: the model revises its own answer")
     answer_tokens = int(p["max_mcq_tokens"])
+    # generate_parse_prefill (upstream's Claude path): every MCQ answer is asked with the answer
+    # started by the prefill, the explicit form's first reply and the critique are not
+    prefill = answer_prefill(task) if model.protocol == PREFILL else None
+    if prefill is not None:
+        # a backend that cannot prefill (a chat endpoint) refuses here, before any call
+        model.backend.render(with_prefill([system], prefill))
     replies: dict[str, str] = {}
     explicit = [pub for pub in publics if pub["form"] == "explicit" and not judging]
     if explicit:
@@ -280,9 +287,14 @@ def build_requests(task: Task, publics: list[dict], setting: str, model) -> list
     if setting == "self_critic":
         reply_of = [replies.get(pub["id"]) for pub in publics]
         firsts = model.generate(
-            [item_messages(pub, "zero_shot", r) for pub, r in zip(publics, reply_of)],
+            [
+                _prefilled(item_messages(pub, "zero_shot", r), prefill)
+                for pub, r in zip(publics, reply_of)
+            ],
             answer_tokens,
         )
+        # upstream keeps "<choice>" + the first answer as the assistant's turn it critiques
+        firsts = [(prefill or "") + first for first in firsts]
         critiques = model.generate(
             [self_critic_messages(pub, r, f) for pub, r, f in zip(publics, reply_of, firsts)],
             int(p["mcq_critic_max_tokens"]),
@@ -295,10 +307,15 @@ def build_requests(task: Task, publics: list[dict], setting: str, model) -> list
         conversations = [
             item_messages(pub, setting, replies.get(pub["id"]), model, judging) for pub in publics
         ]
+    # the prefill is part of the request, so the run renders it with the rest ahead of the engine
     return [
-        ChoiceRequest(pub["id"], messages, labels, dict(pub["options"]))
+        ChoiceRequest(pub["id"], _prefilled(messages, prefill), labels, dict(pub["options"]))
         for pub, messages in zip(publics, conversations)
     ]
+
+
+def _prefilled(messages: list[dict[str, str]], prefill: str | None) -> list[dict[str, str]]:
+    return messages if prefill is None else with_prefill(messages, prefill)
 
 
 def fit_model(task: Task, split: Split, setting: str, backend) -> tuple[Split, dict[str, str]]:
