@@ -21,7 +21,8 @@ this module is the one place that decides it:
 - **Ladder.** Per submitter and task, a new value is released only when it beats that submitter's
   best released value by at least `step`; otherwise the submitter learns just that (one bit).
 - **A floor for the first release.** A submitter's first result must clear the task's floor (the
-  best constant answer on the public part, exact, for label tasks; no correlation for ratings) by
+  best constant answer on the public part, exact, for label tasks; for ratings the best constant
+  rating file with one item changed, `single_change_reach`) by
   a step, through the same shaky bar. A file of constant answers with one item changed is never
   released, whichever item and label: a fresh identity's first upload teaches nothing for free.
 - **Rounded to the noise level.** `step` is span/sqrt(n) rounded up to 1, 2 or 5 x 10^k. A
@@ -49,6 +50,8 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
 
 from evaluator.metrics import metric_scale
 
@@ -180,16 +183,91 @@ def item_details_allowed(task: Any) -> bool:
 
 def first_release_floor(task: Any) -> float | None:
     """The value a submitter's first result must beat by a step: the best constant answer's exact
-    primary value on the public part (label tasks), 0 for a correlation (what a constant or random
-    answer scores), None where no constant answer scores (judge-scored free text)."""
+    primary value on the public part (label tasks), the best rank correlation of a constant rating
+    file with at most one item changed (a correlation: `single_change_reach`), None where no
+    constant answer scores (judge-scored free text)."""
     if task.metric == "spearman":
-        return 0.0
+        return single_change_reach(task)
     from evaluator.baselines import reference_lines
 
     for line in reference_lines(task):
         if line["kind"] == "majority":
             return primary_value(line["metrics"])
     return None
+
+
+def single_change_reach(task: Any) -> float:
+    """The best spearman on the public part of a rating file that is constant but for one item
+    (every rating, every item, each changed to every other rating), and of the constant files
+    themselves (a rating read against the response order is not constant: 6 - r on the other slot).
+
+    For a share a one-item change moves the score by 1/n, far below a step; a rank correlation
+    moves by up to about sqrt(3/n) (the item's gold rank standardized), close to a step: with a
+    floor of 0 a file "all 3, item i rated 5" was released when item i's gold rating is high, a
+    label per fresh identity. With this floor no such file clears the bar (floor + step/2 at
+    least). Exact and vectorized: changing item i only swaps two rank values (`_changed_ranks`)."""
+    from evaluator.metrics import _ranks
+    from evaluator.scoring import item_arrays, private_part_ids
+
+    split = task.load_split()
+    private = private_part_ids(task)
+    keep = np.fromiter((item.id not in private for item in split.items), dtype=bool)
+    low, high = (int(bound) for bound in task.answer_range)  # a rating task's whole ratings
+    labels = [str(rating) for rating in range(low, high + 1)]
+    preds = {
+        label: item_arrays(task, split, {item.id: label for item in split.items})["pred"][keep]
+        for label in labels
+    }
+    gold = item_arrays(task, split, {})["gold"][keep]
+    if len(gold) < 3 or np.ptp(gold) == 0:
+        return 0.0
+    gold_ranks = _ranks(gold)
+    best = 0.0
+    for base_label in labels:
+        base = preds[base_label]
+        if np.ptp(base) > 0:
+            best = max(best, _correlation(_ranks(base)[None, :], gold_ranks)[0])
+        for label in labels:
+            if label != base_label:
+                best = max(best, float(np.nanmax(_changed_ranks(base, preds[label], gold_ranks))))
+    return float(best)
+
+
+def _correlation(rows: np.ndarray, gold_ranks: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each row of `rows` with gold_ranks (NaN for a constant row)."""
+    centred = rows - rows.mean(axis=1, keepdims=True)
+    gold = gold_ranks - gold_ranks.mean()
+    scale = np.sqrt((centred**2).sum(axis=1) * (gold**2).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (centred @ gold) / scale
+
+
+def _changed_ranks(base: np.ndarray, changed_to: np.ndarray, gold_ranks: np.ndarray) -> np.ndarray:
+    """spearman(base with item i set to changed_to[i], gold) for every i. Items sharing (old, new)
+    values give the same multiset of ranks: the ranks of one of them changed, with item i's and
+    that item's rank swapped. So one ranking per pair, and the dot product with the gold ranks
+    moves by (r_new - r_old) * (g_i - g_first)."""
+    from evaluator.metrics import _ranks
+
+    out = np.full(len(base), np.nan)
+    for old, new in {(float(a), float(b)) for a, b in zip(base, changed_to) if a != b}:
+        idx = np.flatnonzero((base == old) & (changed_to == new))
+        first = idx[0]
+        changed = base.copy()
+        changed[first] = new
+        ranks = _ranks(changed)
+        r0 = _correlation(ranks[None, :], gold_ranks)[0]
+        others = np.flatnonzero(base == old)
+        others = others[others != first]
+        if len(others) == 0 or np.isnan(r0):
+            out[first] = r0
+            continue
+        r_new, r_old = ranks[first], ranks[others[0]]
+        centred = ranks - ranks.mean()
+        gold = gold_ranks - gold_ranks.mean()
+        scale = np.sqrt((centred**2).sum() * (gold**2).sum())
+        out[idx] = r0 + (r_new - r_old) * (gold_ranks[idx] - gold_ranks[first]) / scale
+    return out
 
 
 def _one_number(stats: Mapping[str, Any], metric: str, n: int, offset: float) -> dict[str, Any]:

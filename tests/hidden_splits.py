@@ -66,11 +66,24 @@ def realpref_copies(into: Path, copies: int) -> Path:
     return into
 
 
-def recentering_generated(into: Path, n: int = 200, seed: int = 0) -> Path:
+def recentering_generated(into: Path, n: int = 200, seed: int = 0, ratings: int = 0) -> Path:
     """Re-Centering with `n` generated relevance items (three random votes each) and `n`
-    attribute-verification items (the fixture's, renumbered, with random labels)."""
+    attribute-verification items (the fixture's, renumbered, with random labels); with `ratings`,
+    that many response-preference items too (the fixture's, renumbered, random order and human
+    mean rating)."""
     hidden_fixture("recentering", into)
     rng = random.Random(seed)
+    if ratings:
+        source = FIXTURES / "recentering" / "response_preference.jsonl"
+        template = source.read_text().splitlines()
+        rated = []
+        for i in range(ratings):
+            record = json.loads(template[i % len(template)])
+            record.update(id=f"p{i:03d}", personalized=rng.choice("AB"))
+            record.update(human_rating=rng.choice([1 + k / 3 for k in range(13)]))
+            record["prompt"] += f" ({i})"
+            rated.append(record)
+        (into / "response_preference.jsonl").write_text("\n".join(map(json.dumps, rated)) + "\n")
     relevance = [
         {
             "id": f"h{i:03d}",

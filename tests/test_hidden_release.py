@@ -32,7 +32,7 @@ IDENTITIES = 30
 BUILDERS = {
     "personafeedback": lambda into: personafeedback_cells(into, per_cell=40),
     "realpref": lambda into: realpref_copies(into, copies=4),
-    "recentering": lambda into: recentering_generated(into, n=200),
+    "recentering": lambda into: recentering_generated(into, n=200, ratings=200),
 }
 
 
@@ -159,3 +159,65 @@ def test_single_change_first_releases_learn_nothing(installed, tmp_path, suite, 
 
 def _digest(answers: dict[str, str]) -> str:
     return hashlib.sha256(repr(sorted(answers.items())).encode()).hexdigest()[:12]
+
+
+def hidden_rating_tasks() -> list[tuple[str, str]]:
+    from evaluator.registry import all_suites
+    from evaluator.splits import private_fraction
+
+    return [
+        (suite.name, task.name)
+        for suite in all_suites().values()
+        if suite.split_hidden and private_fraction(suite) > 0
+        for task in suite.tasks.values()
+        if task.metric == "spearman"
+    ]
+
+
+@pytest.mark.parametrize("suite,task_name", hidden_rating_tasks())
+def test_single_change_rating_files_learn_nothing(installed, tmp_path, suite, task_name):
+    """The rating form of the attack: "every item 3, item i rated 5 (or 1)". A rank correlation
+    moves by up to ~sqrt(3/n) for one item, about a step: with a floor of 0 such a file was
+    released when item i's gold rating was high (or low). The floor is now the best such file's
+    score (evaluator/release.py single_change_reach): none is released, whichever item."""
+    from evaluator.registry import get_task
+    from evaluator.splits import private_item_ids
+    from submissions.private_part import pending
+    from submissions.records import SubmissionStore
+
+    task = get_task(suite, task_name)
+    split = task.load_split()
+    private = private_item_ids(task)
+    store = SubmissionStore(tmp_path / "submissions.sqlite3")
+    gold = {item.id: item.gold["rating"] for item in split.items}
+    public_ids = sorted((i for i in gold if i not in private), key=gold.__getitem__)
+    private_ids = sorted((i for i in gold if i in private), key=gold.__getitem__)
+    assert len(public_ids) >= 50 and private_ids
+    # the items most telling: the public part's highest and lowest rated, and private ones
+    probes = public_ids[:4] + public_ids[-4:] + private_ids[:4] + private_ids[-3:]
+    low, high = (str(int(r)) for r in task.answer_range)
+    told = []
+    for k, probe in enumerate(probes):
+        for base, changed in (("3", high), ("3", low)):
+            answers = {item.id: base for item in split.items}
+            answers[probe] = changed
+            told.append(through_the_job(store, task, f"rater-{k}-{changed}", answers))
+    varying = {
+        field
+        for result in told
+        for field in (result or {})
+        if len({repr((r or {}).get(field)) for r in told}) > 1
+    }
+    assert not varying, (varying, told[:2])
+    assert len(told) == 30 and told[0]["released"] is False and "total" not in told[0]
+    assert pending(store) == []
+
+    # the control: ratings that follow the gold are released, as one number
+    right = {item.id: str(round(item.gold["rating"])) for item in split.items}
+    right = {
+        item.id: str(6 - int(r) if item.gold["personalized"] == "A" else int(r))
+        for item, r in ((item, right[item.id]) for item in split.items)
+    }
+    shown = through_the_job(store, task, "control", right)
+    assert shown is not None and shown.get("released") is not False, shown
+    assert set(shown["total"]) == {"spearman"} and shown["tiers"] == {}

@@ -192,3 +192,30 @@ def test_shaky_bar_turns_the_boundary_attack_into_a_near_coin_flip():
     assert boundary_attack_advantage(200, shaky=False) == 1.0  # one label per upload
     # (1/n)/step = 5% at n = 200: about 5 net labels per 100 uploads, not 100
     assert boundary_attack_advantage(20_000) < 0.10
+
+
+def test_single_change_spearman_is_exact():
+    """`_changed_ranks` (one ranking per (old, new) pair, then a swap) equals recomputing the rank
+    correlation for every item changed, ties included."""
+    import numpy as np
+
+    from evaluator.metrics import _ranks
+    from evaluator.release import _changed_ranks
+
+    rng = np.random.default_rng(3)
+    gold = rng.choice([1.0, 1.5, 2.0, 3.0, 3.5, 4.0, 5.0], size=60)
+    gold_ranks = _ranks(gold)
+    base = rng.choice([2.0, 4.0], size=60)  # a constant rating read against the response order
+    changed_to = np.where(base == 2.0, 5.0, 1.0)
+    fast = _changed_ranks(base, changed_to, gold_ranks)
+    for i in range(60):
+        pred = base.copy()
+        pred[i] = changed_to[i]
+        slow = np.corrcoef(_ranks(pred), gold_ranks)[0, 1]
+        assert abs(fast[i] - slow) < 1e-9, (i, fast[i], slow)
+    one_hot = _changed_ranks(np.full(60, 3.0), np.full(60, 5.0), gold_ranks)
+    top = int(np.argmax(gold))
+    # one item raised from a constant: corr = its standardized gold rank / sqrt(n - 1)
+    centred = gold_ranks - gold_ranks.mean()
+    assert abs(one_hot[top] - centred[top] / np.sqrt((centred**2).sum() * (1 - 1 / 60))) < 1e-9
+    assert one_hot[top] > 0.15  # about a step at n = 60 (0.2 + jitter): why the floor moved
