@@ -500,8 +500,9 @@ def run_model(
     protocol = protocol or default_protocol(
         task, backend.spec.model_type, logprobs
     )  # the same rule as at intake
+    chat_only = getattr(backend, "chat_only", False)  # an endpoint renders its own template
     problem = protocol_problem(
-        task, protocol, backend.spec.model_type, logprobs
+        task, protocol, backend.spec.model_type, logprobs, chat_only
     ) or setting_problem(task, setting, protocol)
     if problem:
         raise BackendError(problem)

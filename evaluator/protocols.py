@@ -395,13 +395,23 @@ def setting_problem(task: "Task", setting: str | None, protocol: str | None) -> 
 
 
 def protocol_problem(
-    task: "Task", protocol: str | None, model_type: str, logprobs: bool = True
+    task: "Task",
+    protocol: str | None,
+    model_type: str,
+    logprobs: bool = True,
+    chat_only: bool = False,
 ) -> str | None:
-    """Why `protocol` cannot run a `model_type` model on `task` (None: it can)."""
+    """Why `protocol` cannot run a `model_type` model on `task` (None: it can). `chat_only`: a chat
+    endpoint, which renders its own template and so cannot start the model's answer (a prefill)."""
     if protocol in _PROTOCOLS and _PROTOCOLS[protocol].reads_logprobs and not logprobs:
         return (
             f"the model is an endpoint that returns no log-probabilities: protocol {protocol!r} cannot be read "
             f"from it; use generate_parse"
+        )
+    if protocol == PREFILL and chat_only:
+        return (
+            f"the model is a chat endpoint, which renders its own chat template: protocol {protocol!r} starts "
+            "the model's answer inside the template, which such an endpoint cannot do; use generate_parse"
         )
     if protocol not in task.model_protocols:
         return f"{task.key} runs models with {', '.join(task.model_protocols) or 'no protocol'}, not {protocol!r}"

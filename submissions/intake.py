@@ -659,7 +659,8 @@ def accept_model(
         raise SubmissionError(exc.status, str(exc), field="model") from None
     logprobs = resolved.extra.get("logprobs", True)
     protocol = form.protocol or default_protocol(task, resolved.model_type, logprobs)
-    problem = protocol_problem(task, protocol, resolved.model_type, logprobs)
+    chat_only = resolved.source == "endpoint"
+    problem = protocol_problem(task, protocol, resolved.model_type, logprobs, chat_only)
     if problem is None and (problem := setting_problem(task, form.setting, protocol)):
         raise SubmissionError(422, problem, field="setting")
     if problem:

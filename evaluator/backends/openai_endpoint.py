@@ -80,6 +80,7 @@ class RequestPacer:
 
 class EndpointBackend(Backend):
     name = "openai-endpoint"
+    chat_only = True  # the server renders the chat template: no prefill (evaluator/protocols.py)
     marks_refused_prompts = (
         True  # NaN log-prob rows / None texts: prompts the server refused as over its window
     )

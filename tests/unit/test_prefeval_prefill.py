@@ -130,7 +130,22 @@ def test_a_chat_endpoint_refuses_the_prefill_before_any_call():
     backend = EndpointBackend(
         EndpointConfig(name="chat-only", base_url="http://127.0.0.1:9/v1", model="m", max_retries=0)
     )
-    with pytest.raises(BackendError, match="cannot start the model's answer with a prefill"):
+    with pytest.raises(BackendError, match="chat endpoint.*use generate_parse"):
         run_model(get_task("prefeval", "mcq"), "zero_shot", backend, PREFILL, limit=3)
     assert backend.usage["requests"] == 0
     assert backend.render(CHAT) == CHAT  # unprefilled chats go out as before
+
+
+def test_a_chat_endpoint_is_refused_the_prefill_at_intake():
+    """The intake and the run ask the same rule (protocol_problem): a chat endpoint renders its own
+    template, so it is refused the prefill before anything is queued, with what to use instead."""
+    from evaluator.backends.openai_endpoint import EndpointBackend
+    from evaluator.protocols import PREFILL, protocol_problem
+    from evaluator.registry import get_task
+
+    task = get_task("prefeval", "mcq")
+    problem = protocol_problem(task, PREFILL, "generative", True, chat_only=True)
+    assert problem and "chat endpoint" in problem and "use generate_parse" in problem
+    assert protocol_problem(task, PREFILL, "generative", True) is None
+    assert protocol_problem(task, "generate_parse", "generative", True, chat_only=True) is None
+    assert EndpointBackend.chat_only is True
