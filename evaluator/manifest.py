@@ -206,6 +206,8 @@ class SuiteManifest(Strict):
     citation: str = ""
     license: str = ""
     homepage: str = ""
+    paper_url: str = ""  # the paper (arXiv abstract page, else the code repository)
+    bibtex: str = ""  # the suite's citation as a BibTeX entry
     settings: dict[str, str]
     split: SplitSpec = SplitSpec()
     tasks: dict[str, TaskSpec]

@@ -225,6 +225,8 @@ class Suite:
         default_factory=dict
     )  # source: bundled | installed; hub_id; fields
     manifest: SuiteManifest | None = None  # the typed manifest it was built from
+    paper_url: str = ""
+    bibtex: str = ""
 
     @property
     def data_dir(self) -> Path:
@@ -274,6 +276,8 @@ class Suite:
             "citation": self.citation,
             "license": self.license,
             "homepage": self.homepage,
+            "paper_url": self.paper_url,
+            "bibtex": self.bibtex,
             "settings": [{"name": k, "description": v} for k, v in self.settings.items()],
             "split": self.split_status(),
             "tasks": [task.describe() for task in self.tasks.values()],
@@ -296,6 +300,8 @@ def load_suite(manifest_path: Path, package: str | None = None) -> Suite:
         folder=manifest_path.parent,
         split_spec=spec.split.model_dump(exclude_none=True),
         manifest=spec,
+        paper_url=spec.paper_url,
+        bibtex=spec.bibtex.strip(),
     )
     package = package or f"evaluator.suites.{manifest_path.parent.name}"
     for task_name, task_spec in spec.tasks.items():

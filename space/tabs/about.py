@@ -104,8 +104,18 @@ def _suite_section(suite) -> str:
     parts.append("**Settings**")
     parts.extend(f"- `{e(name)}`: {e(text)}" for name, text in suite.settings.items())
     parts.append(f"**Data license**: {e(suite.license)}")
-    parts.append(f"**Citation**\n\n```\n{suite.citation}\n```")
+    parts.append(_citation(suite))
     return "\n\n".join(p for p in parts if p)
+
+
+def _citation(suite) -> str:
+    """The paper as a link (when the manifest names it), the citation and its BibTeX to copy."""
+    e = html.escape
+    title = f"[{e(suite.title)} paper]({e(suite.paper_url)})" if suite.paper_url else ""
+    text = f"**Citation** {title}\n\n```\n{suite.citation}\n```"
+    if suite.bibtex:
+        text += f"\n\nBibTeX:\n\n```bibtex\n{suite.bibtex}\n```"
+    return text
 
 
 def about_markdown(services) -> str:
