@@ -70,7 +70,8 @@ def build_ui(services: Services) -> gr.Blocks:
         finished = gr.Textbox(visible=False, elem_id="finished-submission")
         mine = browser_submissions()  # the ids submitted from this browser, for the status tab
         token = gr.State("")  # the API token typed in either submit tab (space/my_submissions.py)
-        with gr.Tabs() as tabs:
+        # wrap: on a phone every tab stays on screen (Gradio's default "menu" hid 7 of 9 behind "...")
+        with gr.Tabs(overflow_behavior="wrap") as tabs:
             board = build_leaderboard_tab(ui, services)
             build_overview_tab(ui, services)
             build_explorer_tab(ui, services)

@@ -127,6 +127,11 @@ def test_overview_tab_at_both_widths(service, browser, tmp_path, width):
     service, _ = service
     with open_page(browser, service.base_url) as page:
         page.set_viewport_size({"width": width, "height": 900})
+        # every tab is on screen at both widths (the bar wraps; a phone's "..." menu hid 7 of 9)
+        tabs = page.get_by_role("tab")
+        expect(tabs).to_have_count(9)
+        for k in range(9):
+            expect(tabs.nth(k)).to_be_in_viewport()
         open_tab_anywhere(page, "Overview")
         table = page.locator("#overview-table table")
         expect(table).to_be_visible()
