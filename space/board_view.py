@@ -50,6 +50,8 @@ DEFAULT_COLUMNS = default_chooser()
 PLAIN_CHOOSER_COLUMNS = [c.name for c in registry() if c.chooser == c.name]
 
 STYLE = """<style>
+.pb-board-wrap{--pb-muted:#5b6472;--pb-partial-bg:#fffbeb;--pb-reported-bg:#f9fafb;--pb-below:#b91c1c;--pb-warn:#92400e;--pb-link:#4338ca}
+.dark .pb-board-wrap{--pb-muted:#a7b0bd;--pb-partial-bg:#1c180c;--pb-reported-bg:#161b26;--pb-below:#fca5a5;--pb-warn:#fbbf24;--pb-link:#a5b4fc}
 .pb-board-wrap{overflow-x:auto;max-height:70vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
 table.pb-board{border-collapse:separate;border-spacing:0;font-size:14px;width:max-content;min-width:100%}
 table.pb-board th,table.pb-board td{padding:4px 8px;border-bottom:1px solid var(--border-color-primary,#eee);white-space:nowrap;text-align:right;background:var(--background-fill-primary,#fff)}
@@ -57,22 +59,24 @@ table.pb-board thead th{position:sticky;top:0;z-index:3;cursor:pointer;user-sele
 table.pb-board thead th[aria-sort=ascending]::after{content:" \\25B2"}
 table.pb-board thead th[aria-sort=descending]::after{content:" \\25BC"}
 table.pb-board .pb-text{text-align:left}
-table.pb-board .pb-rank{position:sticky;left:0;z-index:2;width:4.5em;min-width:4.5em;max-width:4.5em;text-align:center}
+table.pb-board .pb-rank{position:sticky;left:0;z-index:2;width:4.5em;min-width:4.5em;max-width:4.5em;text-align:center;overflow:hidden;text-overflow:ellipsis}
+table.pb-board th.pb-rank,table.pb-board td.pb-rank{padding-left:6px;padding-right:6px}
+table.pb-board .pb-rank-among{display:block;font-size:11px;color:var(--pb-muted);overflow:hidden;text-overflow:ellipsis}
 table.pb-board .pb-model{position:sticky;left:4.5em;z-index:2;min-width:14em;max-width:22em;overflow:hidden;text-overflow:ellipsis;text-align:left}
 table.pb-board thead .pb-rank,table.pb-board thead .pb-model{z-index:4}
 table.pb-board tr.pb-section-head th{position:static;text-align:left;font-weight:600;cursor:default;background:var(--background-fill-secondary,#eef)}
-table.pb-board tr.pb-kind-partial td{background:#fffbeb}
-table.pb-board tr.pb-kind-reported td{color:#6b7280;font-style:italic;background:#f9fafb}
+table.pb-board tr.pb-kind-partial td{background:var(--pb-partial-bg)}
+table.pb-board tr.pb-kind-reported td{color:var(--pb-muted);font-style:italic;background:var(--pb-reported-bg)}
 table.pb-board tr.pb-group-odd td.pb-rank{box-shadow:inset 4px 0 0 #6366f1}
 table.pb-board tr.pb-group-even td.pb-rank{box-shadow:inset 4px 0 0 #a5b4fc}
-table.pb-board .pb-distinct{display:block;font-size:11px;color:#6b7280;overflow:hidden;text-overflow:ellipsis}
-table.pb-board .pb-n{color:#6b7280;font-size:11px;margin-left:3px}
-table.pb-board .pb-ci{color:#6b7280}
-table.pb-board .pb-below-ref{color:#b91c1c;font-weight:600}
+table.pb-board .pb-distinct{display:block;font-size:11px;color:var(--pb-muted);overflow:hidden;text-overflow:ellipsis}
+table.pb-board .pb-n{color:var(--pb-muted);font-size:11px;margin-left:3px}
+table.pb-board .pb-ci{color:var(--pb-muted)}
+table.pb-board .pb-below-ref{color:var(--pb-below);font-weight:600}
 table.pb-board tr.pb-not-above-ref td.pb-model{box-shadow:inset 4px 0 0 #f87171}
-table.pb-board .pb-parse-warning{display:block;font-size:11px;color:#b45309;font-weight:600}
+table.pb-board .pb-parse-warning{display:block;font-size:11px;color:var(--pb-warn);font-weight:600}
 table.pb-board .pb-parse-warning::after{content:"\\26A0  unparsed"}
-table.pb-board .pb-items-link{display:block;text-align:left;font-size:11px;line-height:1.3;text-decoration:none;color:var(--link-text-color,#4338ca)}
+table.pb-board .pb-items-link{display:block;text-align:left;font-size:11px;line-height:1.3;text-decoration:none;color:var(--pb-link)}
 table.pb-board .pb-items-link::after{content:"items \\203A"}
 table.pb-board .pb-items-link:hover{text-decoration:underline}
 @media (max-width:600px){
@@ -245,8 +249,10 @@ def _rank_cell(row) -> Cell:
     if among and not _missing(among):
         # another protocol than the task's default: ranked among its own protocol's rows only
         label = html.escape(str(among))
+        # on a line of its own under the rank, cut with an ellipsis: the column is 4.5em wide
+        # (it stays in view as the table scrolls), and the title says it whole
         return (
-            f'{int(rank)} <span class="pb-rank-among" title="ranked only among {label} rows: '
+            f'{int(rank)}<span class="pb-rank-among" title="ranked only among {label} rows: '
             f"not the task's default protocol, never ranked against it\">{label}</span>",
             str(int(rank)),
             "pb-rank",
@@ -259,12 +265,21 @@ def _model_cell(row, distinct: dict[str, str]) -> Cell:
     apart, in the cell itself; a row whose answers mostly failed to parse says so."""
     name = str(row["model_name"])
     extra = distinct.get(str(row["submission_id"]), "")
-    title = f"{name} ({extra})" if extra else name
+    title = model_title(row, distinct)
     link = f'<a href="/model/{quote(name, safe="")}" title="{html.escape(title)}">{html.escape(name)}</a>'
     if extra:
-        link += f'<span class="pb-distinct">{html.escape(extra)}</span>'
+        link += (
+            f'<span class="pb-distinct" title="{html.escape(extra)}">{html.escape(extra)}</span>'
+        )
     link += _parse_warning(row) + _items_link(row, title)
     return link, title.lower(), "pb-model pb-text"
+
+
+def model_title(row, distinct: dict[str, str]) -> str:
+    """The model cell's whole text (its name, and what tells it apart): the cell's title, as the
+    cell cuts a long name with an ellipsis."""
+    extra = distinct.get(str(row["submission_id"]), "")
+    return f"{row['model_name']} ({extra})" if extra else str(row["model_name"])
 
 
 def _items_link(row, title: str) -> str:
@@ -439,8 +454,15 @@ def render_board(
                 content, key, css = _cell(
                     row, column, lookup, ranked_by, board.attrs.get("reference_line"), distinct
                 )
+                # the model cell cuts a long name: the whole name on hover, over the whole cell
+                title = (
+                    f' title="{html.escape(model_title(row, distinct))}"'
+                    if column == "model_name"
+                    else ""
+                )
                 tds.append(
-                    f'<td role="gridcell" class="{css}" data-sort="{html.escape(key)}">{content}</td>'
+                    f'<td role="gridcell" class="{css}" data-sort="{html.escape(key)}"{title}>'
+                    f"{content}</td>"
                 )
             below = " pb-not-above-ref" if _above_reference(row) is False else ""
             rows.append(

@@ -9,19 +9,34 @@ series named by a distinct label (two GPT-4.1 rows from Tables 3 and 7 are two l
 space/labels.py). Values follow the display schema (percent for shares); a partial run's cell
 under the minimum item count is left out, as in the table. Hovering a bar gives its value, 95% interval
 and item count.
+
+Every plot draws the board's reference line (the best of chance and majority, as the table's
+"vs." column): a vertical line with its name on a bar plot of totals, a horizontal one against model
+size, and in the per-tier bars a mark per tier at that tier's own line. The title sits below the
+band Plotly's mode bar (its toolbar, top right) takes, so the toolbar never covers it, at 390 px
+neither. The backgrounds are transparent and the text takes the page's colour (DRAW_JS), so a plot
+reads on a dark page (Gradio follows the OS's dark mode) as on a light one.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
 from evaluator.registry import all_suites
+from leaderboard.board import best_line
 from leaderboard.columns import TOTAL_CI_HIGH, TOTAL_CI_LOW
 from leaderboard.table import TOTAL
-from space.display import MIN_CELL_ITEMS, column_labels, metric_format, metric_label
+from space.display import (
+    MIN_CELL_ITEMS,
+    column_labels,
+    format_value,
+    metric_format,
+    metric_label,
+)
 from space.labels import row_labels
 
 MAX_SERIES = 8
@@ -34,6 +49,13 @@ LINE_PX = 16  # height of one line of a tick label
 # 390 px phone about 100 px for the bars
 WRAP_AT = 18
 CHAR_PX = 6.5  # about the width of one character of a 12 px label (the pieces' shared left margin)
+# the band at the top of a figure that Plotly's mode bar takes (about 26 px high): the title
+# starts below it, the plot below the title
+MODEBAR_PX = 32
+TITLE_LINE_PX = 20
+# reference lines and marks: a grey that reads on a light page and on a dark one
+REFERENCE_COLOUR = "#8a8f98"
+REFERENCE_NOTE = "grey marks: chance/majority line"  # short: a 390 px phone shows it whole
 PALETTE = [
     "#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#0ea5e9", "#a855f7", "#84cc16", "#f97316",
     "#64748b", "#ec4899", "#14b8a6", "#eab308",
@@ -65,18 +87,29 @@ def _layout(
 ) -> dict:
     """`lines`: the most lines a category's label takes (a wrapped label needs room beside its bars)."""
     per_category = max(max(1, series) * BAR_PX, lines * LINE_PX)
-    height = 140 + max(1, categories) * per_category + 30 * math.ceil(series / 2)
+    top = MODEBAR_PX + TITLE_LINE_PX * (3 if note else 1) + 8
+    height = 100 + top + max(1, categories) * per_category + 30 * math.ceil(series / 2)
     return {
-        # the metric goes in the title, not an axis title (which the legend below would overlap)
+        # the metric goes in the title, not an axis title (which the legend below would overlap);
+        # the title starts below the mode bar's band (pad), so the toolbar never covers it
         "title": {
             "text": f"{title} · {axis_title}" + (f"<br><sup>{note}</sup>" if note else ""),
             "font": {"size": 14},
             "x": 0,
             "xanchor": "left",
+            "xref": "container",
+            "y": 1,
+            "yanchor": "top",
+            "yref": "container",
+            # Plotly lifts a title of two lines (the note) by its second line: pad that back
+            "pad": {"t": MODEBAR_PX + (TITLE_LINE_PX if note else 0)},
         },
         "barmode": "group",
         "height": min(height, 2400),
-        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "margin": {"l": 10, "r": 10, "t": top, "b": 10},
+        # transparent: the page's background shows through, light or dark (DRAW_JS sets the ink)
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
         "xaxis": {"automargin": True, "zeroline": True},
         "yaxis": {"automargin": True, "autorange": "reversed", "tickfont": {"size": 12}},
         "legend": {"orientation": "h", "y": -0.08, "yanchor": "top", "x": 0, "font": {"size": 12}},
@@ -124,6 +157,77 @@ def _bar(name: str, labels: list[str], points: list[tuple], scale: float, colour
         "customdata": hover,
         "hovertemplate": "%{y}: <b>%{x:.1f}</b>%{customdata}<extra>" + name + "</extra>",
     }
+
+
+def _reference(board: pd.DataFrame, column: str) -> dict | None:
+    """The board's reference line in `column` (the best of its chance and majority rows, as the
+    table's "vs." column): from the board's reference rows, else the line it was ranked against."""
+    found = best_line(board, column) if column in board and "row_kind" in board else None
+    line = board.attrs.get("reference_line")
+    if found is None and line and line.get("column", column) == column:
+        found = line
+    return found
+
+
+def reference_marks(
+    board: pd.DataFrame, columns: list[str], ticks: list[str], scale: float, size: int
+) -> list[dict]:
+    """Per-tier bars: a vertical mark across each tier's bars at that tier's own reference line
+    (`customdata` names each tier's line); none where no tier has a line."""
+    lines = [_reference(board, column) for column in columns]
+    if not any(lines):
+        return []
+    return [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "reference line (chance / majority)",
+            "y": ticks,
+            "x": [None if line is None else line["value"] * scale for line in lines],
+            "customdata": [line["name"] if line else "" for line in lines],
+            "marker": {
+                "symbol": "line-ns",
+                "size": size,
+                "color": REFERENCE_COLOUR,
+                "line": {"width": 2, "color": REFERENCE_COLOUR},
+            },
+            "cliponaxis": False,
+            "showlegend": False,  # the title's note names the marks: the legend names results
+            # no hover: a mark would take the pointer from the bar under it (its value, interval)
+            "hoverinfo": "skip",
+        }
+    ]
+
+
+def reference_shapes(
+    line: dict | None, metric, scale: float, axis: str, high: float | None = None
+) -> list[dict]:
+    """The board's reference line across a plot of totals, labelled with its name and value: a
+    vertical line where the values run along x (bars; `high`, the largest bar: a line past its
+    middle has its label on its left, inside the plot), a horizontal one where they run along y."""
+    if not line:
+        return []
+    value = line["value"] * scale
+    # "Majority: 29.3", not "Majority (always C): 29.3": a phone's plot is about 220 px wide
+    short = str(line["name"]).split(" (", 1)[0]
+    label = {"text": f"{short}: {format_value(line['value'], metric)}", "textangle": 0}
+    label["font"] = {"size": 11}
+    if axis == "x":
+        where = {"xref": "x", "x0": value, "x1": value, "yref": "paper", "y0": 0, "y1": 1}
+        side = "right" if high and value > high / 2 else "left"
+        label.update(textposition="end", xanchor=side, yanchor="top")
+    else:
+        where = {"xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": value, "y1": value}
+        label.update(textposition="end", xanchor="right", yanchor="bottom")
+    return [
+        {
+            "type": "line",
+            **where,
+            "line": {"color": REFERENCE_COLOUR, "width": 1.5, "dash": "dash"},
+            "layer": "above",
+            "label": label,
+        }
+    ]
 
 
 def _stats(cells: pd.DataFrame) -> dict:
@@ -177,23 +281,38 @@ def tier_figures(
         parts = pieces(keep)
         lines = [data[0]["y"][k].split("<br>") for k in keep]
         for p, part in enumerate(parts):
-            piece = [_slice(d, part) for d in data]  # every series in each piece: one legend
             name = f"{heading} ({p + 1} of {len(parts)})" if len(parts) > 1 else heading
-            layout = _layout(
-                name,
-                _axis_title(metric),
-                len(part),
-                len(piece),
-                lines=max(len(lines[keep.index(k)]) for k in part),
-            )
+            columns = [shown[k] for k in part]
+            most = max(len(lines[keep.index(k)]) for k in part)
+            figure = _piece(board, data, part, columns, name, _axis_title(metric), scale, most)
             if len(parts) > 1:
                 # the pieces of a group share the value axis and the left margin (the longest
                 # label's; automargin only widens it), so their bars line up and read alike
-                layout["xaxis"]["range"] = _span(data, keep)
+                layout = figure["layout"]
+                layout["xaxis"]["range"] = _span(data, keep, _reference_values(board, shown, scale))
                 longest = max(len(line) for label in lines for line in label)
                 layout["margin"]["l"] = 10 + math.ceil(CHAR_PX * longest)
-            figures.append({"data": piece, "layout": layout})
+            figures.append(figure)
     return figures
+
+
+def _piece(
+    board: pd.DataFrame,
+    data: list[dict],
+    part: list[int],
+    columns: list[str],
+    name: str,
+    axis_title: str,
+    scale: float,
+    lines: int,
+) -> dict:
+    """One figure of a tier group: every series at the tiers `part`, and each tier's reference
+    line as a grey mark across its bars, named in the title's note (the legend names results)."""
+    piece = [_slice(d, part) for d in data]  # every series in each piece: one legend
+    marks = reference_marks(board, columns, piece[0]["y"], scale, len(data) * BAR_PX)
+    note = REFERENCE_NOTE if marks else ""
+    layout = _layout(name, axis_title, len(part), len(data), note=note, lines=lines)
+    return {"data": piece + marks, "layout": layout}
 
 
 def wrap(label: str, width: int = WRAP_AT) -> str:
@@ -231,9 +350,14 @@ def _slice(trace: dict, keep: list[int]) -> dict:
     return trace
 
 
-def _span(data: list[dict], keep: list[int]) -> list[float]:
-    """The value axis's range over every bar and interval at `keep`, zero included, 5% spare."""
-    ends = [0.0]
+def _reference_values(board: pd.DataFrame, columns: list[str], scale: float) -> list[float]:
+    return [line["value"] * scale for c in columns if (line := _reference(board, c))]
+
+
+def _span(data: list[dict], keep: list[int], extra: Sequence[float] = ()) -> list[float]:
+    """The value axis's range over every bar and interval at `keep` and the `extra` values (the
+    reference lines), zero included, 5% spare."""
+    ends = [0.0, *extra]
     for d in data:
         for k in keep:
             if d["x"][k] is not None:
@@ -292,12 +416,10 @@ def setting_figure(board: pd.DataFrame, title: str, limit: int = 15) -> list[dic
         if len(models) < rows["_model"].nunique()
         else ""
     )
-    return [
-        {
-            "data": data,
-            "layout": _layout(title, _axis_title(metric), len(models), len(data), note=shown),
-        }
-    ]
+    layout = _layout(title, _axis_title(metric), len(models), len(data), note=shown)
+    high = max((x for d in data for x in d["x"] if x is not None), default=None)
+    layout["shapes"] = reference_shapes(_reference(board, TOTAL), metric, scale, "x", high)
+    return [{"data": data, "layout": layout}]
 
 
 def size_figure(board: pd.DataFrame, title: str) -> list[dict]:
@@ -346,6 +468,7 @@ def size_figure(board: pd.DataFrame, title: str) -> list[dict]:
             "automargin": True,
         },
         yaxis={"title": {"text": _axis_title(metric)}, "automargin": True},
+        shapes=reference_shapes(_reference(board, TOTAL), metric, scale, "y"),
     )
     return [{"data": data, "layout": layout}]
 
@@ -354,6 +477,15 @@ def size_figure(board: pd.DataFrame, title: str) -> list[dict]:
 # Plotly (loaded once from the app). Used by the Leaderboard tab (re-run as its HTML changes) and
 # by the model page.
 DRAW_JS = """
+// the page's own text colour for a figure's text, and a faint one for its grid: on a dark page
+// (Gradio follows the OS's dark mode) the text is light, as the rest of the page's
+window.pbInked = window.pbInked || ((layout, box) => {
+  const ink = getComputedStyle(box).color;
+  const faint = ink.replace(/^rgba?\\(([^,]+),([^,]+),([^,)]+).*$/, 'rgba($1,$2,$3,0.25)');
+  const axis = (a) => ({...(a || {}), gridcolor: faint, zerolinecolor: faint, linecolor: faint});
+  return {...layout, font: {...(layout.font || {}), color: ink},
+    xaxis: axis(layout.xaxis), yaxis: axis(layout.yaxis)};
+});
 window.pbDrawPlots = window.pbDrawPlots || (async (root) => {
   if (!window.Plotly) {
     await new Promise((done, fail) => {
@@ -376,7 +508,7 @@ window.pbDrawPlots = window.pbDrawPlots || (async (root) => {
       const div = document.createElement('div');
       div.className = 'pb-figure';
       box.appendChild(div);
-      await window.Plotly.newPlot(div, figure.data, figure.layout,
+      await window.Plotly.newPlot(div, figure.data, window.pbInked(figure.layout, box),
         {responsive: true, displaylogo: false, modeBarButtonsToRemove: ['lasso2d', 'select2d']});
     }
     box.dataset.done = '1';

@@ -37,7 +37,7 @@ from space.choices import ALL, task_choices
 from space.data import LATEST, LATEST_LABEL
 from space.display import format_interval, format_value, metric_label
 from space.labels import distinctions
-from space.url_state import tab_params, url_writer_js
+from space.url_state import ignored_params, link_notice, tab_params, url_writer_js
 from space.versions import older_version_note, versions_update
 
 if TYPE_CHECKING:
@@ -56,6 +56,8 @@ URL_FIELDS = [
 ]
 
 STYLE = """<style>
+.pb-ov-wrap{--pb-muted:#5b6472;--pb-rank-bg:#e0e7ff;--pb-rank-ink:#3730a3;--pb-warn:#92400e}
+.dark .pb-ov-wrap{--pb-muted:#a7b0bd;--pb-rank-bg:#312e81;--pb-rank-ink:#e0e7ff;--pb-warn:#fbbf24}
 .pb-ov-wrap{overflow-x:auto;max-height:75vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
 table.pb-ov{border-collapse:separate;border-spacing:0;font-size:14px;width:max-content}
 table.pb-ov th,table.pb-ov td{padding:4px 10px;border-bottom:1px solid var(--border-color-primary,#eee);white-space:nowrap;text-align:right;background:var(--background-fill-primary,#fff);vertical-align:top}
@@ -65,11 +67,11 @@ table.pb-ov thead th[aria-sort=ascending]::after{content:"\\25B2"}
 table.pb-ov thead th[aria-sort=descending]::after{content:"\\25BC"}
 table.pb-ov .pb-ov-model{position:sticky;left:0;z-index:2;text-align:left;min-width:12em;max-width:20em;overflow:hidden;text-overflow:ellipsis}
 table.pb-ov thead .pb-ov-model{z-index:4}
-table.pb-ov .pb-ov-ci{display:block;color:#6b7280;font-size:11px}
-table.pb-ov .pb-ov-rank{display:inline-block;margin-left:4px;padding:0 5px;border-radius:8px;background:#e0e7ff;color:#3730a3;font-size:11px}
-table.pb-ov .pb-ov-unranked{display:inline-block;margin-left:4px;color:#b45309;font-size:11px}
-table.pb-ov .pb-ov-sub{display:block;font-weight:400;color:#6b7280;font-size:11px}
-table.pb-ov .pb-distinct{display:block;font-size:11px;font-weight:400;color:#6b7280;overflow:hidden;text-overflow:ellipsis}
+table.pb-ov .pb-ov-ci{display:block;color:var(--pb-muted);font-size:11px}
+table.pb-ov .pb-ov-rank{display:inline-block;margin-left:4px;padding:0 5px;border-radius:8px;background:var(--pb-rank-bg);color:var(--pb-rank-ink);font-size:11px}
+table.pb-ov .pb-ov-unranked{display:inline-block;margin-left:4px;color:var(--pb-warn);font-size:11px}
+table.pb-ov .pb-ov-sub{display:block;font-weight:400;color:var(--pb-muted);font-size:11px}
+table.pb-ov .pb-distinct{display:block;font-size:11px;font-weight:400;color:var(--pb-muted);overflow:hidden;text-overflow:ellipsis}
 @media (max-width:600px){table.pb-ov{font-size:13px} table.pb-ov .pb-ov-model{min-width:8em;max-width:8em;white-space:normal;overflow-wrap:anywhere} table.pb-ov thead th{max-width:12em}}
 </style>"""
 
@@ -294,6 +296,21 @@ def link_controls(params: dict[str, str]) -> OverviewControls:
     )
 
 
+def link_note(services: Services, params: dict[str, str], c: OverviewControls) -> str:
+    """A visible note naming each of the link's parameters the overview could not take (a suite,
+    task, model type or size the server does not offer, a version that does not exist), with what
+    is shown instead, as the Leaderboard tab's; empty for a link without any."""
+    shown = {"suite": c.suite, "task": c.task, "type": c.model_type, "size": c.size}
+
+    def exists(revision: str) -> bool:
+        try:
+            return revision == LATEST or bool(services.results.resolve_revision(revision))
+        except StoreError:
+            return False
+
+    return link_notice(ignored_params(params, shown, exists), "overview-link-notice")
+
+
 def overview_view(services: Services, controls: OverviewControls) -> OverviewView:
     """The overview the controls choose, with its downloads and its models' licenses."""
     filters, version = controls.filters, controls.revision
@@ -360,9 +377,10 @@ def _layout() -> list[Any]:
         search = gr.Textbox(
             label="Model", placeholder="part of a model name", elem_id="overview-search"
         )
+    note = gr.HTML(elem_id="overview-link-note", padding=False)  # a link's wrong names
     table = gr.HTML(elem_id="overview-table", js_on_load=sort_js(TAB))
     links = gr.HTML(elem_id="overview-downloads")
-    return [suite, task, model_type, size, license_, search, version, table, links]
+    return [suite, task, model_type, size, license_, search, version, note, table, links]
 
 
 def build_overview_tab(ui: gr.Blocks, services: Services) -> None:
@@ -375,7 +393,8 @@ def build_overview_tab(ui: gr.Blocks, services: Services) -> None:
         return gr.update(choices=task_options(suite), value=ALL)
 
     def on_load(request: gr.Request):
-        c = link_controls(tab_params(request, TAB))
+        params = tab_params(request, TAB)
+        c = link_controls(params)
         return (
             gr.update(value=c.suite),
             gr.update(choices=task_options(c.suite), value=c.task),
@@ -385,10 +404,11 @@ def build_overview_tab(ui: gr.Blocks, services: Services) -> None:
             gr.update(choices=[ALL, *([c.license] if c.license != ALL else [])], value=c.license),
             c.search,
             versions_update(services, c.revision),
+            link_note(services, params, c),
         )
 
     with gr.Tab("Overview", id=TAB):
-        *view, table, links = _layout()
+        *view, note, table, links = _layout()
     suite, task, model_type, size, license_, search, version = view
     outputs = [table, links, license_]  # the License filter's choices come with the table
     url_js = url_writer_js(TAB, URL_FIELDS)
@@ -402,5 +422,5 @@ def build_overview_tab(ui: gr.Blocks, services: Services) -> None:
     for control in (task, model_type, size, license_, version):
         redraw(control.input, trigger_mode="always_last")
     redraw(search.input, trigger_mode="always_last", show_progress="hidden")
-    load = ui.load(on_load, None, view)
+    load = ui.load(on_load, None, [*view, note])
     load.then(show, view, outputs).then(None, view, None, js=url_js)
