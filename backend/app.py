@@ -32,6 +32,8 @@ from backend.leaderboard_http import LeaderboardFastPath  # noqa: E402
 from backend.limits import FORM_OVERHEAD_BYTES, BodySizeLimit  # noqa: E402
 from backend.metrics import metrics_router  # noqa: E402
 from backend.settings import Settings, load_settings  # noqa: E402
+from space.first_paint import FirstPaint  # noqa: E402
+from space.first_paint import warm as warm_first_paint  # noqa: E402
 from space.page_param import UnknownPageParam  # noqa: E402
 from space.pages import build_pages  # noqa: E402
 from space.session import SessionReader  # noqa: E402
@@ -94,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services.start_publisher()  # requests/ records and the outbox backlog, to the results store
         services.start_board_watcher()  # the leaderboard of each new results head, built before it is asked for
         services.start_event_folder()  # remote workers' state, progress and revisions, into the records
+        warm_first_paint(services)  # the default view's copy in the page's HTML, drawn before it is asked for
         # UI uploads never submitted go after PERSONABOARD_UPLOAD_MAX_AGE_S
         start_upload_sweeper(sweeper_stop, max_age_s=settings.upload_max_age_s)
         heartbeat.start(asyncio.get_running_loop())
@@ -182,6 +185,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     os.environ.setdefault("GRADIO_TEMP_DIR", str(settings.data_dir / "gradio-uploads"))
     blocks = build_ui(services)
     app.add_middleware(UnknownPageParam, blocks=blocks)  # Gradio's route 500s on an unknown ?page=
+    app.add_middleware(FirstPaint, services=services)  # the board in the page's HTML (issue 30)
     # show_error=False: an exception inside Gradio (e.g. its refusal of a foreign FileData path, which
     # quotes the path) reaches the client as a bare error; our handlers answer in Markdown themselves.
     mounted = gr.mount_gradio_app(app, blocks, path="", footer_links=["api"], show_error=False)
