@@ -19,7 +19,9 @@ web app exactly as `make serve` does (backend.processes), and then, on loopback 
                      refresh of the boards (timed) per PERSONABOARD_BOARDS_EVERY_S, as a steady
                      stream of publishes pays it,
                      at most --publish-seconds; then the first leaderboard request after the last
-                     publish (it must show the new row: checked), and one 2 s after another publish
+                     publish (it must show the new row: checked), and one 2 s after another publish;
+                     the web process's CPU per publish (its watcher builds each new head) and for
+                     that first request (load on the machine moves these far less than the ms)
 
 Prints p50/p95/p99 (ms), requests/s, failures and the server process's CPU time per request per
 line (CPU per request moves far less with the other sessions' load than the milliseconds), then
@@ -65,6 +67,9 @@ PREFIX = "bench-"
 HEALTH_EVERY_S = 0.02
 REQUEST_TIMEOUT_S = 120.0
 PREBUILD_WAIT_S = 2.0
+WEB_SETTLE_S = (
+    1.0  # after the last publish: the web process's build of that head, counted in its CPU
+)
 
 
 # -- synthetic result records shaped like the workers' --------------------------------------------
@@ -468,7 +473,7 @@ def run_size(n_rows: int, args, groups: dict[str, list[str]]) -> dict:
                         print(port_probe[1].line(), flush=True)
             if args.floor:
                 result.update(measure_floor(host, port, args, data_dir, result))
-            result.update(measure_publish(store, n_rows, args, groups, rng, host, port))
+            result.update(measure_publish(store, n_rows, args, groups, rng, host, port, web.pid))
         finally:
             stop_process(web, timeout=20)
             redis.stop(timeout=20)
@@ -629,9 +634,14 @@ def print_health_and_floor_summary(results: list[dict]) -> None:
                 )
 
 
-def measure_publish(store, n_rows: int, args, groups, rng, host: str, port: int) -> dict:
+def measure_publish(
+    store, n_rows: int, args, groups, rng, host: str, port: int, server_pid: int | None = None
+) -> dict:
     times = []
     deadline = time.perf_counter() + args.publish_seconds
+    # the web process's CPU while the publishes go on: its work per publish (the new head's table
+    # and default page, built by its watcher), which the other sessions' load hardly moves
+    web_cpu_before = process_cpu_s(server_pid) if server_pid else None
     last = None
     while len(times) < args.publishes and (len(times) < 3 or time.perf_counter() < deadline):
         last = make_record(n_rows + len(times), groups, rng)
@@ -642,6 +652,12 @@ def measure_publish(store, n_rows: int, args, groups, rng, host: str, port: int)
             BOARDS_EVERY_S
         )  # the publisher's check after each entry (mostly: not due)
         times.append(time.perf_counter() - started)
+    time.sleep(WEB_SETTLE_S)  # the watcher's build of the last head, counted too
+    web_cpu_ms = (
+        (process_cpu_s(server_pid) - web_cpu_before) * 1000 / len(times)
+        if server_pid and web_cpu_before is not None
+        else float("nan")
+    )
     # the boards' share: one refresh (every lagging board ranked afresh, one commit) per interval
     started = time.perf_counter()
     store.refresh_boards()
@@ -649,11 +665,17 @@ def measure_publish(store, n_rows: int, args, groups, rng, host: str, port: int)
     bare = len(times) / sum(times)
     rate = bare / (1 + refresh_s / BOARDS_EVERY_S)  # a steady stream: refresh_s every interval
     # The next request must show the row the last publish added (and pays for the new revision).
+    web_cpu_next = process_cpu_s(server_pid) if server_pid else None
     started = time.perf_counter()
     body = asyncio.run(
         _get_body(host, port, f"/api/v1/leaderboard?suite={SUITE}&task={TASK}&format=json")
     )
     fresh_ms = (time.perf_counter() - started) * 1000
+    fresh_cpu_ms = (
+        (process_cpu_s(server_pid) - web_cpu_next) * 1000
+        if server_pid and web_cpu_next is not None
+        else float("nan")
+    )
     seen = any(row.get("submission_id") == last["submission_id"] for row in json.loads(body))
     # one more publish, then the same request after a pause: what readers get once the web app has
     # noticed the new head (it builds the table and the default page as soon as the head moves)
@@ -666,11 +688,14 @@ def measure_publish(store, n_rows: int, args, groups, rng, host: str, port: int)
         f"  publish          {rate:8.2f} /s  (n={len(times)}, median {percentile(times, 0.5) * 1000:.0f} ms,"
         f" {bare:.2f} /s before the boards' refresh of {refresh_s * 1000:.0f} ms every {BOARDS_EVERY_S:.0f} s)"
         f"   next request {fresh_ms:.0f} ms, new row {'seen' if seen else 'MISSING'};"
-        f" {PREBUILD_WAIT_S:.0f} s after a publish {noticed_ms:.0f} ms",
+        f" {PREBUILD_WAIT_S:.0f} s after a publish {noticed_ms:.0f} ms;"
+        f" web cpu {web_cpu_ms:.0f} ms per publish, {fresh_cpu_ms:.0f} ms for the next request",
         flush=True,
     )
     return {
         "publish_rate": rate,
+        "web_cpu_ms": web_cpu_ms,
+        "fresh_cpu_ms": fresh_cpu_ms,
         "fresh_ms": fresh_ms,
         "fresh_seen": seen,
         "noticed_ms": noticed_ms,
@@ -744,6 +769,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in results[1:]:
         print(
             f"  publish rate at {base['rows']} / at {r['rows']}: {base['publish_rate'] / r['publish_rate']:.2f}x"
+            f"; web cpu per publish {base['web_cpu_ms']:.0f} / {r['web_cpu_ms']:.0f} ms,"
+            f" for the next request {base['fresh_cpu_ms']:.0f} / {r['fresh_cpu_ms']:.0f} ms"
         )
     print_health_and_floor_summary(results)
     failed = sum(

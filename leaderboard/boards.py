@@ -43,6 +43,7 @@ import pandas as pd
 from evaluator.metrics import known_metrics
 from leaderboard.board import REFERENCE_KIND, board_download, manifest_tier_order
 from leaderboard.columns import board_download_columns, registry
+from leaderboard.readpath import rank_cells
 from leaderboard.table import (
     CELL_COLUMNS,
     TOTAL,
@@ -95,7 +96,9 @@ def _setting_order(settings: pd.Series) -> list[str]:
 def ranked_settings(parts: list[WideRows], suite: str, task: str, settings: Iterable[str]):
     """{setting: its board}, each ranked as the API ranks `?suite&task&setting` (board_download)."""
     order = manifest_tier_order()
-    cells = [part.cells for part in parts if len(part.cells)]
+    # only the cells a board ranks on (the whole view's: tier None), ids as Python strings: the
+    # same ranks, without an `isin` over every cell's arrow string per setting (leaderboard/readpath.py)
+    cells = [c for c in (rank_cells(part, None) for part in parts) if len(c)]
     all_cells = pd.concat(cells, ignore_index=True) if cells else pd.DataFrame(columns=CELL_COLUMNS)
     # the reference line is the best reference row: rank those rows only, not the whole task
     references = finish_view(

@@ -19,6 +19,14 @@ their encoded bodies (JSON, CSV, parquet) are memoised per revision, with a stro
 changes with the revision and the bytes. JSON is served a page at a time (`Page`); CSV and
 parquet are the complete downloads. `LeaderboardCache.watch` builds the new head's table and its
 default bodies as soon as the head moves, so readers after a publish rarely wait on a build.
+
+What a new head costs is kept small (issue 30: 20,000 results): what is derived from a part (its
+ranking cells, its reference rows) is derived once per part (`PartMemo`), so a publish derives its
+own part's; a suite's, task's or setting's view is cut from the whole view (`_narrowed`) instead of
+concatenating and sorting every part again; and each task's ranked board is ranked once per head
+and shared by the whole board (the default page), the suite's and the task's (`_task_boards`).
+Each equals, byte for byte, what board.board_download and table.finish_view give from every row
+(tests/unit/test_readpath_fast.py).
 """
 
 from __future__ import annotations
@@ -33,13 +41,28 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Hashable, NamedTuple, Protocol
 
+import numpy as np
 import pandas as pd
 
-from leaderboard.board import board_download
+from evaluator.metrics import known_metrics
+from leaderboard.board import (
+    REFERENCE_KIND,
+    best_line,
+    board_download,
+    rank_rows,
+    ranking_column,
+)
+from leaderboard.columns import TOTAL_CI_HIGH, TOTAL_CI_LOW, board_download_columns
 from leaderboard.overview import SIZE_CHOICES, TYPE_CHOICES, filter_overview, overview_table
 from leaderboard.table import (
     CELL_COLUMNS,
+    EMPTY_VIEW_COLUMNS,
     EXPORT_FORMATS,
+    ID_COLUMNS,
+    PROVENANCE_COLUMNS,
+    SLICE_COLUMNS,
+    TOTAL,
+    TRAILING_COLUMNS,
     WideRows,
     export,
     finish_view,
@@ -298,13 +321,70 @@ class _Bounded(OrderedDict):
             self.bytes -= self.size(dropped)
 
 
+def _is_score_column(column: str) -> bool:
+    """A tier or metric column (board.py's test of the columns a task's board drops when empty)."""
+    return "/" in column or (column != TOTAL and column in known_metrics())
+
+
+def rank_cells(part: WideRows, tier: str | None) -> pd.DataFrame:
+    """A part's cells of the columns board_download may rank on (`total`, or the tier named:
+    board.ranking_column), submission ids as Python strings: rank_rows reads only its ranking
+    column's cells, and board_download's `isin` on arrow strings cost 0.2 s per board at 20,000
+    results (on Python strings 8 ms)."""
+    cells = part.cells
+    if not len(cells):
+        return cells
+    names = {
+        c
+        for c in cells["column"].unique()
+        if c == TOTAL or (tier and "/" in c and (c == tier or c.split("/", 1)[1] == tier))
+    }
+    kept = cells[cells["column"].isin(names)]
+    return kept.assign(submission_id=kept["submission_id"].astype(object))
+
+
+def reference_rows(part: WideRows) -> WideRows:
+    """A part with its reference rows only (its columns as they are: a view keeps the same ones)."""
+    return WideRows(part.rows[part.rows["row_kind"] == REFERENCE_KIND], part.columns, part.cells)
+
+
+class PartMemo:
+    """What the read path derives from one pivoted part, kept while the part is: parts are shared
+    by revisions, so a publish (one new part) derives only its own."""
+
+    def __init__(self, max_items: int = 8 * WIDE_PARTS):
+        self._memo = _Bounded(max_items)
+        self._lock = threading.Lock()
+
+    def get(self, part: WideRows, what: Hashable, make: Callable[..., Any]) -> Any:
+        key = (id(part), what)
+        with self._lock:
+            found = self._memo.get_fresh(key)
+        if found is not None and found[0] is part:  # the same part, not a new one at a reused id
+            return found[1]
+        value = make(part, *what[1:]) if isinstance(what, tuple) else make(part)
+        with self._lock:
+            self._memo.put(key, (part, value))
+        return value
+
+
 class RevisionTable:
     """Everything served for one revision: its pivoted parts, then views and bodies as they are asked for."""
 
-    def __init__(self, revision: str, parts: list[WideRows], tier_order: list[str]):
+    def __init__(
+        self,
+        revision: str,
+        parts: list[WideRows],
+        tier_order: list[str],
+        derived: PartMemo | None = None,
+    ):
         self.revision = revision
         self.parts = parts
         self.tier_order = tier_order
+        # what is derived from each part (shared across revisions: a publish derives one part's)
+        self._derived = derived if derived is not None else PartMemo()
+        self._repeats: bool | None = None  # whether a result is held twice (_ids_repeat)
+        self._repeats_lock = threading.Lock()
         self._lock = threading.Lock()
         self._views = _Bounded(VIEWS_PER_REVISION)
         self._bodies = _Bounded(
@@ -355,16 +435,66 @@ class RevisionTable:
                     )
                     self._views.put(filters, frame)
             if frame is None:
-                frame = finish_view(
-                    self.parts,
-                    filters.suite,
-                    filters.task,
-                    filters.setting,
-                    filters.tier,
-                    tier_order=self.tier_order,
-                )
+                frame = self._narrowed(filters)
+                if frame is None:
+                    frame = finish_view(
+                        self.parts,
+                        filters.suite,
+                        filters.task,
+                        filters.setting,
+                        filters.tier,
+                        tier_order=self.tier_order,
+                    )
                 self._views.put(filters, frame)
             return frame
+
+    def _narrowed(self, filters: Filters) -> pd.DataFrame | None:
+        """table.finish_view of a suite, task or setting (no tier) from the whole view (the default
+        page's, built with each head; the lock held): the same rows in the same order (sorted on
+        the same keys, ties broken by submission_id) with the columns its slices have, without
+        concatenating and sorting every part again. None where that does not hold (a tier sorts
+        on its column; a result held twice may keep another row)."""
+        whole_filters = Filters()
+        if filters.tier is not None or filters == whole_filters or self._ids_repeat():
+            return None
+        whole = self._views.get_fresh(whole_filters)
+        if whole is None:
+            whole = finish_view(self.parts, tier_order=self.tier_order)
+            self._views.put(whole_filters, whole)
+        slices = [p.columns for p in self.parts if len(p.columns)]
+        if whole.empty or not slices:
+            return None
+        present = pd.concat(slices, ignore_index=True) if len(slices) > 1 else slices[0]
+        keep = np.ones(len(whole), dtype=bool)
+        for column, wanted in zip(SLICE_COLUMNS, (filters.suite, filters.task, filters.setting)):
+            if wanted:
+                keep &= (whole[column] == wanted).fillna(False).to_numpy(dtype=bool)
+                present = present[present[column] == wanted]
+        if not keep.any():
+            return pd.DataFrame(columns=EMPTY_VIEW_COLUMNS)
+        # the columns finish_view gives these slices
+        value_columns = set(present["column"])
+        metric_columns = [c for c in known_metrics() if c in value_columns]
+        tier_columns = [c for c in value_columns if c != TOTAL and c not in metric_columns]
+        if self.tier_order:
+            rank = {name: i for i, name in enumerate(self.tier_order)}
+            tier_columns.sort(key=lambda c: (rank.get(c, len(rank)), c))
+        else:
+            tier_columns.sort()
+        ordered = [
+            *ID_COLUMNS,
+            TOTAL,
+            TOTAL_CI_LOW,
+            TOTAL_CI_HIGH,
+            *metric_columns,
+            *tier_columns,
+            *TRAILING_COLUMNS,
+            *PROVENANCE_COLUMNS,
+        ]
+        frame = whole[keep].reindex(columns=ordered)
+        if frame["n_items"].dtype.kind == "f" and frame["n_items"].notna().all():
+            frame["n_items"] = frame["n_items"].astype("int64")  # as finish_view: whole numbers
+        return frame.reset_index(drop=True)
 
     def board(self, filters: Filters) -> pd.DataFrame:
         """What the downloads carry: the view's rows as the board shows them (rank and rank group,
@@ -398,24 +528,97 @@ class RevisionTable:
             frame = self._views.get_fresh(key)
         if frame is None:
             view = self.view(filters)
-            cells = [part.cells for part in self.parts if len(part.cells)]
 
             def references(suite: str, task: str) -> pd.DataFrame:
                 return finish_view(
-                    self.parts, suite, task, None, filters.tier, tier_order=self.tier_order
+                    self._reference_parts(),
+                    suite,
+                    task,
+                    None,
+                    filters.tier,
+                    tier_order=self.tier_order,
                 )
 
-            frame = board_download(
-                view,
-                pd.concat(cells, ignore_index=True)
-                if cells
-                else pd.DataFrame(columns=CELL_COLUMNS),
-                references,
-                filters.tier,
-            )
+            if filters.tier is None and not view.empty and not self._ids_repeat():
+                frame = self._task_boards(view, filters.setting, references)
+            else:
+                frame = board_download(
+                    view, self._rank_cells(filters.tier), references, filters.tier
+                )
             with self._lock:
                 self._views.put(key, frame)
         return frame
+
+    def _task_boards(
+        self,
+        view: pd.DataFrame,
+        setting: str | None,
+        references: Callable[[str, str], pd.DataFrame],
+    ) -> pd.DataFrame:
+        """board.board_download of a view ranked on `total` (no tier), each task's board kept: the
+        whole board (the default page, built with each head), a suite's and a task's board hold the
+        same rows of a task in the same order, so they rank it once. Keyed on the rows' columns and
+        dtypes too (a view's `n_items` is whole numbers only where every row of it has one)."""
+        cells = self._rank_cells(None)
+        boards = []
+        for (suite, task), rows in view.groupby(["suite", "task"], sort=False):
+            # the tier and metric columns of the other tasks of the view are not this board's
+            foreign = [c for c in rows.columns if _is_score_column(c) and rows[c].isna().all()]
+            rows = rows.drop(columns=foreign)
+            shape = tuple(zip(rows.columns, map(str, rows.dtypes)))
+            key = ("task board", suite, task, setting, len(rows), shape)
+            with self._lock:
+                board = self._views.get_fresh(key)
+            if board is None:
+                own = cells[cells["submission_id"].isin(rows["submission_id"])]
+                line = best_line(references(str(suite), str(task)), ranking_column(rows, None))
+                board = rank_rows(rows, own, line, None)
+                with self._lock:
+                    self._views.put(key, board)
+            boards.append(board)
+        frame = pd.concat(boards, ignore_index=True) if len(boards) > 1 else boards[0]
+        metrics = [c for c in known_metrics() if c in frame]
+        tiers = [c for c in frame.columns if "/" in c]
+        return frame.reindex(columns=board_download_columns(metrics, tiers))
+
+    def _ids_repeat(self) -> bool:
+        """Whether a result is held twice (the first row counts: finish_view): then a view of a
+        task may keep another row of it than the whole view, and each view is built on its own."""
+        with self._repeats_lock:  # its own lock: asked with self._lock held too (view)
+            if self._repeats is None:
+                ids = [p.rows["submission_id"] for p in self.parts if len(p.rows)]
+                self._repeats = bool(ids) and bool(
+                    pd.concat(ids, ignore_index=True).duplicated().any()
+                )
+            return self._repeats
+
+    def _rank_cells(self, tier: str | None) -> pd.DataFrame:
+        """The cells board_download reads (rank_rows ranks on one column): those of the columns it
+        may rank on, each part's cut once (rank_cells)."""
+        cells = [
+            c
+            for c in (self._derived.get(p, ("cells", tier), rank_cells) for p in self.parts)
+            if len(c)
+        ]
+        if not cells:
+            return pd.DataFrame(columns=CELL_COLUMNS)
+        return pd.concat(cells, ignore_index=True) if len(cells) > 1 else cells[0]
+
+    def _reference_parts(self) -> list[WideRows]:
+        """The parts with their reference rows only (each task's reference line is the best of
+        them): the same line as from every row, without a view of the whole table per board. A
+        result held twice (the first row counts: finish_view) keeps every row, to stay exact."""
+        with self._lock:
+            found = self._views.get_fresh("reference parts")
+        if found is not None:
+            return found
+        if self._ids_repeat():
+            parts = self.parts
+        else:
+            parts = [self._derived.get(p, "references", reference_rows) for p in self.parts]
+        with self._lock:
+            self._views.put("reference parts", parts)
+        return parts
 
     def body(
         self, filters: Filters, fmt: str, gzipped: bool = False, page: Page | None = None
@@ -491,6 +694,7 @@ class LeaderboardCache:
         self._wide = _Bounded(
             WIDE_PARTS
         )  # blob id -> WideRows: shared by every revision holding the part
+        self._derived = PartMemo()  # per part: its ranking cells, its reference rows
         self._build_lock = threading.Lock()  # one build at a time: a burst of requests builds once
         self.builds = 0  # tables built (tests, metrics)
         self.parts_pivoted = 0  # table parts pivoted (tests: a publish pivots one)
@@ -525,7 +729,9 @@ class LeaderboardCache:
             for table in (self._head, self._pinned.get_fresh(wanted)):  # built while we waited?
                 if table is not None and table.revision == wanted:
                     return table
-            table = RevisionTable(wanted, self._wide_parts(wanted), self.tier_order())
+            table = RevisionTable(
+                wanted, self._wide_parts(wanted), self.tier_order(), self._derived
+            )
             self.builds += 1
             if revision is None:
                 for (
