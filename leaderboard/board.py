@@ -81,6 +81,20 @@ def size_bucket(parameters: Any) -> str:
     return next(label for limit, label in SIZE_BUCKETS if count < limit)
 
 
+def size_buckets(parameters: pd.Series) -> np.ndarray:
+    """`size_bucket` of every value at once (a 20,000-row board in a millisecond, not 25)."""
+    count = pd.to_numeric(pd.Series(parameters, dtype=object), errors="coerce")
+    count = count.to_numpy(dtype=float, na_value=np.nan)
+    labels = [label for _, label in SIZE_BUCKETS]
+    bucket = np.select([count < limit for limit, _ in SIZE_BUCKETS[:-1]], labels[:-1], labels[-1])
+    return np.where(np.isnan(count) | (count == 0), UNKNOWN, bucket).astype(object)
+
+
+def _plain(column: pd.Series) -> np.ndarray:
+    """A string column as Python objects (iterating an Arrow-backed column costs ~2 us a value)."""
+    return column.to_numpy(dtype=object, na_value=None)
+
+
 def model_facts(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Per result: model type, parameter count, size bucket, license, model revision (model runs
     know them from the resolved model; uploaded predictions and papers' rows say `unknown`). The
@@ -117,18 +131,27 @@ def duplicates_of(board: pd.DataFrame) -> pd.Series:
     found = pd.Series("", index=board.index, dtype=object)
     if "predictions_sha256" not in board:
         return found
-    first: dict[str, str] = {}
     candidates = board[(board["row_kind"] == RANKED_KIND) & (board["predictions_sha256"] != "")]
     ordered = candidates.dropna(subset=["predictions_sha256"]).sort_values(
         ["submitted_at", "submission_id"]
     )
-    for index, digest, name, setting in zip(
-        ordered.index, ordered["predictions_sha256"], ordered["model_name"], ordered["setting"]
-    ):  # zip, not iterrows: a 20,000-row board in 0.05 s, not 4 s
-        if digest in first:
-            found[index] = first[digest]
-        else:
-            first[digest] = f"{name} ({setting})"
+    copies = ordered["predictions_sha256"].duplicated(keep="first")
+    if not copies.any():
+        return found
+    # each digest's first row names it; every later row with that digest is its copy
+    firsts = ordered[~copies]
+    named = dict(
+        zip(
+            _plain(firsts["predictions_sha256"]),
+            (
+                f"{name} ({setting})"
+                for name, setting in zip(_plain(firsts["model_name"]), _plain(firsts["setting"]))
+            ),
+        )
+    )
+    found[ordered.index[copies.to_numpy()]] = [
+        named[digest] for digest in _plain(ordered.loc[copies, "predictions_sha256"])
+    ]
     return found
 
 
@@ -183,13 +206,19 @@ def rank_rows(
         board["predictions_sha256"] = board["predictions_sha256"].fillna("")
     for column in ("model_type", "license"):
         board[column] = board[column].fillna(UNKNOWN) if column in board else UNKNOWN
-    board[SIZE] = [size_bucket(p) for p in board.get("parameters", pd.Series(index=board.index))]
+    board[SIZE] = size_buckets(board.get("parameters", pd.Series(index=board.index))).tolist()
     ranked_by = ranking_column(board, tier)
     bounds = cells[cells["column"] == ranked_by].drop_duplicates("submission_id")
-    bounds = bounds.set_index("submission_id")
+    ids = _plain(board["submission_id"])
+    where = pd.Index(_plain(bounds["submission_id"])).get_indexer(ids)  # -1: no interval
     value = board[ranked_by].astype(float)
-    low = board["submission_id"].map(bounds["ci_low"]).astype(float).fillna(value)
-    high = board["submission_id"].map(bounds["ci_high"]).astype(float).fillna(value)
+
+    def bound(name: str) -> pd.Series:
+        known = bounds[name].to_numpy(dtype=float, na_value=np.nan)
+        taken = np.where(where >= 0, known[np.maximum(where, 0)] if len(known) else np.nan, np.nan)
+        return pd.Series(taken, index=board.index).fillna(value)
+
+    low, high = bound("ci_low"), bound("ci_high")
     judged = (board["row_kind"] != REFERENCE_KIND) & value.notna()
     board[ABOVE_REFERENCE] = pd.Series(pd.NA, index=board.index, dtype="boolean")
     if line is not None:
@@ -198,7 +227,7 @@ def rank_rows(
     board[DUPLICATE_OF] = duplicates_of(board)
     board[RANKED_ON] = ranked_on(board)
     # the paper rows each row may stand beside: same setting and protocol (leaderboard/reported.py)
-    protocols = dict(zip(board["submission_id"], board["protocol"].fillna("").astype(str)))
+    protocols = dict(zip(ids, _plain(board["protocol"].fillna("").astype(str))))
     board[COMPARABLE_PAPER_ROWS] = comparable_paper_rows(board, protocols)
     verified = (
         (board["row_kind"] == RANKED_KIND) & value.notna() & ~below & (board[DUPLICATE_OF] == "")
@@ -256,9 +285,10 @@ def ranked_on(board: pd.DataFrame) -> pd.Series:
     on = pd.Series(ALL_ITEMS, index=board.index, dtype=object)
     if board.empty:
         return on
-    keys = zip(board["suite"].astype(str), board["task"].astype(str))
+    pairs = board[["suite", "task"]].astype(str)
+    keys = pd.MultiIndex.from_frame(pairs).isin(list(divided)) if divided else False
     scored_here = (board["row_kind"] != "reported").to_numpy()  # a paper's row: its own test set
-    on[[key in divided for key in keys] & scored_here] = PUBLIC_PART
+    on[keys & scored_here] = PUBLIC_PART
     if PRIVATE_COLUMN in board:
         on[board[PRIVATE_COLUMN].notna()] = PRIVATE_PART
     return on

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from evaluator.registry import all_suites
-from leaderboard.board import RANKED_KIND, SIZE_BUCKETS, ranks_from_intervals, size_bucket
+from leaderboard.board import RANKED_KIND, SIZE_BUCKETS, ranks_from_intervals, size_buckets
 from leaderboard.columns import RANK, SIZE, SPLIT_SHA256, TOTAL_CI_HIGH, TOTAL_CI_LOW
 from leaderboard.table import UNKNOWN
 
@@ -280,7 +280,7 @@ def model_facts(ranked: pd.DataFrame) -> pd.DataFrame:
     frame["model_type"] = newest_known("model_type").reindex(frame.index).fillna(UNKNOWN)
     parameters = pd.to_numeric(ranked["parameters"], errors="coerce")
     frame["parameters"] = parameters.groupby(ranked["model_key"]).last().reindex(frame.index)
-    frame[SIZE] = [size_bucket(p) for p in frame["parameters"]]
+    frame[SIZE] = size_buckets(frame["parameters"])
     frame["license"] = newest_known("license").reindex(frame.index).fillna(UNKNOWN)
     frame["source"] = grouped["source"].last().map(producer)
     frame["model_link"] = newest_known("model_link").reindex(frame.index).fillna("")

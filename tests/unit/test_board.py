@@ -12,7 +12,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (board_fi
 
 from board_fixture import EXPECTED_RANKS, SUITE, TASK, board_record, board_records  # noqa: E402
 
-from leaderboard.board import model_facts, ranked_board, ranks_from_intervals, size_bucket  # noqa: E402
+from leaderboard.board import (  # noqa: E402
+    model_facts,
+    ranked_board,
+    ranks_from_intervals,
+    size_bucket,
+    size_buckets,
+)
 from leaderboard.table import records_to_scores  # noqa: E402
 from space.board_view import render_board  # noqa: E402
 from space.display import format_interval, format_value  # noqa: E402
@@ -80,6 +86,12 @@ def test_one_format_per_metric():
 )
 def test_size_buckets(parameters, bucket):
     assert size_bucket(parameters) == bucket
+    assert list(size_buckets(pd.Series([parameters], dtype=object))) == [bucket]
+
+
+def test_size_buckets_of_a_column_read_each_value_as_size_bucket():
+    values = [135e6, 0, "7e9", 1.5e9, 2e11, "abc", float("nan"), None, 1e9, "1e12", -5, True]
+    assert list(size_buckets(pd.Series(values, dtype=object))) == [size_bucket(v) for v in values]
 
 
 def reference_rows(majority=0.293, chance=0.25):
