@@ -2,9 +2,10 @@
 install command until the split is installed (reported rows visible meanwhile); the synthetic
 fixture installed with `personaboard splits install`; a label file and a reward-score file with
 known accuracies -> rows with the paper's Table 3 columns; bad files -> 4xx naming line and field;
-`rag` refused on a split without memory data; a tiny generative judge (pairwise_logprobs, both
-orders) and a tiny reward model run with a limit -> finished partial rows, matching
-`personaboard evaluate` run on the same items.
+`rag` refused on a split without memory data; a tiny generative judge (pairwise_logprobs named,
+both orders) and a tiny reward model run with a limit -> finished partial rows, matching
+`personaboard evaluate` run on the same items; a judge run naming no protocol gets the default,
+generate_parse (the paper's judges wrote their choice), both orders asked.
 """
 
 from __future__ import annotations
@@ -307,6 +308,8 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
                     "task": TASK,
                     "setting": "persona",
                     "limit": limit,
+                    # named: a tiny random model writes no letter, the log-probs always read one
+                    **({"protocol": "pairwise_logprobs"} if kind == "generative" else {}),
                 },
             )
             assert answer.status_code == 201, answer.text
@@ -345,7 +348,10 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
     assert record["provenance"]["seeds"]["option_shuffle"] == 20250615
 
     # the same runs in-process via the CLI give the same numbers as the workers
-    for kind, row, extra in (("generative", judge, []), ("reward", rm, ["--protocol", "reward"])):
+    for kind, row, extra in (
+        ("generative", judge, ["--protocol", "pairwise_logprobs"]),
+        ("reward", rm, ["--protocol", "reward"]),
+    ):
         proc = run_cli(
             "evaluate",
             "--model",
@@ -374,7 +380,8 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
 
 @pytest.mark.slow
 def test_tiny_judge_rag_run(installed, tiny):
-    """rag: memory snippets retrieved with the embedding model, judged in both orders."""
+    """rag: memory snippets retrieved with the embedding model, judged in both orders under the
+    default protocol, generate_parse (no protocol named)."""
     svc = installed
     proc = run_cli("models", "add", "pf-tiny-judge-rag", str(tiny["generative"]), env=svc.env)
     assert proc.returncode == 0, proc.stderr
@@ -390,6 +397,7 @@ def test_tiny_judge_rag_run(installed, tiny):
             },
         )
         assert answer.status_code == 201, answer.text
+        assert answer.json()["details"]["protocol"] == "generate_parse"
         sid = answer.json()["id"]
         wait_finished(http, sid, 240, svc.logs)
         row = row_of(http, sid, "rag")
@@ -402,3 +410,6 @@ def test_tiny_judge_rag_run(installed, tiny):
         (svc.data_dir / "results-dataset" / result_path(SUITE, TASK, sid)).read_text()
     )
     assert record["provenance"]["retrieval_model"]
+    assert record["provenance"]["protocol"] == "generate_parse"
+    # a random tiny model's letters: each item's two orders generated and read (or counted unparsed)
+    assert 0 <= record["provenance"]["unparsed"] <= 6

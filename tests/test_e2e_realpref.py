@@ -171,6 +171,8 @@ def test_realpref_end_to_end(live_service, tmp_path):
             json={"model": name, "suite": SUITE, "task": "mcq", "setting": "zero_shot"},
         )
         assert answer.status_code == 201, answer.text
+        # no protocol named: the default, generation (the paper's API models wrote their answers)
+        assert answer.json()["details"]["protocol"] == "generate_parse"
         final = wait_state(http, answer.json()["id"], timeout=180, logs=svc.logs)
         assert final["state"] == "finished", final
         row = rows(http, "mcq")[name]
@@ -243,7 +245,8 @@ def judge_transcript(svc, sid: str) -> list[dict]:
 
 @pytest.mark.model
 def test_realpref_true_false_tiny_model(module_live_service, tmp_path):
-    """true_false from a tiny model (choice_logprobs over the single tokens True/False): a finished
+    """true_false from a tiny model (choice_logprobs named, over the single tokens True/False: the
+    default, generate_parse, reads nothing from a random model's text): a finished
     partial row (only `simple` fits the 16K window) whose accuracy is exactly that of the stored answers."""
     # shared with the judge test below; the end-to-end test, which starts before the install, has its own
     svc = module_live_service
@@ -264,7 +267,13 @@ def test_realpref_true_false_tiny_model(module_live_service, tmp_path):
         }
         answer = http.post(
             "/api/v1/submissions",
-            json={"model": name, "suite": SUITE, "task": "true_false", "setting": "reminder"},
+            json={
+                "model": name,
+                "suite": SUITE,
+                "task": "true_false",
+                "setting": "reminder",
+                "protocol": "choice_logprobs",
+            },
         )
         assert answer.status_code == 201, answer.text
         assert answer.json()["details"]["protocol"] == "choice_logprobs"

@@ -181,6 +181,32 @@ def test_prefeval_mcq_model_run_through_the_endpoint(llama_server):
     assert set(parsed.answers.values()) <= {"A", "B", "C", "D", None}
 
 
+def test_personafeedback_through_an_endpoint_without_logprobs(llama_server, tmp_path, monkeypatch):
+    """An endpoint that returns no log-probabilities runs PersonaFeedback's judges under the default,
+    generate_parse (the paper's judges wrote their choice): both orders asked and read by the task's
+    parser from what the real SmolLM2 writes (before, no protocol of the task fitted it)."""
+    from evaluator.model_eval import run_model
+    from evaluator.registry import all_suites, get_task
+    from evaluator.split_install import install
+    from evaluator.suite import clear_split_cache
+
+    monkeypatch.setenv("PERSONABOARD_SPLITS_DIR", str(tmp_path / "splits"))
+    clear_split_cache("personafeedback")
+    fixture = Path(__file__).resolve().parent / "fixtures" / "splits" / "personafeedback"
+    install(all_suites()["personafeedback"], str(fixture))
+    task = get_task("personafeedback", "binary_choice")
+    backend = EndpointBackend(config(llama_server, logprobs=False))
+    try:
+        run = run_model(task, "persona", backend, limit=4)
+    finally:
+        clear_split_cache("personafeedback")
+    assert run.stats["protocol"] == "generate_parse"
+    assert run.stats["endpoint_usage"]["requests"] == 8  # 4 items x both orders
+    assert all(set(answer) == {"ab", "ba"} for answer in run.answers.values())
+    letters = [letter for answer in run.answers.values() for letter in answer.values()]
+    assert set(letters) <= {"A", "B", None} and {"A", "B"} & set(letters), letters
+
+
 def test_prompts_over_the_servers_window_are_not_applicable_not_a_failed_run(llama_server):
     """Registered without --context-window: the server (n_ctx 2048) refuses the 10-turn mcq_turns prompt
     (~3.5k tokens) with its context-length error; that item is n/a, the 0-turn one is answered."""

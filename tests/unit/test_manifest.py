@@ -138,7 +138,7 @@ def test_suite_metric_as_data(tmp_path):
 
 def test_default_protocol_is_one_rule():
     pf = all_suites()["personafeedback"].tasks["binary_choice"]
-    assert default_protocol(pf, "generative") == "pairwise_logprobs"
+    assert default_protocol(pf, "generative") == "generate_parse"  # the paper's judges wrote
     assert default_protocol(pf, "reward") == "reward"
     rc = all_suites()["recentering"].tasks["relevance"]
     assert (

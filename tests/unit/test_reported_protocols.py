@@ -68,6 +68,8 @@ def test_comparable_needs_the_same_setting_and_a_stated_matching_protocol():
     assert not comparable("choice_logprobs", "zero_shot", "generate_parse", "zero_shot")
     assert not comparable("generate_parse", "optimized_prompt", "generate_parse", "zero_shot")
     assert not comparable("pairwise_logprobs", "persona", "", "persona")  # the paper says none
+    # nor under generation, PersonaFeedback's default: its prompt and orders are not the paper's
+    assert not comparable("generate_parse", "persona", "", "persona")
     assert comparable("uploaded predictions", "trained", "predictions", "trained")
     assert not comparable("uploaded predictions", "zero_shot", "generate_parse", "zero_shot")
 
@@ -128,14 +130,16 @@ def test_about_says_which_protocol_reproduces_the_paper_and_which_are_ours():
     )
     assert "`judge_score` (default): the paper&#x27;s (Appendix B.2)" in lines[1]
     assert "`rating_logprobs`: ours" in lines[1]
+    # the paper's API models wrote their answers: generation is the default, the log-probs ours
     mcq = protocol_lines(realpref["mcq"])[0]
-    assert "`choice_logprobs` (default, ours); `generate_parse` (ours)" in mcq
-    assert "The paper states no protocol for this task" in mcq
+    assert "`generate_parse` (default, reproduces the paper for generative models); " in mcq
+    assert "`choice_logprobs` (ours)" in mcq and "are ours" in mcq
     stage3 = protocol_lines(suites["recentering"].tasks["response_preference"])[0]
     assert "`generate_parse` (default, reproduces the paper" in stage3
     assert "`rating_logprobs` (ours)" in stage3
     pf = protocol_lines(suites["personafeedback"].tasks["binary_choice"])[0]
-    assert "`pairwise_logprobs` (default, ours)" in pf
+    assert "`generate_parse` (default, reproduces the paper for generative models)" in pf
+    assert "`pairwise_logprobs` (ours)" in pf
     assert "`reward` (reproduces the paper for reward models)" in pf
 
 

@@ -467,6 +467,63 @@ def test_judge_requests_both_orders(task, split):
     )
 
 
+def test_generate_parse_asks_both_orders_too(task, split):
+    """The default protocol generates: it still asks each item in both orders (SUITES.md), the
+    same prompts as pairwise_logprobs, and the parsed letters score as the log-prob ones."""
+    pub = split.by_id["specific/medium/1"].public
+    generated = task.hooks.build_requests(task, [pub], "persona", FakeTools("generate_parse"))
+    logprobs = task.hooks.build_requests(task, [pub], "persona", FakeTools("pairwise_logprobs"))
+    assert [r.id for r in generated] == ["specific/medium/1::ab", "specific/medium/1::ba"]
+    assert [r.messages for r in generated] == [r.messages for r in logprobs]
+    item = split.by_id["specific/medium/1"]
+    in_ab = "A" if item.gold == "1" else "B"  # the chosen response's letter in order ab
+    in_ba = "B" if in_ab == "A" else "A"  # and in order ba (the responses swapped)
+    parse = task.hooks.parse_answer
+    answers = {item.id: {"ab": parse(f"**{in_ab}**"), "ba": parse(f"{in_ba}.")}}
+    arrays = task.hooks.item_arrays(task, [item], answers)
+    assert arrays["correct"][0] == 1.0 and arrays["consistent"][0] == 1.0
+    answers = {item.id: {"ab": parse(in_ab), "ba": parse(in_ab)}}  # the same letter: position
+    arrays = task.hooks.item_arrays(task, [item], answers)
+    assert arrays["correct"][0] == 0.5 and arrays["consistent"][0] == 0.0
+
+
+@pytest.mark.parametrize(
+    "text, letter",
+    [
+        ("A", "A"),
+        ("B.", "B"),
+        ("**A**", "A"),
+        ("(B)", "B"),
+        ("Answer: B", "B"),
+        ("Response A is more personalized", "A"),
+        ("B, because the user", "B"),
+        ("A\n\nA personalized answer to the", "A"),  # the letter on a line of its own
+        ("A\tB", None),
+        ("A better reply would be B", None),  # an article, not an answer
+        ("The answer is A", None),
+        ("a", None),
+        ("", None),
+    ],
+)
+def test_parser_reads_the_letter_instruct_models_write(task, text, letter):
+    assert task.hooks.parse_answer(text) == letter
+
+
+def test_generation_is_the_default_for_generative_judges(task):
+    """Table 3's judges are API models that wrote their choice: generate_parse is the default, also
+    for an endpoint without log-probabilities; pairwise_logprobs stays a named alternative."""
+    from evaluator.protocols import default_protocol, protocol_problem
+    from space.tabs.about import protocol_lines
+
+    assert default_protocol(task, "generative") == "generate_parse"
+    assert default_protocol(task, "generative", logprobs=False) == "generate_parse"
+    assert default_protocol(task, "reward") == "reward"
+    assert protocol_problem(task, "pairwise_logprobs", "generative") is None
+    line = protocol_lines(task)[0]
+    assert "`generate_parse` (default, reproduces the paper for generative models)" in line
+    assert "`pairwise_logprobs` (ours)" in line
+
+
 def test_settings_change_only_the_context(task, split):
     pub = split.by_id["general/easy/2"].public  # user 2, has memory
     none = task.hooks.build_requests(task, [pub], "no_persona", FakeTools("pairwise_logprobs"))[

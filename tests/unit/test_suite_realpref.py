@@ -301,11 +301,67 @@ def test_prompts(mcq, tf):
     assert "Example 3" in cot and tf.items[0].public["statement"] in cot and "True or False" in cot
 
 
-def test_parse_answers():
-    from evaluator.suites.realpref import mcq, true_false
+@pytest.mark.parametrize(
+    "text, letter",
+    [
+        ("<choice>C</choice>", "C"),
+        ("<choice>[B]</choice>", "B"),  # the prompt's brackets copied back
+        ("<choice> D", "D"),  # cut before the closing tag (8 tokens)
+        ("Sure! <choice>A</choice> because", "A"),
+        ("<choice>[A/B/C/D]</choice>", None),  # the template itself: no choice
+        ("<choice>E</choice>", None),
+        ("<choice>b</choice>", None),  # upper case, as the prompt's letters
+        ("C", "C"),
+        ("**B**", "B"),
+        ("(A)", "A"),
+        ("D) Visit the museum", "D"),
+        ("A. A karaoke night at", "A"),  # the letter, then the option's text
+        ("B\nbecause you like quiet", "B"),
+        ("Answer: C", "C"),
+        ("A good option is B", None),  # an article, not an answer
+        ("I think B", None),
+        ("", None),
+    ],
+)
+def test_mcq_parser_reads_what_instruct_models_write(text, letter):
+    from evaluator.suites.realpref import mcq
 
-    assert mcq.parse_answer("<choice>C</choice>") == "C" and mcq.parse_answer("C") is None
+    assert mcq.parse_answer(text) == letter
+
+
+def test_true_false_parser():
+    from evaluator.suites.realpref import true_false
+
     assert true_false.parse_answer("False.") == "false" and true_false.parse_answer("maybe") is None
+    assert (
+        true_false.parse_answer("True") == "true" and true_false.parse_answer("**TRUE**") == "true"
+    )
+    assert true_false.parse_answer("untrue") is None
+    # the question asks "Is this option suitable for me?": a leading Yes / No answers it
+    assert (
+        true_false.parse_answer("Yes.") == "true" and true_false.parse_answer("**No**") == "false"
+    )
+    assert true_false.parse_answer("Nothing fits") is None
+    assert true_false.parse_answer("This is not a suitable option for me") is None  # prose
+
+
+@pytest.mark.parametrize("name", ["mcq", "true_false"])
+def test_choice_tasks_default_to_generation_as_the_papers_models_did(name):
+    """The paper's API models wrote their answers: generate_parse is the default (intake, UI and
+    runs share default_protocol), also for an endpoint without log-probabilities; choice_logprobs
+    stays a named alternative, marked ours on the About tab."""
+    from evaluator.protocols import default_protocol, protocol_problem
+    from space.tabs.about import protocol_lines
+
+    t = task(name)
+    assert t.model["authors_protocols"] == {"generative": "generate_parse"}
+    assert default_protocol(t, "generative") == "generate_parse"
+    assert default_protocol(t, "generative", logprobs=False) == "generate_parse"
+    assert protocol_problem(t, "choice_logprobs", "generative") is None
+    assert "no log-probabilities" in protocol_problem(t, "choice_logprobs", "generative", False)
+    line = protocol_lines(t)[0]
+    assert "`generate_parse` (default, reproduces the paper for generative models)" in line
+    assert "`choice_logprobs` (ours)" in line
 
 
 def test_open_ended_refused_without_judge(monkeypatch):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -215,6 +216,21 @@ def parse_prediction(record: dict):
 # the two orders a judge sees: variant -> {letter: response position}
 ORDERS = {"ab": {"A": "1", "B": "2"}, "ba": {"A": "2", "B": "1"}}
 
+# generate_parse: the prompt asks for the letter alone. Instruct models write `A`, `B.`, `**A**`,
+# `(B)`, `Answer: A`, `Response B ...` or the letter on a line of its own and more below it;
+# "A better reply ..." starts with an article, not an answer, so a bare letter must end the
+# reply's first line or be followed by punctuation.
+_NAMED = re.compile(r"^\W*(?i:response|option)\s*([AB])(?![A-Za-z])")
+_BARE = re.compile(
+    r"^\W*(?:(?i:answer|choice)\s*(?:is\s*)?:?\s*\W*)?([AB])(?:[ \t]*(?:\n|\Z)|[).:,\]*])"
+)
+
+
+def parse_answer(text: str) -> str | None:
+    """The letter the reply starts with (A or B: `B`, `**A**`, `Answer: B`, `Response A ...`)."""
+    found = _NAMED.match(text) or _BARE.match(text)
+    return found.group(1) if found else None
+
 
 def _picked(answer: Any) -> str | None:
     """The response position ("1"/"2") an answer picks; None for no answer or a tie of scores."""
@@ -307,9 +323,10 @@ def _context(task: Task, public: dict, setting: str, tools) -> str:
 
 
 def build_requests(task: Task, publics: list[dict], setting: str, tools) -> list:
-    """pairwise_logprobs: two requests per item, "<id>::ab" (response_1 as A) and "<id>::ba"
-    (response_2 as A), labels A/B. reward: one request per item, the user turn = context +
-    question, responses {"1": response_1, "2": response_2}."""
+    """generate_parse and pairwise_logprobs: two requests per item, "<id>::ab" (response_1 as A)
+    and "<id>::ba" (response_2 as A), labels A/B (both orders, as SUITES.md asks). reward: one
+    request per item, the user turn = context + question, responses {"1": response_1, "2":
+    response_2}."""
     from evaluator.protocols import ChoiceRequest
 
     p = prompts()

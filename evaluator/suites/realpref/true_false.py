@@ -16,11 +16,18 @@ from evaluator.suites.realpref.common import (  # noqa: F401 - the task's hooks
 )
 
 _WORD = re.compile(r"\b(true|false)\b", re.IGNORECASE)
+# The prompt asks "Is this option suitable for me? ... True or False": a reply that starts with
+# Yes or No answers the question as asked. Prose ("This is not a suitable option") is not read.
+_YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 
 
 def parse_answer(text: str) -> str | None:
+    """The first word True or False (any case) in the reply, or a reply starting Yes / No."""
     match = _WORD.search(text)
-    return match.group(1).lower() if match else None
+    if match:
+        return match.group(1).lower()
+    yes_no = _YES_NO.match(text)
+    return None if yes_no is None else "true" if yes_no.group(1).lower() == "yes" else "false"
 
 
 def decision_answer(decision) -> str | None:
