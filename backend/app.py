@@ -96,7 +96,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services.start_publisher()  # requests/ records and the outbox backlog, to the results store
         services.start_board_watcher()  # the leaderboard of each new results head, built before it is asked for
         services.start_event_folder()  # remote workers' state, progress and revisions, into the records
-        warm_first_paint(services)  # the default view's copy in the page's HTML, drawn before it is asked for
+        # the default view's copy in the page's HTML (space/first_paint.py), drawn before it is asked for
+        warm_first_paint(services)
         # UI uploads never submitted go after PERSONABOARD_UPLOAD_MAX_AGE_S
         start_upload_sweeper(sweeper_stop, max_age_s=settings.upload_max_age_s)
         heartbeat.start(asyncio.get_running_loop())
