@@ -186,7 +186,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     os.environ.setdefault("GRADIO_TEMP_DIR", str(settings.data_dir / "gradio-uploads"))
     blocks = build_ui(services)
     app.add_middleware(UnknownPageParam, blocks=blocks)  # Gradio's route 500s on an unknown ?page=
-    app.add_middleware(FirstPaint, services=services)  # the board in the page's HTML (issue 30)
+    app.add_middleware(FirstPaint, services=services)  # the board in the page's first HTML
     # show_error=False: an exception inside Gradio (e.g. its refusal of a foreign FileData path, which
     # quotes the path) reaches the client as a bare error; our handlers answer in Markdown themselves.
     mounted = gr.mount_gradio_app(app, blocks, path="", footer_links=["api"], show_error=False)

@@ -20,7 +20,7 @@ changes with the revision and the bytes. JSON is served a page at a time (`Page`
 parquet are the complete downloads. `LeaderboardCache.watch` builds the new head's table and its
 default bodies as soon as the head moves, so readers after a publish rarely wait on a build.
 
-What a new head costs is kept small (issue 30: 20,000 results): what is derived from a part (its
+What a new head costs is kept small (20,000 results): what is derived from a part (its
 ranking cells, its reference rows) is derived once per part (`PartMemo`), so a publish derives its
 own part's; a suite's, task's or setting's view is cut from the whole view (`_narrowed`) instead of
 concatenating and sorting every part again; and each task's ranked board is ranked once per head

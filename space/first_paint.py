@@ -2,7 +2,7 @@
 
 Gradio's page is an empty `<gradio-app>` that its JavaScript fills: the tab bar ~2.6 s after
 navigation, and the board only after the page's on_load queue calls (link → controls → board),
-~3.4 s (issue 30). So the web app's "/" (the Leaderboard tab's view, a shared link's included)
+~3.4 s. So the web app's "/" (the Leaderboard tab's view, a shared link's included)
 gets, at the top of its `<body>`, the same board HTML the tab then draws: `link_controls` and
 `board_view` of space/tabs/leaderboard.py, the link's note too (an
 invalid link shows the default view and says so, as the app does; a tab other than the
