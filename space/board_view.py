@@ -88,17 +88,9 @@ table.pb-board .pb-items-link:hover{text-decoration:underline}
 </style>"""
 
 
-# Header clicks sort the rows of each section (tbody) by that column, numbers as numbers, blanks last;
-# the sort goes into the tab's view in the URL (`sort=column:desc`, space/url_state.py), and every
-# redraw of the table re-applies it (pbUrl.applySort, called by the tab's URL writer), so a shared
-# link keeps it. Any table of this shape sorts so: th[data-col] headers (data-type="num" for
-# numbers), rows tr[role=row], a cell's data-sort its sort key.
-def sort_js(tab: str) -> str:
-    """The js_on_load of a gr.HTML holding such a table, in tab `tab`."""
-    return (
-        PRELUDE
-        + f"const TAB = {json.dumps(tab)};"
-        + """
+# Sorts a board's sections (tbody) by one column: numbers as numbers, blanks last (the header
+# clicks below, and the first paint's copy of a board in the page's HTML: space/first_paint.py).
+SORT_BY_JS = """
 const sortBy = (th, descending) => {
   const table = th.closest('table');
   const index = [...th.parentNode.children].indexOf(th);
@@ -117,7 +109,23 @@ const sortBy = (th, descending) => {
     rows.forEach(r => body.appendChild(r));
   }
 };
-element.addEventListener('click', (event) => {
+"""
+
+
+# Header clicks sort the rows of each section (tbody) by that column, numbers as numbers, blanks last;
+# the sort goes into the tab's view in the URL (`sort=column:desc`, space/url_state.py), and every
+# redraw of the table re-applies it (pbUrl.applySort, called by the tab's URL writer), so a shared
+# link keeps it. Any table of this shape sorts so: th[data-col] headers (data-type="num" for
+# numbers), rows tr[role=row], a cell's data-sort its sort key.
+def sort_js(tab: str) -> str:
+    """The js_on_load of a gr.HTML holding such a table, in tab `tab`."""
+    return (
+        PRELUDE
+        + f"const TAB = {json.dumps(tab)};"
+        + """
+"""
+        + SORT_BY_JS
+        + """element.addEventListener('click', (event) => {
   const th = event.target.closest('th[data-col]');
   if (!th || !element.contains(th) || event.target.closest('a')) return;
   // the view's own sort, not the header's attribute: a redraw landing between two clicks makes a

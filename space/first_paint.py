@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import QueryParams
 
+from space.board_view import SORT_BY_JS
 from space.choices import ALL, suite_choices, task_choices, task_setting_choices, tier_choices
 from space.url_state import FIRST_TAB, url_tab
 
@@ -81,8 +82,12 @@ CSS = (
 )
 # Sorts the copy as the link says (the comparator of space/board_view.py sort_js), then hands over
 # to Gradio: moved above #leaderboard-table once that exists, removed once it holds the board.
-SCRIPT = """
+SCRIPT = (
+    """
 (() => {
+"""
+    + SORT_BY_JS
+    + """
   const copy = document.getElementById(%(id)s);
   if (!copy) return;
   const sort = () => {
@@ -91,21 +96,7 @@ SCRIPT = """
     const th = wanted && table && [...table.querySelectorAll('thead th[data-col]')]
       .find(h => h.dataset.col === wanted.split(':')[0]);
     if (!th) return;
-    const descending = wanted.split(':')[1] !== 'asc';
-    const index = [...th.parentNode.children].indexOf(th);
-    th.setAttribute('aria-sort', descending ? 'descending' : 'ascending');
-    const numeric = th.dataset.type === 'num';
-    for (const body of table.tBodies) {
-      const rows = [...body.querySelectorAll('tr[role=row]')];
-      const key = r => { const c = r.children[index]; return c ? (c.dataset.sort ?? c.innerText.trim()) : ''; };
-      rows.sort((a, b) => {
-        const x = key(a), y = key(b);
-        if (x === '' || y === '') return (x === '') - (y === '');
-        const order = numeric ? Number(x) - Number(y) : x.localeCompare(y);
-        return descending ? -order : order;
-      });
-      rows.forEach(r => body.appendChild(r));
-    }
+    sortBy(th, wanted.split(':')[1] !== 'asc');
   };
   try { sort(); } finally { copy.classList.remove('pb-fp-sorting'); }
   const handOver = () => {
@@ -123,7 +114,8 @@ SCRIPT = """
   const observer = new MutationObserver(handOver);
   observer.observe(document.documentElement, {childList: true, subtree: true});
 })();
-""" % {"id": json.dumps(ELEMENT_ID)}
+"""
+) % {"id": json.dumps(ELEMENT_ID)}
 
 
 def enabled() -> bool:

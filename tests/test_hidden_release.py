@@ -105,6 +105,16 @@ def through_the_job(store, task, owner: str, answers: dict[str, str]) -> dict | 
     return store.get(submission.id).result
 
 
+def fields_that_vary(told: list[dict | None]) -> set[str]:
+    """The fields whose value is not the same in every result told (a withheld result: {})."""
+    return {
+        field
+        for result in told
+        for field in (result or {})
+        if len({repr((r or {}).get(field)) for r in told}) > 1
+    }
+
+
 @pytest.mark.parametrize("suite,task_name", hidden_label_tasks())
 def test_single_change_first_releases_learn_nothing(installed, tmp_path, suite, task_name):
     from evaluator.registry import get_task
@@ -135,12 +145,7 @@ def test_single_change_first_releases_learn_nothing(installed, tmp_path, suite, 
         told.append(through_the_job(store, task, f"fresh-{k}", answers))
     # every field the 30 were told, compared: a field that differs between items could carry the
     # item's label or its part; none does (labels learned: 0, memberships learned: 0)
-    varying = {
-        field
-        for result in told
-        for field in (result or {})
-        if len({repr((r or {}).get(field)) for r in told}) > 1
-    }
+    varying = fields_that_vary(told)
     assert not varying, (varying, told[:2])
     assert told[0]["released"] is False and "total" not in told[0], told[0]
     assert {gold[p] == changed for p in probes} == {True, False}  # both labels probed
@@ -202,12 +207,7 @@ def test_single_change_rating_files_learn_nothing(installed, tmp_path, suite, ta
             answers = {item.id: base for item in split.items}
             answers[probe] = changed
             told.append(through_the_job(store, task, f"rater-{k}-{changed}", answers))
-    varying = {
-        field
-        for result in told
-        for field in (result or {})
-        if len({repr((r or {}).get(field)) for r in told}) > 1
-    }
+    varying = fields_that_vary(told)
     assert not varying, (varying, told[:2])
     assert len(told) == 30 and told[0]["released"] is False and "total" not in told[0]
     assert pending(store) == []

@@ -288,9 +288,10 @@ def test_no_text_is_cut_without_an_ellipsis_and_its_title(service, browser, tmp_
 @pytest.mark.parametrize("width", WIDTHS)
 def test_dark_mode_every_text_reads_on_its_background(service, browser, tmp_path, width):
     """With the OS in dark mode (Gradio follows it) every visible text of the Leaderboard tab (the
-    partial run's amber row, the plots' titles, ticks and legends included) and of the Overview
-    tab has a contrast of at least 4.5:1 on the background it is drawn on."""
-    service, _ = service
+    partial run's amber row, the plots' titles, ticks and legends included), of the Overview tab
+    and of the Items tab (an upload's items: gold, answer, outcome, their labels) has a contrast of
+    at least 4.5:1 on the background it is drawn on."""
+    service, upload_id = service
     context, page = board_page(browser, service.base_url, width, scheme="dark")
     try:
         expect(page.locator("body.dark")).to_be_attached()  # Gradio took the OS's dark mode
@@ -306,6 +307,14 @@ def test_dark_mode_every_text_reads_on_its_background(service, browser, tmp_path
         failures = low_contrast(page)
         screenshot(page, tmp_path, f"dark-overview-{width}")
         assert failures == [], "texts under 4.5:1 on the Overview tab:\n" + "\n".join(failures)
+
+        open_tab(page, "Leaderboard")
+        page.locator(f"#leaderboard-table tr[data-id='{upload_id}'] a.pb-items-link").click()
+        expect(page.locator("#items-table .pb-items-count")).to_have_text("Items 1–50 of 3000")
+        expect(page.locator("#items-table :is(.pb-right,.pb-wrong)").first).to_be_visible()
+        failures = low_contrast(page)
+        screenshot(page, tmp_path, f"dark-items-{width}")
+        assert failures == [], "texts under 4.5:1 on the Items tab:\n" + "\n".join(failures)
     finally:
         context.close()
 

@@ -204,8 +204,9 @@ def test_a_refused_submissions_upload_is_removed(space):
     with space.http(token="") as http:
         stored = upload(http, b'{"id": "x", "answer": "nonsense"}\n', cookie)
         assert stored.status_code == 200, stored.text
-        path = Path(stored.json()[0])
-        assert path.is_file()
+        shown = stored.json()[0]  # the page's alias of the stored file (space/uploads.py)
+        path = space.data_dir / "gradio-uploads" / shown.removeprefix("upload/")
+        assert shown.startswith("upload/") and path.is_file()
 
         def submit(file_path: str, cookie_value: str | None) -> str:
             file_data = {
@@ -224,9 +225,9 @@ def test_a_refused_submissions_upload_is_removed(space):
             return json.loads(lines[-1].removeprefix("data:"))[0]
 
         # no identity (a forged session): refused, and the file stays for a submit that has one
-        assert "needs an identity" in submit(str(path), "x") and path.is_file()
+        assert "needs an identity" in submit(shown, "x") and path.is_file()
         # the signed-in account's submission, refused by validation: the file goes at once
-        refusal = submit(str(path), cookie)
+        refusal = submit(shown, cookie)
         assert "rejected" in refusal and "unknown id" in refusal, refusal
         assert "choose it again" in refusal  # the page says the file is gone
         assert not path.exists() and not path.parent.exists()

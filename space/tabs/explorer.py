@@ -63,27 +63,29 @@ MAX_PAGE = 10**6  # a link's page beyond this is read as the first
 # On a phone (under 600 px) six columns do not fit: each item becomes a card, its id on top, then
 # gold, answer and outcome side by side (each labelled by CSS), then the input and the run.
 STYLE = """<style>
+.pb-items-wrap{--pb-muted:#5b6472;--pb-right:#15803d;--pb-wrong:#b91c1c}
+.dark .pb-items-wrap{--pb-muted:#a7b0bd;--pb-right:#86efac;--pb-wrong:#fca5a5}
 .pb-items-wrap{overflow-x:auto;max-height:75vh;overflow-y:auto;border:1px solid var(--border-color-primary,#ddd);border-radius:6px}
 table.pb-items{border-collapse:separate;border-spacing:0;font-size:13px;width:100%}
 table.pb-items th,table.pb-items td{padding:4px 8px;border-bottom:1px solid var(--border-color-primary,#eee);text-align:left;vertical-align:top;background:var(--background-fill-primary,#fff)}
 table.pb-items thead th{position:sticky;top:0;z-index:2;background:var(--background-fill-secondary,#f6f6f6)}
 table.pb-items .pb-item-input{min-width:18em;max-width:48em;overflow-wrap:anywhere}
 table.pb-items .pb-item-field{display:block;margin-bottom:2px}
-table.pb-items .pb-item-key{color:#6b7280;font-size:11px;margin-right:4px}
-table.pb-items .pb-right{color:#15803d;font-weight:600}
-table.pb-items .pb-wrong{color:#b91c1c;font-weight:600}
+table.pb-items .pb-item-key{color:var(--pb-muted);font-size:11px;margin-right:4px}
+table.pb-items .pb-right{color:var(--pb-right);font-weight:600}
+table.pb-items .pb-wrong{color:var(--pb-wrong);font-weight:600}
 table.pb-items .pb-mono{font-family:var(--font-mono,monospace);overflow-wrap:anywhere;max-width:16em}
 table.pb-items .pb-item-id{min-width:11em;max-width:16em;overflow-wrap:break-word;font-size:12px}
 table.pb-items .pb-item-run{min-width:20em;max-width:40em;overflow-wrap:anywhere}
 table.pb-items .pb-msg{margin:2px 0 4px;padding-left:6px;border-left:3px solid #c7d2fe}
 table.pb-items .pb-msg-assistant{border-left-color:#86efac}
 table.pb-items .pb-msg-system{border-left-color:#d1d5db}
-table.pb-items .pb-msg-elided{color:#6b7280;font-style:italic;border-left:3px dashed #d1d5db;padding-left:6px}
+table.pb-items .pb-msg-elided{color:var(--pb-muted);font-style:italic;border-left:3px dashed #d1d5db;padding-left:6px}
 table.pb-items .pb-msg-text{white-space:pre-wrap;overflow-wrap:anywhere}
 table.pb-items .pb-raw{font-family:var(--font-mono,monospace);font-size:12px;background:var(--background-fill-secondary,#f6f6f6);padding:2px 4px;max-height:16em;overflow-y:auto}
 table.pb-items .pb-option{display:block}
-table.pb-items .pb-rule{font-family:inherit;font-size:11px;color:#6b7280}
-table.pb-items .pb-no-answer{color:#b91c1c}
+table.pb-items .pb-rule{font-family:inherit;font-size:11px;color:var(--pb-muted)}
+table.pb-items .pb-no-answer{color:var(--pb-wrong)}
 table.pb-items .pb-judge-call{margin:4px 0}
 #items-result input[role=combobox],#items-tier input[role=combobox]{padding-right:28px;text-overflow:ellipsis}
 #items-pager{align-items:center;gap:8px}
@@ -97,7 +99,7 @@ table.pb-items .pb-judge-call{margin:4px 0}
  #items-table table.pb-items td.pb-item-id,#items-table table.pb-items td.pb-item-input,#items-table table.pb-items td.pb-item-run{grid-column:1/-1}
  #items-table table.pb-items td.pb-gold{order:1} #items-table table.pb-items td.pb-answer{order:2} #items-table table.pb-items td.pb-outcome{order:3}
  #items-table table.pb-items td.pb-item-input{order:4} #items-table table.pb-items td.pb-item-run{order:5}
- #items-table table.pb-items td[data-label]::before{content:attr(data-label);display:block;color:#6b7280;font-size:11px;font-weight:400;font-family:var(--font,sans-serif)}
+ #items-table table.pb-items td[data-label]::before{content:attr(data-label);display:block;color:var(--pb-muted);font-size:11px;font-weight:400;font-family:var(--font,sans-serif)}
 }
 </style>"""
 
