@@ -185,6 +185,11 @@ def readable_worker_name() -> str:
     return f"{host}-{os.getpid()}-{secrets.token_hex(2)}"
 
 
+# How long one worker's lock on a queue's maintenance pass holds if that worker dies inside it (the
+# pass itself takes milliseconds): then another worker cleans, and retries the dead worker's job.
+MAINTENANCE_LOCK_S = 30
+
+
 class PreloadWorker(Worker):
     """Forks a work-horse per job, or (keeps_engines_warm) runs jobs in its own process, as RQ's
     SimpleWorker does, with the engine pool (evaluator/backends/pool.py) living as long as it. A
@@ -221,16 +226,39 @@ class PreloadWorker(Worker):
         return super().work(*args, **kwargs)
 
     def clean_registries(self):
-        """RQ's pass, logged only when it changed something (QuietMaintenance)."""
+        """RQ's pass, logged only when it changed something (QuietMaintenance), under a lock that
+        lapses after MAINTENANCE_LOCK_S (RQ's own lasts 899 s)."""
         try:
             before = maintenance_state(self.queues)
         except Exception:  # noqa: BLE001 - a failed read only costs the log line
             before = {}
-        super().clean_registries()
+        self._clean_registries_briefly_locked()
         try:
             log_maintenance(before, self.queues)
         except Exception:  # noqa: BLE001 - maintenance must never stop the worker
             log.debug("reading what maintenance changed failed", exc_info=True)
+
+    def _clean_registries_briefly_locked(self) -> None:
+        """RQ's Worker.clean_registries, but its lock (one worker cleans a queue at a time) expires
+        after MAINTENANCE_LOCK_S: RQ's expires after 899 s, so a worker SIGKILLed inside the pass
+        kept every other worker from cleaning for 15 minutes, and the job it was running (abandoned
+        in the started registry) from being retried (seen under load in tests/test_faults.py)."""
+        from rq import worker_registration
+        from rq.registry import clean_registries
+        from rq.utils import now
+
+        for queue in self.queues:
+            if not self.connection.set(
+                queue.registry_cleaning_key, 1, nx=True, ex=MAINTENANCE_LOCK_S
+            ):
+                continue
+            try:
+                clean_registries(queue, self._exc_handlers)
+                worker_registration.clean_worker_registry(queue)
+                queue.intermediate_queue.cleanup(self, queue)
+            finally:
+                queue.release_maintenance_lock()
+        self.last_cleaned_at = now()  # type: ignore[assignment]
 
     def run_maintenance_tasks(self):
         super().run_maintenance_tasks()
