@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -16,12 +17,19 @@ from space.uploads import (
 )
 
 
-def test_only_regular_files_inside_the_upload_folder(tmp_path, monkeypatch):
+@pytest.fixture
+def one_upload(tmp_path, monkeypatch) -> tuple[Path, Path]:
+    """(upload folder, a file uploaded into it), the folder being this app's (GRADIO_TEMP_DIR)."""
     root = tmp_path / "gradio-uploads"
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(root))
-    good = root / "5f2a" / "predictions.jsonl"
-    good.parent.mkdir(parents=True)
-    good.write_text("{}\n")
+    stored = root / "5f2a" / "predictions.jsonl"
+    stored.parent.mkdir(parents=True)
+    stored.write_text("{}\n")
+    return root, stored
+
+
+def test_only_regular_files_inside_the_upload_folder(tmp_path, one_upload):
+    root, good = one_upload
     assert uploaded_file(str(good)) == good
     outside = tmp_path / "stored.jsonl"
     outside.write_text("secret line\n")
@@ -73,12 +81,8 @@ def test_uploads_go_after_use_or_after_an_hour(tmp_path, monkeypatch):
     assert sweep_uploads(now=time.time() + UPLOAD_MAX_AGE_S + 5) == 1 and root.is_dir()
 
 
-def test_the_page_sees_an_alias_of_the_upload_folder(tmp_path, monkeypatch):
-    root = tmp_path / "gradio-uploads"
-    monkeypatch.setenv("GRADIO_TEMP_DIR", str(root))
-    stored = root / "5f2a" / "predictions.jsonl"
-    stored.parent.mkdir(parents=True)
-    stored.write_text("{}\n")
+def test_the_page_sees_an_alias_of_the_upload_folder(tmp_path, one_upload):
+    root, stored = one_upload
     shown = alias_of(str(stored))
     assert shown == "upload/5f2a/predictions.jsonl" and str(tmp_path) not in shown
     assert uploaded_file(path_of(shown)) == stored
