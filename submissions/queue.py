@@ -7,6 +7,7 @@ same submission twice is a no-op while its job exists.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, TypedDict
 
 from redis import Redis
@@ -87,45 +88,76 @@ def live_status(redis: Redis, submission_id: str) -> LiveStatus:
     )
 
 
-def reconcile(redis: Redis, store: SubmissionStore) -> list[str]:
+# A worker pops a job's id (BLPOP when it listens to several queues: the id is then in no list)
+# and registers the execution a moment later. A job "queued" in no list is stranded only if it stays
+# so this long; before, a busy machine's slow worker had its job enqueued again and run twice.
+STRANDED_AFTER_S = 5.0
+
+
+def reconcile(
+    redis: Redis, store: SubmissionStore, stranded_after_s: float = STRANDED_AFTER_S
+) -> list[str]:
     """Re-enqueue accepted submissions whose job Redis no longer has (or never got), or whose job
     says "queued" while no queue holds it.
 
     Runs at app start and periodically. A job that is queued, started or scheduled for retry is
     left alone; a missing job is recreated, and so is a stranded one: Redis killed between writing
     the job and pushing its id (append-only file synced each second) keeps a "queued" job that no
-    worker will ever take. Returns the re-enqueued submission ids.
+    worker will ever take. A job looks stranded for a moment while a worker takes it, so it must
+    stay stranded for stranded_after_s. Returns the re-enqueued submission ids.
     """
     requeued = []
     queued_ids: dict[str, set[str]] = {}  # queue name -> job ids in it, read once per pass
+    looks_stranded: list[tuple[Submission, Job]] = []
     for submission in store.list(states=ACTIVE_STATES, limit=100_000):
-        job_id = job_id_for(submission.id)
         try:
-            job = Job.fetch(job_id, connection=redis)
+            job = Job.fetch(job_id_for(submission.id), connection=redis)
         except NoSuchJobError:
-            why = "its job was missing from Redis"
-        else:
-            if not _stranded(redis, job, queued_ids):
-                continue
-            why = "its job was queued in no queue"
-        enqueue(redis, submission)
-        store.update(submission.id, state="queued")
+            _requeue(redis, store, submission, "its job was missing from Redis")
+            requeued.append(submission.id)
+            continue
+        if _stranded(redis, job, queued_ids):
+            looks_stranded.append((submission, job))
+    for submission in _still_stranded(redis, looks_stranded, stranded_after_s):
+        _requeue(redis, store, submission, "its job was queued in no queue")
         requeued.append(submission.id)
-        log.warning("re-enqueued submission %s: %s", submission.id, why)
     return requeued
 
 
+def _requeue(redis: Redis, store: SubmissionStore, submission: Submission, why: str) -> None:
+    enqueue(redis, submission)
+    store.update(submission.id, state="queued")
+    log.warning("re-enqueued submission %s: %s", submission.id, why)
+
+
 def _stranded(redis: Redis, job: Job, queued_ids: dict[str, set[str]]) -> bool:
-    """A job whose status is queued but whose id is in no queue's list. Checked again with fresh
-    reads before saying so: a worker pops the id a moment before it marks the job started."""
-    if job.get_status() != JobStatus.QUEUED:
+    """A job whose status is queued but whose id is in no queue's list, nor in the list a worker
+    moves it to (RQ's intermediate queue), nor in the started registry."""
+    if job.get_status(refresh=True) != JobStatus.QUEUED:
         return False
     if job.origin not in queued_ids:
         queued_ids[job.origin] = set(Queue(job.origin, connection=redis).get_job_ids())
     if job.id in queued_ids[job.origin]:
         return False
-    still_queued = job.get_status(refresh=True) == JobStatus.QUEUED
-    return still_queued and job.id not in Queue(job.origin, connection=redis).get_job_ids()
+    queue = Queue(job.origin, connection=redis)
+    return not (
+        job.id in queue.get_job_ids()
+        or job.id in queue.intermediate_queue.get_job_ids()
+        or job.id in queue.started_job_registry
+    )
+
+
+def _still_stranded(
+    redis: Redis, candidates: list[tuple[Submission, Job]], after_s: float
+) -> list[Submission]:
+    """The candidates still stranded after after_s: a worker that popped one registers it first."""
+    deadline = time.monotonic() + after_s
+    while candidates:
+        candidates = [(s, job) for s, job in candidates if _stranded(redis, job, {})]
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+    return [submission for submission, _ in candidates]
 
 
 def queue_is_reachable(redis: Redis) -> bool:

@@ -35,9 +35,52 @@ def test_missing_and_stranded_jobs_are_requeued_and_queued_ones_left_alone(tmp_p
     )  # the push Redis lost; the job hash says "queued"
     assert job_id_for("stranded") not in queue.get_job_ids()
 
-    assert sorted(reconcile(conn, store)) == ["missing", "stranded"]
+    assert sorted(reconcile(conn, store, stranded_after_s=0.5)) == ["missing", "stranded"]
     assert sorted(queue.get_job_ids()) == sorted(
         job_id_for(s) for s in ("waiting", "stranded", "missing")
     )
     assert reconcile(conn, store) == []  # nothing left to repair: every job is in its queue once
     assert len(queue.get_job_ids()) == 3
+
+
+def test_a_job_a_worker_is_taking_is_not_enqueued_again(tmp_path, redis_server):
+    """A worker listening to several queues pops the id (BLPOP: in no list) and registers the
+    execution a moment later; on a busy machine the reconciler saw that moment as "stranded" and
+    enqueued the job again, so two workers ran it. A real worker takes it here while reconcile waits.
+    """
+    import threading
+
+    from rq import Worker
+
+    conn = redis.Redis.from_url(redis_server)
+    store = SubmissionStore(tmp_path / "submissions.sqlite3")
+    store.add(submission("taken"))
+    job = enqueue(conn, store.get("taken"))
+    queue = Queue(job.origin, connection=conn)
+    conn.lrem(queue.key, 0, job.id)  # popped by a worker that has not registered it yet
+
+    answer: list[list[str]] = []
+    reconciling = threading.Thread(
+        target=lambda: answer.append(reconcile(conn, store, stranded_after_s=60))
+    )
+    reconciling.start()
+    worker = Worker([queue], connection=conn)
+    worker.prepare_execution(job)  # what the worker does next: the job is in the started registry
+    reconciling.join(timeout=120)
+    assert answer == [[]], answer
+    assert queue.get_job_ids() == []  # not queued a second time
+
+
+def test_a_stranded_job_waits_out_the_grace_then_is_requeued(tmp_path, redis_server):
+    import time
+
+    conn = redis.Redis.from_url(redis_server)
+    store = SubmissionStore(tmp_path / "submissions.sqlite3")
+    store.add(submission("stranded"))
+    job = enqueue(conn, store.get("stranded"))
+    queue = Queue(job.origin, connection=conn)
+    conn.lrem(queue.key, 0, job.id)
+    started = time.monotonic()
+    assert reconcile(conn, store, stranded_after_s=1.0) == ["stranded"]
+    assert time.monotonic() - started >= 1.0
+    assert queue.get_job_ids() == [job.id]
