@@ -37,7 +37,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Callable, Hashable, NamedTuple, Protocol
 
@@ -394,6 +394,30 @@ class RevisionTable:
             tuple, threading.Lock
         ] = {}  # body key -> its build: concurrent askers build once
 
+    def holds(self, parts: list[WideRows], tier_order: list[str]) -> bool:
+        """Whether a table of `parts` would be this one: the same pivoted parts (the same blobs),
+        in the same order, under the same tier order."""
+        return (
+            tier_order == self.tier_order
+            and len(parts) == len(self.parts)
+            and all(mine is theirs for mine, theirs in zip(self.parts, parts))
+        )
+
+    def renamed(self, revision: str) -> RevisionTable:
+        """This table as `revision`, a commit that changed none of its parts (a boards refresh, a
+        request record): every view and body it built is the new one's too, the bodies under the
+        new revision's ETag. So such a commit costs readers nothing (it cost a whole rebuild)."""
+        table = RevisionTable(revision, self.parts, self.tier_order, self._derived)
+        table._repeats = self._repeats
+        old_prefix = len(self.revision[:16])
+        with self._lock:
+            for key, frame in self._views.items():
+                table._views.put(key, frame)
+            for key, body in self._bodies.items():
+                etag = f'"{revision[:16]}{body.etag[1 + old_prefix :]}'
+                table._bodies.put(key, replace(body, revision=revision, etag=etag))
+        return table
+
     def all_rows(self) -> pd.DataFrame:
         """Every result of the revision, one row each, unfiltered (the overview's input)."""
         rows = [part.rows for part in self.parts if len(part.rows)]
@@ -697,6 +721,9 @@ class LeaderboardCache:
         self._derived = PartMemo()  # per part: its ranking cells, its reference rows
         self._build_lock = threading.Lock()  # one build at a time: a burst of requests builds once
         self.builds = 0  # tables built (tests, metrics)
+        self.renamed = (
+            0  # heads whose table is the previous head's, renamed (RevisionTable.renamed)
+        )
         self.parts_pivoted = 0  # table parts pivoted (tests: a publish pivots one)
 
     def cached_head(self) -> RevisionTable | None:
@@ -729,10 +756,13 @@ class LeaderboardCache:
             for table in (self._head, self._pinned.get_fresh(wanted)):  # built while we waited?
                 if table is not None and table.revision == wanted:
                     return table
-            table = RevisionTable(
-                wanted, self._wide_parts(wanted), self.tier_order(), self._derived
-            )
-            self.builds += 1
+            parts, tier_order, head = self._wide_parts(wanted), self.tier_order(), self._head
+            if revision is None and head is not None and head.holds(parts, tier_order):
+                table = head.renamed(wanted)
+                self.renamed += 1
+            else:
+                table = RevisionTable(wanted, parts, tier_order, self._derived)
+                self.builds += 1
             if revision is None:
                 for (
                     filters,

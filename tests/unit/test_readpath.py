@@ -305,3 +305,39 @@ def test_the_watcher_builds_a_new_heads_default_and_recent_bodies_before_anyone_
         stop.set()
         watcher.join(10)
     assert not watcher.is_alive()
+
+
+def test_a_commit_that_changes_no_table_part_reuses_the_table_under_its_revision(tmp_path):
+    """A boards refresh commits a new head whose table parts are the old head's: its readers get
+    the same views and bodies (the ETag naming the new revision) without a rebuild; a publish
+    (a new part) still builds."""
+    from leaderboard.readpath import Page
+
+    store = LocalDatasetStore(tmp_path / "results")
+    store.publish(make_record("s1", 0.5))
+    store.publish(make_record("s2", 0.7))
+    cache = LeaderboardCache(store, lambda: [])
+    old = cache.table()
+    plain = old.body(Filters(suite="prefeval"), "json", page=Page())
+    board = old.board(Filters())
+    store.refresh_boards()  # writes the boards only
+    assert store.head_revision() != old.revision
+
+    new = cache.table()
+    assert new.revision == store.head_revision()
+    assert (cache.builds, cache.renamed) == (1, 1)
+    assert new.board(Filters()) is board  # the same view, not ranked again
+    again = new.cached_body(Filters(suite="prefeval"), "json", page=Page())
+    assert again is not None and again.content == plain.content
+    assert again.revision == new.revision and again.etag.startswith(f'"{new.revision[:16]}-')
+    assert again.etag.removeprefix(f'"{new.revision[:16]}') == plain.etag.removeprefix(
+        f'"{old.revision[:16]}'
+    )
+    assert json.loads(new.body(Filters(), "json").content) == json.loads(
+        old.body(Filters(), "json").content
+    )
+
+    store.publish(make_record("s3", 0.9))
+    newest = cache.table()
+    assert (cache.builds, cache.renamed) == (2, 1)
+    assert set(newest.view(Filters())["submission_id"]) == {"s1", "s2", "s3"}
