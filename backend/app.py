@@ -25,7 +25,7 @@ from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import JSONResponse  # noqa: E402
 from starlette.exceptions import HTTPException as StarletteHTTPException  # noqa: E402
 
-from backend.access_log import drop_query_values  # noqa: E402
+from backend.access_log import AccessLog  # noqa: E402
 from backend.api import router  # noqa: E402
 from backend.health import HealthFastPath, HealthListener, LoopHeartbeat, QueueProbe  # noqa: E402
 from backend.leaderboard_http import LeaderboardFastPath  # noqa: E402
@@ -84,7 +84,6 @@ def add_offline_docs(app: FastAPI) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
-    drop_query_values()  # a token put in a URL's query never reaches the access log
     services = Services.create(settings)
 
     heartbeat = LoopHeartbeat()
@@ -187,6 +186,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     blocks = build_ui(services)
     app.add_middleware(UnknownPageParam, blocks=blocks)  # Gradio's route 500s on an unknown ?page=
     app.add_middleware(FirstPaint, services=services)  # the board in the page's first HTML
+    # outermost: every answer logged (no query values), routine reads counted (uvicorn's line off)
+    app.add_middleware(AccessLog)
     # show_error=False: an exception inside Gradio (e.g. its refusal of a foreign FileData path, which
     # quotes the path) reaches the client as a bare error; our handlers answer in Markdown themselves.
     mounted = gr.mount_gradio_app(app, blocks, path="", footer_links=["api"], show_error=False)
