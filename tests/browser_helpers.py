@@ -70,6 +70,7 @@ def sign_in(page, token: str) -> None:
     """Put an API token into the page's token field (a reload empties it). The field sits in the
     submit tabs: open one, type it there (the other submit tab's field follows), come back."""
     was = page.locator("[role='tab'][aria-selected='true']").first.inner_text().strip()
+    url_tab = page.evaluate("new URLSearchParams(location.search).get('tab')")
     field = page.locator("#api-token input")
     if not field.is_visible():
         open_tab(page, "Submit predictions")
@@ -77,6 +78,13 @@ def sign_in(page, token: str) -> None:
     expect(field).to_have_value(token)
     if was and was != "Submit predictions":
         open_tab(page, was)
+        # the tab switch writes the URL after the tab shows: a reload before that (seen under load)
+        # would reopen the submit tab
+        page.wait_for_function(
+            "(tab) => new URLSearchParams(location.search).get('tab') === tab",
+            arg=url_tab,
+            timeout=DEADLINE_MS,
+        )
 
 
 def screenshot(page, tmp_path: Path, name: str, full_page: bool = True) -> Path:
