@@ -109,6 +109,12 @@ def make_record(i: int, groups: dict[str, list[str]], rng: random.Random) -> dic
     }
 
 
+def ranked_first(record: dict) -> None:
+    """A total of 1 with its interval at the top: on the board's first JSON page (the board
+    orders by rank group, which the interval decides, not by the value alone)."""
+    record["metrics"]["total"]["accuracy"].update(value=1.0, ci95=[0.999, 1.0])
+
+
 # -- a small keep-alive HTTP/1.1 client: cheap enough not to be what is measured ----------------------
 # A BufferedProtocol: the kernel copies each response straight into one reusable buffer per connection
 # and the client only counts bytes (a StreamReader copies every byte twice more: with 7 MB bodies the
@@ -646,7 +652,7 @@ def measure_publish(
     last = None
     while len(times) < args.publishes and (len(times) < 3 or time.perf_counter() < deadline):
         last = make_record(n_rows + len(times), groups, rng)
-        last["metrics"]["total"]["accuracy"]["value"] = 1.0  # ranked first: on the first JSON page
+        ranked_first(last)
         started = time.perf_counter()
         store.publish(last)
         store.refresh_boards(
@@ -688,7 +694,7 @@ def measure_publish(
     # and a request right after a publish (no refresh, no pause): the web app may still be building
     # the new head's table (it waits for that build), which is what a new part costs readers
     at_once = make_record(n_rows + len(times) + 1, groups, rng)
-    at_once["metrics"]["total"]["accuracy"]["value"] = 1.0
+    ranked_first(at_once)
     store.publish(at_once)
     started = time.perf_counter()
     body = asyncio.run(

@@ -97,6 +97,7 @@ MAX_PAGE_ROWS = 1000
 WATCH_EVERY_S = 0.2  # how often the watcher reads the head (a file read for the local store)
 WARM_BODIES = 8  # after a new head: the bodies last asked for on the old one are built for it too
 WARM_AFTER_S = 1.0  # ... once no publish came for this long (a 20,000-row CSV costs seconds of CPU)
+WATCH_REST_RATIO = 1.0  # after a build of t seconds the watcher rests t x this
 
 
 class TableSource(Protocol):
@@ -589,6 +590,10 @@ class RevisionTable:
             # the tier and metric columns of the other tasks of the view are not this board's
             foreign = [c for c in rows.columns if _is_score_column(c) and rows[c].isna().all()]
             rows = rows.drop(columns=foreign)
+            if rows["n_items"].dtype.kind == "f" and rows["n_items"].notna().all():
+                # whole numbers, as finish_view gives a view of this task alone: the whole board
+                # (float where another task lacks counts) and the task's view then share its board
+                rows = rows.assign(n_items=rows["n_items"].astype("int64"))
             shape = tuple(zip(rows.columns, map(str, rows.dtypes)))
             key = ("task board", suite, task, setting, len(rows), shape)
             with self._lock:
@@ -824,11 +829,11 @@ class LeaderboardCache:
                             :WARM_BODIES
                         ]
                         moved_at = time.monotonic()
-                    log.debug(
-                        "leaderboard %s built in %.3f s",
-                        table.revision[:12],
-                        time.perf_counter() - started,
-                    )
+                    took = time.perf_counter() - started
+                    log.debug("leaderboard %s built in %.3f s", table.revision[:12], took)
+                    # at most half a core: during a burst of publishes, heads nobody asked for are
+                    # skipped rather than each built (a reader in between builds the one it wants)
+                    stop.wait(took * WATCH_REST_RATIO)
                 elif wanted and time.monotonic() - moved_at >= WARM_AFTER_S:
                     self._warm(head, wanted)
                     wanted = []

@@ -219,8 +219,9 @@ def test_a_tasks_board_is_ranked_once_for_the_whole_board_its_suite_and_itself(s
     table.body(Filters("prefeval", "mcq_turns"), "json", page=Page())
     table.body(Filters("prefeval"), "csv")
     assert len(calls) == 2  # the same boards
-    # mcq's view has whole-number n_items (the whole view's are floats: a row without a total)
+    # mcq's own view has whole-number n_items where the whole view's are floats (another task's
+    # row has no total): its board is the one the whole board ranked all the same
     table.body(Filters("prefeval", "mcq"), "json", page=Page())
-    assert calls[2:] == ["mcq"]
+    assert len(calls) == 2
     table.body(Filters("prefeval", "mcq", "zero_shot"), "json", page=Page())
-    assert calls[3:] == ["mcq"]  # a setting's rows are ranked among themselves
+    assert calls[2:] == ["mcq"]  # a setting's rows are ranked among themselves
