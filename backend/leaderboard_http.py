@@ -69,12 +69,17 @@ class PiecewiseBody(Response):
         self.pieces = body.pieces
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send(
-            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
-        )
-        last = len(self.pieces) - 1
-        for i, piece in enumerate(self.pieces):
-            await send({"type": "http.response.body", "body": piece, "more_body": i < last})
+        await send_pieces(send, self.status_code, self.raw_headers, self.pieces)
+
+
+async def send_pieces(
+    send: Send, status: int, headers: list[tuple[bytes, bytes]], pieces: tuple[bytes, ...]
+) -> None:
+    """An answer whose body is sent in its pieces (the fast path's, and PiecewiseBody's)."""
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    last = len(pieces) - 1
+    for i, piece in enumerate(pieces):
+        await send({"type": "http.response.body", "body": piece, "more_body": i < last})
 
 
 def page_of(fmt: str, limit: int | None, offset: int, complete: bool = False) -> Page | None:
@@ -215,10 +220,7 @@ class LeaderboardFastPath:
             if len(self._headers) >= PARSED_QUERIES:
                 self._headers.clear()
             self._headers[key] = found
-        await send({"type": "http.response.start", "status": 200, "headers": found[1]})
-        last = len(body.pieces) - 1
-        for i, piece in enumerate(body.pieces):
-            await send({"type": "http.response.body", "body": piece, "more_body": i < last})
+        await send_pieces(send, 200, found[1], body.pieces)
 
     def _cached(self, scope: Scope) -> tuple[Body, str, str | None, list[tuple[str, str]]] | None:
         query = scope.get("query_string", b"")
