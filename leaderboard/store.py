@@ -386,15 +386,17 @@ class LocalDatasetStore(CoreStore):
         """Write the change's files, and commit exactly its paths on top of `head` (the lock held).
 
         With plumbing: `git commit` refreshes the whole index (an lstat per record file, ~40 ms at
-        20,000 results); write-tree reuses the index's cached trees and rehashes only the (small,
-        sharded) trees on the paths changed here. Files a dead writer left elsewhere are never
-        added (and are discarded by the next writer: _locked)."""
+        20,000 results), and so does `git add -A` with paths from several top folders (it walks
+        the working tree under their common prefix: 14 ms at 20,000 results, 5 at 100);
+        `update-index` touches exactly the paths named. write-tree reuses the index's cached trees
+        and rehashes only the (small, sharded) trees on the paths changed here. Files a dead writer
+        left elsewhere are never added (and are discarded by the next writer: _locked)."""
         for path, data in change.files.items():
             self._write_bytes(path, data)
         for path in change.deletions:
             (self.root / path).unlink(missing_ok=True)
         paths = "\0".join(change.paths).encode()
-        self._git("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=paths)
+        self._git("update-index", "--add", "--remove", "-z", "--stdin", input=paths)
         tree = self._git("write-tree").decode().strip()
         parent = ["-p", head] if head else []
         message = change.message
