@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pandas as pd
 
@@ -160,14 +160,41 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def rebuild(scores: pd.DataFrame, suite: str, task: str) -> pd.DataFrame:
-    """A task's board from its scores-table rows (a store's first board of a task, a sync of the
-    papers' rows): every setting ranked afresh."""
+    """A task's board from its scores-table rows: every setting ranked afresh."""
     own = scores[(scores["suite"] == suite) & (scores["task"] == task)]
-    if own.empty:
+    return rebuild_from_parts([wide_rows(own)] if not own.empty else [], suite, task)
+
+
+def rebuild_from_parts(parts: list[WideRows], suite: str, task: str) -> pd.DataFrame:
+    """A task's board from the table's parts, each pivoted (table.wide_rows; a result's rows never
+    span parts): the same file as `rebuild` of the whole table, with each part pivoted once by
+    whoever keeps them (the stores' PartCache) rather than the whole table per refresh."""
+    own = task_part(parts, suite, task)
+    if own is None:
         return assemble([])
-    parts = [wide_rows(own)]
-    settings = _setting_order(own["setting"])
-    return assemble(ranked_settings(parts, suite, task, settings).values())
+    mine = own.columns[(own.columns["suite"] == suite) & (own.columns["task"] == task)]
+    settings = _setting_order(mine["setting"])
+    return assemble(ranked_settings([own], suite, task, settings).values())
+
+
+def task_part(parts: list[WideRows], suite: str, task: str) -> WideRows | None:
+    """The parts that hold the task's rows as one part (None: none does), so that each setting's
+    view concatenates one frame, not every part's; rows of other tasks a part holds are left to
+    finish_view's filter, as in any view."""
+    own = [
+        p
+        for p in parts
+        if len(p.columns) and ((p.columns["suite"] == suite) & (p.columns["task"] == task)).any()
+    ]
+    if not own:
+        return None
+    if len(own) == 1:
+        return own[0]
+    return WideRows(
+        pd.concat([p.rows for p in own], ignore_index=True),
+        pd.concat([p.columns for p in own], ignore_index=True),
+        pd.concat([p.cells for p in own], ignore_index=True),
+    )
 
 
 # -- which boards lag, and their refresh ------------------------------------------------------------
@@ -295,14 +322,14 @@ def refresh_due(
 def refreshed_boards(
     stale: bytes | None,
     listed: Iterable[tuple[str, str]],
-    scores,
+    parts: Callable[[], list[WideRows]],
     card: bytes | None,
     older_than_s: float = 0.0,
     added_share: float = 0.0,
     now: datetime | None = None,
 ) -> tuple[dict[str, bytes], str]:
     """The files a refresh writes, and its commit message (no files: nothing due): each due task's
-    board (refresh_tasks) ranked afresh from the whole scores table (`scores()`, read once), the
+    board (refresh_tasks) ranked afresh from the whole table (`parts()`: its parts pivoted), the
     dataset card when it changes (a new board, or a card an older version wrote: `card` is the
     current one), and the stale file without those tasks, with their boards' sizes."""
     from leaderboard.layout import dataset_card, parquet_bytes
@@ -310,9 +337,10 @@ def refreshed_boards(
     tasks = refresh_tasks(stale, older_than_s, now, added_share)
     if not tasks:
         return {}, ""
-    table = scores()
+    table = parts()
     files = {
-        board_path(suite, task): parquet_bytes(rebuild(table, suite, task)) for suite, task in tasks
+        board_path(suite, task): parquet_bytes(rebuild_from_parts(table, suite, task))
+        for suite, task in tasks
     }
     described = dataset_card(set(listed) | set(tasks)).encode()
     if card != described:

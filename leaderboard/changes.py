@@ -23,6 +23,7 @@ Tested on an in-memory view (tests/unit/test_changes.py) and through both stores
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -72,7 +73,7 @@ from leaderboard.layout import (
     supersedes,
 )
 from leaderboard.result_record import validate_record
-from leaderboard.table import records_to_scores
+from leaderboard.table import WideRows, records_to_scores, wide_rows
 
 PART_CACHE = 128  # parsed table parts kept per store object (immutable, keyed by blob id): the
 # whole table up to ~55,000 results in parts of 500 (and at most ~22 smaller parts)
@@ -89,6 +90,7 @@ class PartCache:
     def __init__(self, size: int = PART_CACHE):
         self.size = size
         self._frames: OrderedDict[str, pd.DataFrame] = OrderedDict()
+        self._wide: OrderedDict[str, WideRows] = OrderedDict()  # blob id -> the part pivoted
         self._lock = threading.Lock()
 
     def get(self, blob: str, load: Callable[[], bytes | None]) -> pd.DataFrame:
@@ -106,6 +108,20 @@ class PartCache:
             while len(self._frames) > self.size:
                 self._frames.popitem(last=False)
         return frame
+
+    def pivoted(self, blob: str, load: Callable[[], pd.DataFrame]) -> WideRows:
+        """The part's rows pivoted (table.wide_rows), once per part: a board refresh at 20,000
+        results pivoted the whole table again (0.45 s of its 1.2 s); now only parts new since."""
+        with self._lock:
+            if blob in self._wide:
+                self._wide.move_to_end(blob)
+                return self._wide[blob]
+        wide = wide_rows(load())
+        with self._lock:
+            self._wide[blob] = wide
+            while len(self._wide) > self.size:
+                self._wide.popitem(last=False)
+        return wide
 
 
 class DatasetView(Protocol):
@@ -181,6 +197,14 @@ def score_parts(view: DatasetView) -> list[tuple[str, pd.DataFrame]]:
     """The table's parts, in order, each with its blob id (same id: same bytes, so the read path
     derives what it needs from a part once)."""
     return [(blob, part_frame(view, path, blob)) for path, blob in sorted(part_blobs(view).items())]
+
+
+def pivoted_parts(view: DatasetView) -> list[WideRows]:
+    """The table's parts pivoted (table.wide_rows), in order; each part once per store object."""
+    return [
+        view.parts.pivoted(blob, functools.partial(part_frame, view, path, blob))
+        for path, blob in sorted(part_blobs(view).items())
+    ]
 
 
 def scores(view: DatasetView) -> pd.DataFrame:
@@ -520,7 +544,7 @@ def board_refresh(
     files, message = refreshed_boards(
         view.read(STALE_PATH),
         board_tasks(view.files(BOARDS_DIR)),
-        lambda: scores(view),
+        lambda: pivoted_parts(view),
         view.read(CARD_PATH),
         older_than_s,
         added_share,

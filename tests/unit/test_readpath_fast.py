@@ -193,6 +193,42 @@ def test_the_boards_file_ranks_as_from_every_cell(seeded):
     )
 
 
+def test_a_refresh_ranks_each_task_from_its_pivoted_parts_as_from_the_whole_table(
+    store, monkeypatch
+):
+    """The boards refresh ranks a task from the table's parts, each pivoted once per store object
+    (changes.pivoted_parts), and writes the file `boards.rebuild` of the whole table gives, parts
+    that hold two tasks included; a later refresh pivots only the parts new since."""
+    from leaderboard import changes
+
+    def mixed() -> bool:
+        with store._view(store.head_revision()) as view:
+            return any(p.columns["task"].nunique() > 1 for p in changes.pivoted_parts(view))
+
+    for i in range(60, 80):  # single-result parts of both tasks, until ten merge into one
+        store.publish(_record(i, "mcq_turns" if i % 2 else "mcq"))
+        if mixed():
+            break
+    assert mixed(), "a part holding two tasks"
+    with store._view(store.head_revision()) as view:
+        parts, whole = changes.pivoted_parts(view), changes.scores(view)
+        for task in ("mcq", "mcq_turns"):
+            assert export(boards.rebuild_from_parts(parts, "prefeval", task), "csv") == export(
+                boards.rebuild(whole, "prefeval", task), "csv"
+            )
+        assert boards.rebuild_from_parts(parts, "prefeval", "nosuch").empty
+        before = set(changes.part_blobs(view).values())
+
+    pivots: list[int] = []
+    real = changes.wide_rows
+    monkeypatch.setattr(changes, "wide_rows", lambda frame: pivots.append(1) or real(frame))
+    store.publish(_record(90))
+    with store._view(store.head_revision()) as view:
+        changes.pivoted_parts(view)
+        new = set(changes.part_blobs(view).values()) - before
+    assert len(new) >= 1 and len(pivots) == len(new)
+
+
 def test_the_first_request_after_a_publish_answers_with_the_new_row(store):
     cache = LeaderboardCache(store, manifest_tier_order)
     filters = Filters(suite="prefeval", task="mcq")
