@@ -1,6 +1,8 @@
 """One admission path: the same bad submissions through the REST API, the Gradio events of the real
 app (/gradio_api/call/submit and /submit_model, the file through Gradio's upload route) and the
-CLI (`personaboard submit`, a subprocess) get the same status, message and problems from each.
+CLI (`personaboard submit`: every case through its entry point, backend.cli.main, in this process
+with the service's environment, and a few also as a subprocess, the installed command) get the
+same status, message and problems from each.
 
 The intake (submissions/intake.py) decides every refusal; each medium only maps it: the API to its
 status and JSON body (Retry-After on a 429), a submit tab to its status text and its `refusal`
@@ -10,14 +12,21 @@ One live service for the module, with no worker (an accepted submission stays qu
 duplicates' answers, which name its state, hold still), an upload limit of 40,000 bytes, the
 PersonaFeedback fixture split installed without its memory data (on which `rag`
 cannot be served), a config-only registered model `tiny`, a user with no quota left and another
-who owns a model name. Run with -s for the figures: cases, paths, seconds per path.
+who owns a model name. Run with -s for the figures: cases, paths, seconds per path. The CLI runs in
+process because a subprocess costs seconds of imports per case on a busy machine; the ones that
+also run as subprocesses (SUBPROCESS_CASES: a file over the upload limit the command reads from
+its environment, and a run) keep the installed `personaboard` entry point covered.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
+import io
 import json
+import os
 import shutil
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from live_helpers import run_cli  # noqa: E402
 from live_service import start_live_service  # noqa: E402
 
+from backend import cli as cli_main  # noqa: E402
 from evaluator.models import ModelRegistry  # noqa: E402
+from evaluator.suite import clear_split_cache  # noqa: E402
 
 pytestmark = pytest.mark.service
 
@@ -41,7 +52,9 @@ FIXTURE = ROOT / "tests" / "fixtures" / "splits" / "personafeedback"
 UPLOAD_LIMIT = 40_000
 PF = {"suite": "personafeedback", "task": "binary_choice", "setting": "persona"}
 MCQ = {"suite": "prefeval", "task": "mcq", "setting": "zero_shot"}
-CLI_PARALLEL = 4  # the CLI calls are independent refusals: run a few at once
+HTTP_PARALLEL = 4  # the API's calls are independent refusals: a few at once
+# the cases the installed command answers too, a subprocess each (all at once, meanwhile the rest)
+SUBPROCESS_CASES = ("over the size limit", "unknown model")
 
 
 @dataclass(frozen=True)
@@ -171,9 +184,8 @@ def svc(tmp_path_factory):
         no_memory = root / "no-memory"
         shutil.copytree(FIXTURE, no_memory)
         shutil.rmtree(no_memory / "memory")
-        installed = run_cli(
-            "splits", "install", PF["suite"], "--source", str(no_memory), env=service.env
-        )
+        with service_environment(service):  # in process: the CLI's subprocess runs come later
+            installed = cli_here("splits", "install", PF["suite"], "--source", str(no_memory))
         assert installed.returncode == 0, installed.stderr
         tiny = root / "tiny"
         tiny.mkdir()
@@ -191,17 +203,26 @@ def svc(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cases(svc) -> dict[str, Case]:
+def clients(svc):
+    """An HTTP client per identity, shared by the threads that send the cases (httpx's Client is
+    thread-safe): one connection pool for the module instead of a client per request."""
+    with contextlib.ExitStack() as stack:
+        yield {
+            user: stack.enter_context(svc.http(token=token)) for user, token in svc.tokens.items()
+        }
+
+
+@pytest.fixture(scope="module")
+def cases(svc, clients) -> dict[str, Case]:
     """The cases, after what they refer to was accepted: a file, a run, a name another owns."""
-    with svc.http() as http:
-        inputs = http.get("/api/v1/suites/personafeedback/tasks/binary_choice/inputs")
-        assert inputs.status_code == 200, inputs.text
-        ids = [json.loads(line)["id"] for line in inputs.text.splitlines()]
-        valid = jsonl([{"id": i, "label": "1"} for i in ids])
-        first = api_post(http, Case(0, "", upload(model_name="dup-source"), valid))
-        run_first = api_post(http, Case(0, "", run()))
-    with svc.http(token=svc.tokens["owner"]) as http:
-        owned = api_post(http, Case(0, "", upload(model_name="owned-name"), valid))
+    http = clients["tester"]
+    inputs = http.get("/api/v1/suites/personafeedback/tasks/binary_choice/inputs")
+    assert inputs.status_code == 200, inputs.text
+    ids = [json.loads(line)["id"] for line in inputs.text.splitlines()]
+    valid = jsonl([{"id": i, "label": "1"} for i in ids])
+    first = api_post(http, Case(0, "", upload(model_name="dup-source"), valid))
+    run_first = api_post(http, Case(0, "", run()))
+    owned = api_post(clients["owner"], Case(0, "", upload(model_name="owned-name"), valid))
     for answer in (first, run_first, owned):
         assert answer.status_code == 201, answer.text
     return build_cases(ids, {"upload": first.json()["id"], "run": run_first.json()["id"]})
@@ -219,9 +240,8 @@ def api_post(http: httpx.Client, case: Case) -> httpx.Response:
     return http.post("/api/v1/submissions", files=parts)  # multipart, with or without a file
 
 
-def via_api(svc, case: Case) -> Answer:
-    with svc.http(token=svc.tokens[case.user]) as http:
-        response = api_post(http, case)
+def via_api(svc, clients: dict[str, httpx.Client], case: Case) -> Answer:
+    response = api_post(clients[case.user], case)
     detail = response.json().get("detail") if response.status_code >= 400 else None
     if detail is None:  # an answer that is no refusal: said as it is, for the assertion
         return Answer(response.status_code, response.text[:500])
@@ -240,33 +260,32 @@ def gradio_call(http: httpx.Client, name: str, data: list) -> list:
     return json.loads(events[-1].removeprefix("data:"))
 
 
-def via_gradio(svc, case: Case) -> Answer:
-    token = svc.tokens[case.user]
+def via_gradio(svc, clients: dict[str, httpx.Client], case: Case) -> Answer:
+    token, http = svc.tokens[case.user], clients[case.user]
     f = case.fields
-    with svc.http(token=token) as http:
-        if case.is_model:
-            data = [f["model"], "", "auto", f["suite"], f["task"], [f["setting"]]]
-            data += [f.get("protocol", "default"), f.get("limit"), "", token]
-            status, _, _, refusals = gradio_call(http, "submit_model", data)
-            if isinstance(refusals, dict):  # Gradio's own error
-                refusals = [{**refusals, "setting": f["setting"]}]
-            refusal = refusals[0] if len(refusals) == 1 else {"status": 0, "message": status}
-            assert refusal.pop("setting", f["setting"]) == f["setting"]
-        else:
-            file_data = None
-            if case.body is not None:  # through Gradio's upload route, as the page sends it
-                stored = http.post(
-                    "/gradio_api/upload", files={"files": ("predictions.jsonl", case.body)}
-                )
-                assert stored.status_code == 200, stored.text
-                file_data = {
-                    "path": stored.json()[0],
-                    "orig_name": "predictions.jsonl",
-                    "meta": {"_type": "gradio.FileData"},
-                }
-            data = [file_data, *(f[k] for k in ("suite", "task", "setting", "model_name"))]
-            data += [f.get("link", ""), f.get("description", ""), token]
-            status, _, _, refusal = gradio_call(http, "submit", data)
+    if case.is_model:
+        data = [f["model"], "", "auto", f["suite"], f["task"], [f["setting"]]]
+        data += [f.get("protocol", "default"), f.get("limit"), "", token]
+        status, _, _, refusals = gradio_call(http, "submit_model", data)
+        if isinstance(refusals, dict):  # Gradio's own error
+            refusals = [{**refusals, "setting": f["setting"]}]
+        refusal = refusals[0] if len(refusals) == 1 else {"status": 0, "message": status}
+        assert refusal.pop("setting", f["setting"]) == f["setting"]
+    else:
+        file_data = None
+        if case.body is not None:  # through Gradio's upload route, as the page sends it
+            stored = http.post(
+                "/gradio_api/upload", files={"files": ("predictions.jsonl", case.body)}
+            )
+            assert stored.status_code == 200, stored.text
+            file_data = {
+                "path": stored.json()[0],
+                "orig_name": "predictions.jsonl",
+                "meta": {"_type": "gradio.FileData"},
+            }
+        data = [file_data, *(f[k] for k in ("suite", "task", "setting", "model_name"))]
+        data += [f.get("link", ""), f.get("description", ""), token]
+        status, _, _, refusal = gradio_call(http, "submit", data)
     problems = refusal.get("problems", [])
     return Answer(refusal["status"], refusal["message"], problems, html.unescape(status))
 
@@ -287,8 +306,38 @@ def cli_args(case: Case, folder: Path) -> list[str]:
     return ["submit", "predictions", *where, *texts, "--", path]
 
 
-def via_cli(svc, case: Case, folder: Path) -> Answer:
-    done = run_cli(*cli_args(case, folder), env=svc.env)
+@contextlib.contextmanager
+def service_environment(svc):
+    """This process's environment as run_cli gives the subprocess (the service's, no more), and
+    its split cache empty as a fresh process has it; both restored afterwards. The CLI reads its
+    settings (data folder, Redis, upload limit, judge) from os.environ on every call."""
+    with pytest.MonkeyPatch.context() as env:
+        for key in set(os.environ) - set(svc.env):
+            env.delenv(key)
+        for key, value in svc.env.items():
+            env.setenv(key, value)
+        clear_split_cache()
+        try:
+            yield
+        finally:
+            clear_split_cache()  # splits read from this service's data folder stay with it
+
+
+def cli_here(*args: str) -> subprocess.CompletedProcess:
+    """`personaboard ARGS` through its entry point (backend.cli.main) in this process, inside
+    service_environment: its exit status, stdout and stderr, as run_cli returns them."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli_main.main(list(args))
+        except SystemExit as exit:  # argparse's refusal of the command line, as the command exits
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+    return subprocess.CompletedProcess(
+        ["personaboard", *args], code, out.getvalue(), err.getvalue()
+    )
+
+
+def cli_answer(done: subprocess.CompletedProcess) -> Answer:
     if done.returncode != 2 or not done.stdout.startswith("{"):
         return Answer(done.returncode, f"{done.stdout[:300]} {done.stderr[-300:]}")
     refusal = json.loads(done.stdout)
@@ -298,25 +347,46 @@ def via_cli(svc, case: Case, folder: Path) -> Answer:
 
 
 @pytest.fixture(scope="module")
-def answers(svc, cases, tmp_path_factory) -> dict[str, dict[str, Answer]]:
-    """Every case through every path (the CLI's subprocesses a few at a time)."""
+def answers(svc, cases, clients, tmp_path_factory) -> dict[str, dict[str, Answer]]:
+    """Every case through every path: the API's requests a few at a time, the tabs' in turn, the
+    CLI in this process one case after another, and SUBPROCESS_CASES through the installed command
+    too, in subprocesses started first that run meanwhile."""
     folder = tmp_path_factory.mktemp("cli-files")
+
+    def files(name: str) -> Path:
+        return folder / name.replace(" ", "-").replace("'", "")
+
     seconds: dict[str, float] = {}
     found: dict[str, dict[str, Answer]] = {name: {} for name in cases}
-    for path, through in (("api", via_api), ("gradio", via_gradio)):
+    first = time.monotonic()
+    with (
+        ThreadPoolExecutor(len(SUBPROCESS_CASES)) as spawner,
+        ThreadPoolExecutor(HTTP_PARALLEL) as pool,
+    ):
+        spawned = {
+            name: spawner.submit(run_cli, *cli_args(cases[name], files(name) / "sub"), env=svc.env)
+            for name in SUBPROCESS_CASES
+        }
+        started = time.monotonic()
+        sent = {name: pool.submit(via_api, svc, clients, case) for name, case in cases.items()}
+        for name, answer in sent.items():
+            found[name]["api"] = answer.result()
+        seconds["api"] = time.monotonic() - started
+        # The tabs' one after another: Gradio stores an upload under its content's hash, so the
+        # cases that send the same file would share one stored file, and the first submit that
+        # ends removes it under the others (space/uploads.py discard_upload).
         started = time.monotonic()
         for name, case in cases.items():
-            found[name][path] = through(svc, case)
-        seconds[path] = time.monotonic() - started
-    started = time.monotonic()
-    with ThreadPoolExecutor(CLI_PARALLEL) as pool:
-        cli = {
-            name: pool.submit(via_cli, svc, case, folder / name.replace(" ", "-").replace("'", ""))
-            for name, case in cases.items()
-        }
-        for name, answer in cli.items():
-            found[name]["cli"] = answer.result()
-    seconds["cli"] = time.monotonic() - started
+            found[name]["gradio"] = via_gradio(svc, clients, case)
+        seconds["gradio"] = time.monotonic() - started
+        started = time.monotonic()
+        with service_environment(svc):
+            for name, case in cases.items():
+                found[name]["cli"] = cli_answer(cli_here(*cli_args(case, files(name))))
+        seconds["cli in process"] = time.monotonic() - started
+        for name, done in spawned.items():
+            found[name]["cli subprocess"] = cli_answer(done.result())
+        seconds[f"{len(spawned)} cli subprocesses (alongside)"] = time.monotonic() - first
     print(
         f"\n{len(cases)} bad submissions x 3 paths: "
         + ", ".join(f"{path} {s:.1f} s" for path, s in seconds.items())
@@ -327,18 +397,22 @@ def answers(svc, cases, tmp_path_factory) -> dict[str, dict[str, Answer]]:
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_every_path_gives_the_intakes_answer(name, cases, answers):
     case, by_path = cases[name], answers[name]
-    api, gradio, cli = by_path["api"], by_path["gradio"], by_path["cli"]
+    api, gradio = by_path["api"], by_path["gradio"]
+    clis = [answer for path, answer in by_path.items() if path.startswith("cli")]
+    assert len(clis) == 1 + (name in SUBPROCESS_CASES), by_path.keys()
     assert api.status == case.status and case.says in api.message, api
     assert gradio.same() == api.same(), (gradio, api)
-    assert cli.same() == api.same(), (cli, api)
+    for cli in clis:
+        assert cli.same() == api.same(), (cli, api)
     assert api.problems and all({"line", "field", "message"} <= set(p) for p in api.problems)
     # and each medium shows it to a person: the tab each problem, the CLI the message
     for problem in api.problems:
         assert problem["message"] in gradio.shown, (problem, gradio.shown)
-    assert f"error: {api.message}" in cli.shown, cli.shown
+    for cli in clis:
+        assert f"error: {api.message}" in cli.shown, cli.shown
 
 
-def test_nothing_refused_was_recorded(svc, answers):
-    with svc.http() as http:
-        listed = http.get("/api/v1/submissions", params={"limit": 1000}).json()["submissions"]
-    assert len(listed) == 3, [(s["model_name"], s["state"]) for s in listed]  # the three first
+def test_nothing_refused_was_recorded(svc, clients, answers):
+    listed = clients["tester"].get("/api/v1/submissions", params={"limit": 1000})
+    submissions = listed.json()["submissions"]
+    assert len(submissions) == 3, [(s["model_name"], s["state"]) for s in submissions]  # the first
