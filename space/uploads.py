@@ -10,7 +10,8 @@ stand between such a path and the scorer:
   launched, which leaves that check off. backend/app.py turns it on (`enforce_upload_check`).
 - Ours, in the handler: the path must be a regular file (no symlink) inside this app's upload
   folder (GRADIO_TEMP_DIR, set per data folder by backend/app.py), whose names are content hashes
-  salted with a per-server secret, so another user's upload cannot be named either.
+  salted with a per-server secret and, once the upload route answered, a random suffix of each
+  upload's own (own_link), so another user's upload cannot be named either.
 
 A refusal never names the path or says whether it exists.
 """
@@ -18,6 +19,7 @@ A refusal never names the path or says whether it exists.
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from urllib.parse import quote
 
@@ -60,7 +62,7 @@ def enforce_upload_check(blocks) -> None:
 
 # What the page and API clients see instead of the server's upload folder: Gradio's upload route
 # answers with each stored file's absolute path (which names the data folder), and the page sends
-# that path back in the event's FileData. UploadPathAlias shows `upload/<hash>/<name>` and maps it
+# that path back in the event's FileData. UploadPathAlias shows `upload/<folder>/<name>` and maps it
 # back on the way in, so no response names a server path and the checks above see the real one.
 UPLOAD_ALIAS = "upload/"
 ALIASED_BODY_MAX_BYTES = 1024 * 1024  # an event's JSON is small; larger bodies pass unmapped
@@ -97,6 +99,34 @@ def _unaliased(data: object) -> object:
             mapped["path"] = path_of(path)
         return mapped
     return data
+
+
+def own_link(path: str) -> str:
+    """The stored upload as a hard link in a folder of its own (`<hash>-<random>/<name>`), the
+    content-named original removed; `path` itself where that cannot be done (a file Gradio's
+    background task has not moved in yet).
+
+    Gradio names an upload's folder by its content, so two people (or two tabs) uploading the same
+    file got one path, and the first submit's discard_upload removed the file the second was about
+    to submit ("choose the file again"). With a link each upload is its own file until its submit
+    (or the sweep) removes it."""
+    stored = Path(path)
+    root = stored.parent.parent
+    if str(root) not in _upload_roots() or stored.is_symlink() or not stored.is_file():
+        return path
+    try:
+        folder = root / f"{stored.parent.name}-{secrets.token_hex(8)}"
+        folder.mkdir()
+        own = folder / stored.name
+        os.link(stored, own)
+    except OSError:
+        return path
+    try:
+        stored.unlink()
+        stored.parent.rmdir()  # empty unless a file of another name shares the content
+    except OSError:
+        pass
+    return str(own)
 
 
 def _with_length(headers: list, length: int) -> list:
@@ -156,7 +186,7 @@ class UploadPathAlias:
                 paths = None
             if isinstance(paths, list):
                 body = json.dumps(
-                    [alias_of(p) if isinstance(p, str) else p for p in paths]
+                    [alias_of(own_link(p)) if isinstance(p, str) else p for p in paths]
                 ).encode()
             await send(
                 {**start, "headers": _with_length(list(start.get("headers", [])), len(body))}

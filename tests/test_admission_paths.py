@@ -348,7 +348,7 @@ def cli_answer(done: subprocess.CompletedProcess) -> Answer:
 
 @pytest.fixture(scope="module")
 def answers(svc, cases, clients, tmp_path_factory) -> dict[str, dict[str, Answer]]:
-    """Every case through every path: the API's requests a few at a time, the tabs' in turn, the
+    """Every case through every path: the API's requests and the tabs' events a few at a time, the
     CLI in this process one case after another, and SUBPROCESS_CASES through the installed command
     too, in subprocesses started first that run meanwhile."""
     folder = tmp_path_factory.mktemp("cli-files")
@@ -372,12 +372,12 @@ def answers(svc, cases, clients, tmp_path_factory) -> dict[str, dict[str, Answer
         for name, answer in sent.items():
             found[name]["api"] = answer.result()
         seconds["api"] = time.monotonic() - started
-        # The tabs' one after another: Gradio stores an upload under its content's hash, so the
-        # cases that send the same file would share one stored file, and the first submit that
-        # ends removes it under the others (space/uploads.py discard_upload).
+        # The tabs' a few at a time too: cases that send the same file each get a stored file of
+        # their own (space/uploads.py own_link), so one submit's discard leaves the others'.
         started = time.monotonic()
-        for name, case in cases.items():
-            found[name]["gradio"] = via_gradio(svc, clients, case)
+        sent = {name: pool.submit(via_gradio, svc, clients, case) for name, case in cases.items()}
+        for name, answer in sent.items():
+            found[name]["gradio"] = answer.result()
         seconds["gradio"] = time.monotonic() - started
         started = time.monotonic()
         with service_environment(svc):
