@@ -24,7 +24,9 @@ What a new head costs is kept small (20,000 results): what is derived from a par
 ranking cells, its reference rows) is derived once per part (`PartMemo`), so a publish derives its
 own part's; a suite's, task's or setting's view is cut from the whole view (`_narrowed`) instead of
 concatenating and sorting every part again; and each task's ranked board is ranked once per head
-and shared by the whole board (the default page), the suite's and the task's (`_task_boards`).
+and shared by the whole board (the default page), the suite's and the task's (`_task_boards`),
+and by later heads as long as the parts holding that task are the same (`PartMemo.task_board`):
+a publish into one task ranks that task alone, not every suite's tasks (and papers' rows).
 Each equals, byte for byte, what board.board_download and table.finish_view give from every row
 (tests/unit/test_readpath_fast.py).
 """
@@ -94,6 +96,7 @@ WIDE_PARTS = (
 # complete table (29 MB of JSON at 20,000 rows) is the CSV / parquet download.
 DEFAULT_PAGE_ROWS = 100
 MAX_PAGE_ROWS = 1000
+TASK_BOARDS = 64  # ranked task boards kept across revisions (PartMemo.task_board)
 WATCH_EVERY_S = 0.2  # how often the watcher reads the head (a file read for the local store)
 WARM_BODIES = 8  # after a new head: the bodies last asked for on the old one are built for it too
 WARM_AFTER_S = 1.0  # ... once no publish came for this long (a 20,000-row CSV costs seconds of CPU)
@@ -344,6 +347,12 @@ def rank_cells(part: WideRows, tier: str | None) -> pd.DataFrame:
     return kept.assign(submission_id=kept["submission_id"].astype(object))
 
 
+def part_tasks(part: WideRows) -> frozenset[tuple[str, str]]:
+    """The (suite, task) pairs a part holds rows of."""
+    pairs = part.columns[["suite", "task"]].drop_duplicates()
+    return frozenset(zip(map(str, pairs["suite"]), map(str, pairs["task"])))
+
+
 def reference_rows(part: WideRows) -> WideRows:
     """A part with its reference rows only (its columns as they are: a view keeps the same ones)."""
     return WideRows(part.rows[part.rows["row_kind"] == REFERENCE_KIND], part.columns, part.cells)
@@ -355,7 +364,24 @@ class PartMemo:
 
     def __init__(self, max_items: int = 8 * WIDE_PARTS):
         self._memo = _Bounded(max_items)
+        self._boards = _Bounded(TASK_BOARDS)
         self._lock = threading.Lock()
+
+    def task_board(self, key: Hashable, holders: tuple[WideRows, ...]) -> pd.DataFrame | None:
+        """A task's ranked board kept by an earlier revision whose parts holding the task are these
+        same parts (None: none is): a publish into one task leaves every other task's board as it
+        was, so a new head ranks only the tasks it changed."""
+        with self._lock:
+            found = self._boards.get_fresh((key, tuple(map(id, holders))))
+        if found is not None and all(a is b for a, b in zip(found[0], holders)):
+            return found[1]
+        return None
+
+    def keep_task_board(
+        self, key: Hashable, holders: tuple[WideRows, ...], board: pd.DataFrame
+    ) -> None:
+        with self._lock:
+            self._boards.put((key, tuple(map(id, holders))), (holders, board))
 
     def get(self, part: WideRows, what: Hashable, make: Callable[..., Any]) -> Any:
         key = (id(part), what)
@@ -584,7 +610,7 @@ class RevisionTable:
         whole board (the default page, built with each head), a suite's and a task's board hold the
         same rows of a task in the same order, so they rank it once. Keyed on the rows' columns and
         dtypes too (a view's `n_items` is whole numbers only where every row of it has one)."""
-        cells = self._rank_cells(None)
+        cells: pd.DataFrame | None = None  # every part's ranking cells: only if a task is ranked
         boards = []
         for (suite, task), rows in view.groupby(["suite", "task"], sort=False):
             # the tier and metric columns of the other tasks of the view are not this board's
@@ -599,9 +625,16 @@ class RevisionTable:
             with self._lock:
                 board = self._views.get_fresh(key)
             if board is None:
-                own = cells[cells["submission_id"].isin(rows["submission_id"])]
-                line = best_line(references(str(suite), str(task)), ranking_column(rows, None))
-                board = rank_rows(rows, own, line, None)
+                holders = self._holders(str(suite), str(task))
+                shared = (key, tuple(self.tier_order))
+                board = self._derived.task_board(shared, holders)
+                if board is None:
+                    if cells is None:
+                        cells = self._rank_cells(None)
+                    own = cells[cells["submission_id"].isin(rows["submission_id"])]
+                    line = best_line(references(str(suite), str(task)), ranking_column(rows, None))
+                    board = rank_rows(rows, own, line, None)
+                    self._derived.keep_task_board(shared, holders, board)
                 with self._lock:
                     self._views.put(key, board)
             boards.append(board)
@@ -609,6 +642,13 @@ class RevisionTable:
         metrics = [c for c in known_metrics() if c in frame]
         tiers = [c for c in frame.columns if "/" in c]
         return frame.reindex(columns=board_download_columns(metrics, tiers))
+
+    def _holders(self, suite: str, task: str) -> tuple[WideRows, ...]:
+        """The parts that hold rows of the task (its board, and its reference line, come from
+        these alone)."""
+        return tuple(
+            p for p in self.parts if (suite, task) in self._derived.get(p, "tasks", part_tasks)
+        )
 
     def _ids_repeat(self) -> bool:
         """Whether a result is held twice (the first row counts: finish_view): then a view of a

@@ -242,6 +242,31 @@ def test_the_first_request_after_a_publish_answers_with_the_new_row(store):
     assert b"s060-mcq" in table.body(filters, "json", page=Page()).content
 
 
+def test_a_publish_ranks_only_the_task_it_changed(store, monkeypatch):
+    """A new head reuses the ranked board of every task whose parts it shares with the head before
+    (PartMemo.task_board): a publish into mcq ranks mcq alone, and the views are the same bytes
+    as the slow computation's."""
+    import leaderboard.readpath as readpath
+
+    calls: list[str] = []
+    real = readpath.rank_rows
+    monkeypatch.setattr(
+        readpath, "rank_rows", lambda rows, *a: calls.append(rows["task"].iloc[0]) or real(rows, *a)
+    )
+    store.publish(_record(60))  # the copy's parts of 4 results merge into one (parts of 500 here)
+    cache = LeaderboardCache(store, manifest_tier_order)
+    cache.table()
+    assert sorted(calls) == ["mcq", "mcq_turns"]
+    store.publish({**_record(61), "row_kind": "computed"})  # a part of its own, nothing merged
+    table = cache.table()
+    assert calls[2:] == ["mcq"]  # mcq_turns' parts are the same: its board is the one ranked before
+    for filters in (Filters(), Filters("prefeval"), Filters("prefeval", "mcq_turns")):
+        assert table.body(filters, "csv").content == export(_slow_board(table, filters), "csv")
+    store.publish({**_record(62, "mcq_turns"), "row_kind": "computed"})
+    cache.table()
+    assert calls[3:] == ["mcq_turns"]
+
+
 def test_a_tasks_board_is_ranked_once_for_the_whole_board_its_suite_and_itself(seeded, monkeypatch):
     import leaderboard.readpath as readpath
 
