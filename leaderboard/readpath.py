@@ -612,16 +612,24 @@ class RevisionTable:
         dtypes too (a view's `n_items` is whole numbers only where every row of it has one)."""
         cells: pd.DataFrame | None = None  # every part's ranking cells: only if a task is ranked
         boards = []
-        for (suite, task), rows in view.groupby(["suite", "task"], sort=False):
-            # the tier and metric columns of the other tasks of the view are not this board's
-            foreign = [c for c in rows.columns if _is_score_column(c) and rows[c].isna().all()]
-            rows = rows.drop(columns=foreign)
-            if rows["n_items"].dtype.kind == "f" and rows["n_items"].notna().all():
-                # whole numbers, as finish_view gives a view of this task alone: the whole board
-                # (float where another task lacks counts) and the task's view then share its board
-                rows = rows.assign(n_items=rows["n_items"].astype("int64"))
-            shape = tuple(zip(rows.columns, map(str, rows.dtypes)))
-            key = ("task board", suite, task, setting, len(rows), shape)
+        grouped = view.groupby(["suite", "task"], sort=False)
+        # per task, which score columns hold a value and whether every row has an item count: the
+        # tier and metric columns of the other tasks of the view are not this board's
+        scored = [c for c in view.columns if _is_score_column(c)]
+        has_value = view[scored].notna().groupby(grouped.ngroup()).any().to_numpy()
+        counted = view["n_items"].notna().groupby(grouped.ngroup()).all().to_numpy()
+        dtypes = dict(zip(view.columns, map(str, view.dtypes)))
+        for number, ((suite, task), positions) in enumerate(grouped.indices.items()):
+            foreign = {c for c, kept in zip(scored, has_value[number]) if not kept}
+            # whole numbers, as finish_view gives a view of this task alone: the whole board
+            # (float where another task lacks counts) and the task's view then share its board
+            whole_counts = view["n_items"].dtype.kind == "f" and bool(counted[number])
+            shape = tuple(
+                (c, "int64" if c == "n_items" and whole_counts else dtypes[c])
+                for c in view.columns
+                if c not in foreign
+            )
+            key = ("task board", suite, task, setting, len(positions), shape)
             with self._lock:
                 board = self._views.get_fresh(key)
             if board is None:
@@ -629,6 +637,9 @@ class RevisionTable:
                 shared = (key, tuple(self.tier_order))
                 board = self._derived.task_board(shared, holders)
                 if board is None:
+                    rows = view.iloc[positions].drop(columns=list(foreign))
+                    if whole_counts:
+                        rows = rows.assign(n_items=rows["n_items"].astype("int64"))
                     if cells is None:
                         cells = self._rank_cells(None)
                     own = cells[cells["submission_id"].isin(rows["submission_id"])]
