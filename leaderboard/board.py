@@ -64,11 +64,17 @@ SIZE_BUCKETS = ((1e9, "< 1B"), (1e10, "1B-10B"), (1e11, "10B-100B"), (float("inf
 
 def ranks_from_intervals(low: Iterable[float], high: Iterable[float]) -> list[int]:
     """1 + the number of rows whose lower bound exceeds this row's upper bound (see the module doc)."""
-    low, high = np.asarray(list(low), dtype=float), np.asarray(list(high), dtype=float)
+    low, high = _floats(low), _floats(high)
     # rows whose lower bound is above h: those after h in the sorted lower bounds (n log n, not n^2)
     bounds = np.sort(low[~np.isnan(low)])  # a missing bound is above nothing
     above = len(bounds) - np.searchsorted(bounds, high, side="right")
-    return [int(1 + count) for count in above]
+    return (1 + above).tolist()
+
+
+def _floats(values: Iterable[float]) -> np.ndarray:
+    if isinstance(values, (pd.Series, np.ndarray)):  # a board's column: no Python list between
+        return np.asarray(values, dtype=float)
+    return np.asarray(list(values), dtype=float)
 
 
 def size_bucket(parameters: Any) -> str:
@@ -238,19 +244,12 @@ def rank_rows(
         members = verified & (board[RANK_AMONG] == group)
         board.loc[members, RANK] = ranks_from_intervals(low[members], high[members])
     # 1, 2, 3 ... over the distinct ranks of each ranking (the default protocol's, then each other's)
-    board[RANK_GROUP] = pd.Series(pd.NA, index=board.index, dtype="Int64")
-    for group in board[RANK_AMONG].unique():
-        members = board[RANK_AMONG] == group
-        ranks = sorted(board.loc[members, RANK].dropna().unique())
-        board.loc[members, RANK_GROUP] = board.loc[members, RANK].map(
-            {rank: i + 1 for i, rank in enumerate(ranks)}
-        )
-    board["_group"] = (board[RANK_AMONG] != "").astype(int)
-    board["_section"] = (
-        board["row_kind"]
-        .map({k: i for i, k in enumerate(SECTION_ORDER)})
-        .fillna(len(SECTION_ORDER))
+    board[RANK_GROUP] = (
+        board[RANK].groupby(board[RANK_AMONG], sort=False).rank(method="dense").astype("Int64")
     )
+    board["_group"] = (board[RANK_AMONG] != "").astype(int)
+    sections = pd.Categorical(board["row_kind"], categories=SECTION_ORDER).codes
+    board["_section"] = np.where(sections < 0, len(SECTION_ORDER), sections)
     board["_below"] = below
     board["_score"] = value
     board = board.sort_values(

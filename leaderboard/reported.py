@@ -155,12 +155,15 @@ def comparable_paper_rows(board: pd.DataFrame, protocols: dict[str, str]) -> pd.
     if not papers:
         return found
     others = ~board["row_kind"].isin(("reported", "reference"))
-    for index, row_protocol, setting in zip(
-        board.index[others], protocol[others], board.loc[others, "setting"]
-    ):
-        found[index] = "; ".join(
+    pairs = list(zip(protocol[others], board.loc[others, "setting"]))
+    # once per (protocol, setting), of which a board has a few, not once per row
+    named = {
+        (row_protocol, setting): "; ".join(
             name
             for name, paper_protocol, paper_setting in papers
             if comparable(row_protocol, setting, paper_protocol, paper_setting)
         )
+        for row_protocol, setting in set(pairs)
+    }
+    found[others.to_numpy()] = [named[pair] for pair in pairs]
     return found
