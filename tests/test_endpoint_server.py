@@ -66,6 +66,13 @@ def llama_server(tmp_path_factory):
         "true",
         "--model_alias",
         "smollm2-135m",
+        # llama.cpp's prompt cache: a prompt that shares a prefix with one evaluated before (the same
+        # items asked again under another protocol) evaluates only the rest; answers are unchanged.
+        # Bounded: under logits_all its states hold every position's logits.
+        "--cache",
+        "true",
+        "--cache_size",
+        str(1 << 30),
     ]
     proc = processes._popen(argv, None, log_path)
     base = f"http://127.0.0.1:{port}/v1"
@@ -156,29 +163,32 @@ def test_choice_logprobs_are_the_servers_top_logprobs(llama_server):
 
 
 def test_prefeval_mcq_model_run_through_the_endpoint(llama_server):
+    """Both protocols on two items, one explicit (its first reply is generated before the question)
+    and one implicit (the preference in a multi-turn conversation); the persona form builds the same
+    kind of request as the choice-based one, with a prompt twice as long."""
     from evaluator.model_eval import run_model
     from evaluator.registry import get_task
     from evaluator.scoring import score_answers
 
     task = get_task("prefeval", "mcq")
     backend = EndpointBackend(config(llama_server))
-    # choice_logprobs named (the default is generate_parse): one item per form, the explicit one
-    # generates its first reply before
-    run = run_model(task, "zero_shot", backend, protocol="choice_logprobs", limit=3)
-    assert len(run.answers) == 3 and set(run.answers.values()) <= {"A", "B", "C", "D", None}
+    # choice_logprobs named (the default is generate_parse)
+    run = run_model(task, "zero_shot", backend, protocol="choice_logprobs", limit=2)
+    assert sorted(i.tiers["form"] for i in run.split.items) == ["explicit", "implicit_choice"]
+    assert len(run.answers) == 2 and set(run.answers.values()) <= {"A", "B", "C", "D", None}
     assert run.stats["protocol"] == "choice_logprobs" and run.stats["backend"] == "openai-endpoint"
-    assert (
-        run.stats["endpoint_usage"]["requests"] >= 4
-    )  # 3 choices + the explicit form's first reply
-    assert run.stats["endpoint_usage"]["prompt_tokens"] > 0
+    usage = run.stats["endpoint_usage"]
+    assert usage["requests"] >= 3  # 2 choices + the explicit form's first reply
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0  # the reply was generated
     result = score_answers(task, run.split, run.answers)
-    assert result["total"]["accuracy"]["n"] == 3
+    assert result["total"]["accuracy"]["n"] == 2
     plain = EndpointBackend(config(llama_server, logprobs=False))
-    parsed = run_model(
-        task, "zero_shot", plain, limit=3
-    )  # no log-probs: generate and parse by default
+    # no log-probs: generate and parse by default (the server's cache holds the items' prompts)
+    parsed = run_model(task, "zero_shot", plain, limit=2)
     assert parsed.stats["protocol"] == "generate_parse"
+    assert list(parsed.answers) == list(run.answers)
     assert set(parsed.answers.values()) <= {"A", "B", "C", "D", None}
+    assert parsed.stats["endpoint_usage"]["requests"] >= 3  # 2 answers + the first reply
 
 
 def test_personafeedback_through_an_endpoint_without_logprobs(llama_server, tmp_path, monkeypatch):
