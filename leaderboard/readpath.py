@@ -11,6 +11,8 @@ Any results store serves it (the local git store, the Hub store) through `TableS
     score_parts(revision)      optional: the table's parts as (blob id, part); each part is pivoted
                                once (by blob id), so a publish, which rewrites one part, costs
                                one part's pivot and a cheap finish (leaderboard.table.finish_view)
+    pivoted_part(blob, part)   optional: the store's own pivot of a part (shared with its boards
+                               refresh in the same process); table.wide_rows otherwise
 
 The cache is keyed on the store's head revision, never on an in-process flag: a publish from any
 process (a worker, another web process) changes the head, the next request sees a new key, and the
@@ -837,11 +839,12 @@ class LeaderboardCache:
         if score_parts is None:  # a store that does not expose its parts: the table is one part
             self.parts_pivoted += 1
             return [wide_rows(self.source.scores(revision))]
+        pivot = getattr(self.source, "pivoted_part", None)  # the store's, shared with its refresh
         parts = []
         for blob, frame in score_parts(revision):
             wide = self._wide.get_fresh(blob)
             if wide is None:
-                wide = wide_rows(frame)
+                wide = pivot(blob, frame) if pivot is not None else wide_rows(frame)
                 self.parts_pivoted += 1
                 self._wide.put(blob, wide)
             parts.append(wide)

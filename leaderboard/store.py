@@ -55,6 +55,7 @@ from leaderboard.layout import (  # noqa: F401  (re-exported: the stores' caller
     result_glob,
     result_path,
 )
+from leaderboard.table import WideRows
 
 # results in a full table part: a publish writes a part of one result, merged in tiers of 10, 100
 # and this many (leaderboard/changes.py _appended); a full part is never rewritten by a publish.
@@ -124,6 +125,8 @@ class CoreStore:
     through a view. A store adds `_change`, `_reading` (a view of a revision, as a context),
     `_fresh_head` (the head as of now), `_revisions` (the history, newest first), `release` and
     the revision lookups."""
+
+    _parts: PartCache  # blob id -> the part parsed (and pivoted): each store sets its own
 
     def _change(self, make: Callable[[DatasetView], Change | None]) -> str | None:
         raise NotImplementedError
@@ -213,6 +216,11 @@ class CoreStore:
         each once)."""
         with self._reading(self.resolve_revision(revision)) as view:
             return changes.score_parts(view)
+
+    def pivoted_part(self, blob: str, frame: pd.DataFrame) -> WideRows:
+        """A part (by blob id) pivoted, once per store object: the read path and the boards
+        refresh of one process share each part's pivot (and its memory)."""
+        return self._parts.pivoted(blob, lambda: frame)
 
     def records(self, revision: str | None = None) -> list[dict[str, Any]]:
         """Every result record at a revision (default: the newest), in path order."""
