@@ -2,12 +2,20 @@
 (leaderboard/boards.py) as the task grows.
 
 A publish does not write boards; it marks its task lagging, and the publisher rewrites every
-lagging board at most once per PERSONABOARD_BOARDS_EVERY_S (10 s). For each N in --rows: N results
-of PrefEval mcq (the read-path bench's records: four settings, 23 tiers) and --repeats refreshes of
-their board the way the publisher makes one (`rebuild`: every setting ranked afresh from the scores
-table, then the parquet file's bytes). Prints milliseconds per refresh, the file's size and the
-share of the publisher's time the boards take at the default interval under a steady stream of
-publishes (refresh time / interval), then the ratio between sizes.
+lagging board at most once per PERSONABOARD_BOARDS_EVERY_S (30 s). For each N in --rows: N results
+of PrefEval mcq (the read-path bench's records: four settings, 23 tiers) in a real local store
+(seeded as one group, then --publishes single publishes: the table in parts as a live store holds
+it), and --repeats refreshes of their board, each way:
+
+    whole table     boards.rebuild of the whole scores table (the refresh before session 14)
+    parts, first    boards.rebuild_from_parts with every part pivoted on the way (a publisher's
+                    first refresh after it started)
+    parts           the same with the parts pivoted already (the store keeps each part's pivot:
+                    a later refresh pivots only the parts published since)
+
+then the parquet file's bytes (the same for all three: checked). Prints milliseconds per refresh,
+the file's size, the share of the publisher's time the boards take at the default interval under a
+steady stream of publishes (refresh time / interval), and the ratios.
 
     .venv/bin/python bench/bench_boards.py                      # 100, 2,000, 20,000 rows
     .venv/bin/python bench/bench_boards.py --rows 100,20000 --repeats 3
@@ -19,6 +27,7 @@ import argparse
 import random
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,37 +36,72 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench_read_path as read_bench  # noqa: E402  (its record maker, so the benches publish alike)
 
-from leaderboard.boards import BOARDS_EVERY_S, rebuild  # noqa: E402
-from leaderboard.store import parquet_bytes  # noqa: E402
-from leaderboard.table import records_to_scores  # noqa: E402
+from leaderboard.boards import BOARDS_EVERY_S, rebuild, rebuild_from_parts  # noqa: E402
+from leaderboard.store import LocalDatasetStore, parquet_bytes  # noqa: E402
 
 SUITE, TASK = read_bench.SUITE, read_bench.TASK
 
 
-def measure(n_rows: int, repeats: int) -> dict[str, float]:
+def measure(n_rows: int, repeats: int, publishes: int) -> dict[str, float]:
     groups = read_bench.tier_groups()
     rng = random.Random(n_rows)
-    scores = records_to_scores(read_bench.make_record(i, groups, rng) for i in range(n_rows))
-    steps, board = [], b""
-    for _ in range(repeats):
-        started = time.perf_counter()
-        board = parquet_bytes(rebuild(scores, SUITE, TASK))
-        steps.append((time.perf_counter() - started) * 1000)
-    return {"rows": n_rows, "refresh_ms": statistics.median(steps), "bytes": len(board)}
+    with tempfile.TemporaryDirectory(prefix="pb-bench-boards-") as tmp:
+        store = LocalDatasetStore(Path(tmp) / "results-dataset")
+        records = [read_bench.make_record(i, groups, rng) for i in range(n_rows)]
+        store.sync_group(read_bench.PREFIX, records, "Seed")
+        for i in range(publishes):
+            store.publish(read_bench.make_record(n_rows + i, groups, rng))
+        scores, parts = store.scores(), store.score_parts()
+        whole, first, warm, files = [], [], [], set()
+        for _ in range(repeats):
+            started = time.perf_counter()
+            files.add(parquet_bytes(rebuild(scores, SUITE, TASK)))
+            whole.append((time.perf_counter() - started) * 1000)
+            fresh = LocalDatasetStore(store.root)  # its own part cache: nothing pivoted yet
+            started = time.perf_counter()
+            files.add(
+                parquet_bytes(
+                    rebuild_from_parts(
+                        [fresh.pivoted_part(blob, frame) for blob, frame in parts], SUITE, TASK
+                    )
+                )
+            )
+            first.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            files.add(
+                parquet_bytes(
+                    rebuild_from_parts(
+                        [fresh.pivoted_part(blob, frame) for blob, frame in parts], SUITE, TASK
+                    )
+                )
+            )
+            warm.append((time.perf_counter() - started) * 1000)
+        assert len(files) == 1, "the three ways wrote different files"
+    return {
+        "rows": n_rows,
+        "parts": len(parts),
+        "whole_ms": statistics.median(whole),
+        "first_ms": statistics.median(first),
+        "refresh_ms": statistics.median(warm),
+        "bytes": len(files.pop()),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", default="100,2000,20000")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--publishes", type=int, default=20, help="single publishes after the seed")
     args = parser.parse_args(argv)
     results = []
     for n in (int(x) for x in args.rows.split(",")):
-        result = measure(n, args.repeats)
+        result = measure(n, args.repeats, args.publishes)
         results.append(result)
         share = result["refresh_ms"] / (BOARDS_EVERY_S * 1000)
         print(
-            f"{n:>7,} rows  board refresh median {result['refresh_ms']:7.0f} ms   "
+            f"{n:>7,} rows in {result['parts']} parts  board refresh median: whole table "
+            f"{result['whole_ms']:6.0f} ms, parts first {result['first_ms']:6.0f} ms, parts "
+            f"{result['refresh_ms']:6.0f} ms ({result['whole_ms'] / result['refresh_ms']:.1f}x)   "
             f"file {result['bytes'] / 1e6:6.2f} MB   "
             f"publisher time at one refresh per {BOARDS_EVERY_S:.0f} s: {share:.1%}",
             flush=True,
