@@ -1,9 +1,10 @@
 """A board people browse and share, in Debian's chromium at 1,400 and 390 px, against one live
 service for the module:
 
-- the Items tab keeps its view in the URL: a result, a tier, the wrong answers and a page chosen,
-  the URL holds them, and a reload and someone else opening the link see the same rows; a link to
-  an unknown result or to a hidden split's says so and shows nothing per item;
+- the Items tab keeps its view in the URL: a result, a tier, the wrong answers and a page chosen
+  (at 1,400 px), the URL holds them, and someone else opening the link (a fresh context, at 390
+  px) sees the same rows; a link to an unknown result or to a hidden split's says so and shows
+  nothing per item;
 - the Submission status tab follows a submission without a click: submitted from the page while
   no worker runs, it is looked up queued; a real worker started then finishes it, and the tab and
   the list of this browser's submissions say "finished". Its timer sends nothing while another
@@ -11,7 +12,7 @@ service for the module:
   the submission finished: counted in the page's own requests, against the status line's ticks.
 
 The service's workers are stopped once the fixture's results are in: a submission stays queued
-until the test starts one.
+until the test starts one (the status test waits for the stopped workers' exit before it submits).
 Screenshots go to tests/artifacts/browser/ (gitignored) and to pytest's tmp_path.
 """
 
@@ -21,6 +22,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -31,6 +33,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
+    DEADLINE_MS,
     api_get,
     choose,
     expect,
@@ -67,9 +70,28 @@ TOPIC, TOPIC_LABEL = "topic/entertain_shows", "Topic: Entertain shows"
 
 
 def stop_workers(svc) -> None:
-    """Every worker stopped (SIGTERM: it leaves Redis): what is submitted now stays queued."""
+    """Ask every worker to stop (SIGTERM: a warm shutdown, it leaves Redis), without waiting:
+    an idle RQ worker takes some 10 s to exit (it joins its scheduler process), time the next
+    test spends loading its page. workers_gone() waits for the exit."""
+    processes.send_signal(svc.workers, signal.SIGTERM)
+
+
+def workers_gone(svc, timeout: float = 60.0) -> None:
+    """Every worker asked to stop has exited (then reaped, its process group swept): what is
+    submitted now stays queued."""
+
+    def exited(proc) -> bool:
+        try:  # WNOWAIT: left a zombie, so stop_process can still sweep its group
+            return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    deadline = time.monotonic() + timeout
     while svc.workers:
-        processes.stop_process(svc.workers.pop(), timeout=20)
+        proc = svc.workers.pop()
+        while not exited(proc) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        processes.stop_process(proc, timeout=1)  # reaps; SIGKILL if it outlived the deadline
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +117,7 @@ def service(module_live_service, tmp_path_factory):
         wait_finished(http, public, logs=svc.logs)
         final = wait_state(http, hidden, logs=svc.logs)
         assert final["state"] == "finished" and final["revision"], final
-    stop_workers(svc)
+    stop_workers(svc)  # the items test needs none; the status test waits for workers_gone
     return svc, public, hidden, list(gold)
 
 
@@ -135,8 +157,10 @@ def url_view(page) -> dict[str, str]:
 
 
 # -- the Items tab's view in the URL ---------------------------------------------------------------
-@pytest.mark.parametrize("width", WIDTHS)
-def test_items_view_round_trips_through_the_url(service, browser, tmp_path, width):
+def test_items_view_round_trips_through_the_url(service, browser, tmp_path):
+    """The view chosen at 1,400 px goes into the URL; someone else opens the link on a phone (a
+    fresh context at 390 px: the same rows, laid out there), then links to results without
+    per-item details and a link with a tier and answer the result does not have."""
     svc, public, hidden, hidden_ids = service
     # what the chosen view holds, from the split itself: topic entertain_shows, not explicit
     wrong_here = [
@@ -173,7 +197,7 @@ def test_items_view_round_trips_through_the_url(service, browser, tmp_path, widt
         no_page_overflow(page)
         return rows
 
-    with open_at(browser, svc.base_url, width) as page:
+    with open_at(browser, svc.base_url, 1400) as page:
         open_tab_anywhere(page, "Items")
         page.wait_for_function("() => new URLSearchParams(location.search).get('tab') === 'items'")
         choose(page, "items-result", f"{UPLOADER} · prefeval/mcq · zero_shot · {public}")
@@ -193,23 +217,22 @@ def test_items_view_round_trips_through_the_url(service, browser, tmp_path, widt
         shown = same_view(page)
         # the pointer off the controls: Gradio draws a hovered checked radio blank
         page.mouse.move(0, 0)
-        screenshot(page, tmp_path, f"items-url-{width}")
+        screenshot(page, tmp_path, "items-url-1400")
         # the download is the view's items (filters in its query), not the page's
         href = page.locator("#items-downloads a", has_text="CSV").get_attribute("href")
         assert "tier=topic%2Fentertain_shows" in href and "outcome=wrong" in href, href
         shared = page.url
 
-        page.reload()
-        assert same_view(page) == shown
-        assert url_view(page) == wanted, page.url
-
-    context = browser.new_context(viewport={"width": width, "height": 900}, base_url=svc.base_url)
-    context.set_default_timeout(30_000)
+    # a fresh context (no state but the URL), at a phone's width from its load. (A reload of the
+    # same page showed nothing this does not.)
+    context = browser.new_context(viewport={"width": 390, "height": 900}, base_url=svc.base_url)
+    context.set_default_timeout(DEADLINE_MS)
     try:
         page = context.new_page()
         page.goto(shared.split(svc.base_url, 1)[1])  # someone else opens the link
         assert same_view(page) == shown
-        screenshot(page, tmp_path, f"items-url-shared-{width}")
+        assert url_view(page) == wanted, page.url  # its load's redraw kept the link's view
+        screenshot(page, tmp_path, "items-url-shared-390")
 
         # an unknown result (pasted into the box) and a hidden split's (a link): said so,
         # nothing per item, no downloads
@@ -238,7 +261,7 @@ def test_items_view_round_trips_through_the_url(service, browser, tmp_path, widt
             page.locator("#items-note").click()  # the list closed again
             expect(options).to_have_count(0)
             no_page_overflow(page)
-        screenshot(page, tmp_path, f"items-refused-{width}")
+        screenshot(page, tmp_path, "items-refused-390")
 
         # a link whose tier and answer this result does not have: said so (its text inert), and
         # the result shown with all tiers and answers; the reader's next choice drops the note
@@ -318,9 +341,11 @@ def test_status_tab_follows_a_submission_until_it_finishes(service, browser, tmp
     predictions = tmp_path / "predictions.jsonl"
     # a new file per run (an identical one is refused as a duplicate): the same answers reordered
     predictions.write_bytes(reordered(explicit_only().body, WIDTHS.index(width) + 1))
-    with open_at(browser, svc.base_url, width, token=svc.token) as page:
+    with open_at(browser, svc.base_url, width) as page:
         ticks = Ticks(page)
         open_tab(page, "Submit predictions")
+        sign_in(page, svc.token)  # typed on the tab it submits from: no round trip to another tab
+        workers_gone(svc)
         page.set_input_files("#submit-file input[type='file']", str(predictions))
         expect(page.locator(f"#submit-file a[href$='/{predictions.name}']")).to_be_visible()
         page.locator("#submit-model textarea, #submit-model input").first.fill(model)

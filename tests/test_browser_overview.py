@@ -3,6 +3,9 @@ models across suites with their intervals and ranks, a suite filter, downloads; 
 upload's items with gold, answer and outcome, filtered to the wrong ones. Nothing wider than the
 viewport but the tables' own scrolling boxes.
 
+What does not depend on the width (filters, paging, the URL round trip) is driven once, at 1,400
+px; at 390 px the same page, resized, or a shared link opened there checks the layout.
+
 Screenshots go to tests/artifacts/browser/ (gitignored) and to pytest's tmp_path.
 """
 
@@ -20,6 +23,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
+    DEADLINE_MS,
     api_get,
     choose,
     expect,
@@ -122,16 +126,42 @@ def cell_texts(page, table: str) -> list[list[str]]:
     )
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_overview_tab_at_both_widths(service, browser, tmp_path, width):
+def at_width(page, width: int) -> None:
+    """Resize the page and let it draw two frames at that width (a resize is laid out before the
+    next frame): the checks that follow read the new layout, not the old one."""
+    page.set_viewport_size({"width": width, "height": 900})
+    drawn = page.evaluate(
+        """() => new Promise(done => requestAnimationFrame(() =>
+            requestAnimationFrame(() => done(window.innerWidth))))"""
+    )
+    assert drawn == width, (drawn, width)
+
+
+def overview_layout(page, tmp_path, width: int) -> None:
+    """At this width: every tab on screen, the model column in view, no header or model name cut,
+    nothing wider than the viewport but the table's own box."""
+    at_width(page, width)
+    # every tab is on screen at both widths (the bar wraps; a phone's "..." menu hid 7 of 9)
+    tabs = page.get_by_role("tab")
+    expect(tabs).to_have_count(9)
+    for k in range(9):
+        expect(tabs.nth(k)).to_be_in_viewport()
+    table = page.locator("#overview-table table")
+    expect(table).to_be_visible()
+    model = table.locator("tbody th").first.bounding_box()
+    assert model["x"] >= 0 and model["x"] + model["width"] <= width, (model, width)
+    for th in table.locator("thead th").all() + table.locator("tbody th").all():
+        clipped = th.evaluate("h => h.scrollWidth > h.clientWidth + 1")
+        assert not clipped, (width, th.inner_text())  # headers and model names whole
+    no_page_overflow(page)
+    screenshot(page, tmp_path, f"overview-{width}")
+
+
+def test_overview_tab_at_both_widths(service, browser, tmp_path):
+    """The overview's content, read once; its layout at 1,400 and at 390 px (the same page
+    resized: what differs by width is the layout, not the rows); the suite filter and its CSV."""
     service, _ = service
     with open_page(browser, service.base_url) as page:
-        page.set_viewport_size({"width": width, "height": 900})
-        # every tab is on screen at both widths (the bar wraps; a phone's "..." menu hid 7 of 9)
-        tabs = page.get_by_role("tab")
-        expect(tabs).to_have_count(9)
-        for k in range(9):
-            expect(tabs.nth(k)).to_be_in_viewport()
         open_tab_anywhere(page, "Overview")
         table = page.locator("#overview-table table")
         expect(table).to_be_visible()
@@ -147,14 +177,8 @@ def test_overview_tab_at_both_widths(service, browser, tmp_path, width):
         assert any(c.startswith("81.0#1") for c in alpha), alpha  # value, rank badge, interval
         assert any("79.0–83.0" in c for c in alpha), alpha
         assert any(c.startswith("33.3#4") for c in rows["Uploader explicit-only"])
-        # the model column stays in view and its header text is not cut
-        model = table.locator("tbody th").first.bounding_box()
-        assert model["x"] >= 0 and model["x"] + model["width"] <= width
-        for th in table.locator("thead th").all() + table.locator("tbody th").all():
-            clipped = th.evaluate("h => h.scrollWidth > h.clientWidth + 1")
-            assert not clipped, th.inner_text()  # headers and model names whole, at 390 px too
-        no_page_overflow(page)
-        screenshot(page, tmp_path, f"overview-{width}")
+        for width in WIDTHS:  # the phone's last: the filter below is used there
+            overview_layout(page, tmp_path, width)
 
         choose(page, "overview-suite", "PersonaFeedback")
         expect(page.locator("#overview-table tbody tr")).to_have_count(1)
@@ -167,6 +191,7 @@ def test_overview_tab_at_both_widths(service, browser, tmp_path, width):
         rows = list(csv.DictReader(io.StringIO(response.text())))
         assert [r["model_name"] for r in rows] == ["Alpha 7B"]
         assert float(rows[0]["personafeedback/binary_choice"]) == pytest.approx(0.66)
+        no_page_overflow(page)
 
 
 def overview_models(page) -> list[str]:
@@ -177,11 +202,12 @@ def control_value(page, elem_id: str):
     return page.locator(f"#{elem_id} input").first
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_overview_filters_and_url_round_trip(service, browser, tmp_path, width):
+def test_overview_filters_and_url_round_trip(service, browser, tmp_path):
     """Type, license, size and name filters narrow the overview; the filters, the header sort and
-    the tab itself go into the URL; a reload and a link opened elsewhere show the same overview,
-    and the Leaderboard's own view is kept apart from it."""
+    the tab itself go into the URL; the link opened elsewhere (a fresh browser context, on a
+    phone: the 390 px layout of the same view) shows the same overview, and the Leaderboard's own
+    view is kept apart from it. Filters are chosen at 1,400 px only: the dropdowns' use at 390 px
+    is test_overview_tab_at_both_widths's."""
     service, _ = service
     wanted = """() => { const p = new URLSearchParams(location.search);
         return p.get('tab') === 'overview' && p.get('suite') === 'prefeval'
@@ -203,7 +229,6 @@ def test_overview_filters_and_url_round_trip(service, browser, tmp_path, width):
         no_page_overflow(page)
 
     with open_page(browser, service.base_url) as page:
-        page.set_viewport_size({"width": width, "height": 900})
         open_tab_anywhere(page, "Overview")
         page.wait_for_function(
             "() => new URLSearchParams(location.search).get('tab') === 'overview'"
@@ -233,7 +258,7 @@ def test_overview_filters_and_url_round_trip(service, browser, tmp_path, width):
         header.click()  # ascending
         page.wait_for_function(wanted)
         shared = page.url
-        screenshot(page, tmp_path, f"overview-url-{width}")
+        screenshot(page, tmp_path, "overview-url-1400")
 
         # the Leaderboard's view is its own: switching there and back keeps both
         open_tab_anywhere(page, "Leaderboard")
@@ -242,24 +267,17 @@ def test_overview_filters_and_url_round_trip(service, browser, tmp_path, width):
         open_tab_anywhere(page, "Overview")
         page.wait_for_function(wanted)
 
-        page.reload()
-        expect(
-            page.get_by_role("tab", name="Overview")
-            .or_(page.locator(".overflow-dropdown button.selected", has_text="Overview"))
-            .first
-        ).to_be_attached()
-        same_view(page)
-        page.wait_for_function(wanted)  # the reload's own redraw wrote the same view back
-
-    context = browser.new_context(
-        viewport={"width": width, "height": 900}, base_url=service.base_url
-    )
-    context.set_default_timeout(30_000)
+    # someone else opens the link, on a phone: a fresh context (no state but the URL), loaded at
+    # 390 px from the start. (A reload of the same page showed nothing this does not.)
+    context = browser.new_context(viewport={"width": 390, "height": 900}, base_url=service.base_url)
+    context.set_default_timeout(DEADLINE_MS)
     try:
         page = context.new_page()
-        page.goto(shared.split(service.base_url, 1)[1])  # someone else opens the link
+        page.goto(shared.split(service.base_url, 1)[1])
+        expect(page.get_by_role("tab", name="Overview")).to_have_attribute("aria-selected", "true")
         same_view(page)
-        screenshot(page, tmp_path, f"overview-url-shared-{width}")
+        page.wait_for_function(wanted)  # after its load's redraw the URL holds the same view
+        screenshot(page, tmp_path, "overview-url-shared-390")
         # an older version: the first publish alone, and said so
         page.goto(f"/?tab=overview&revision={service.first_revision[:12]}")
         expect(page.locator("#overview-version-note")).to_contain_text("not the newest")
@@ -292,18 +310,20 @@ def items_url(page, **wanted) -> None:
     )
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_item_explorer_at_both_widths(service, browser, tmp_path, width):
+def test_item_explorer_at_both_widths(service, browser, tmp_path):
     """From the upload's row on the board, its link opens the Items tab on that result (through
     the URL); next and previous page through it with "page k of n", the page in the URL; the
-    wrong answers only; at 390 px too, every item's Gold, Answer and Outcome are on screen."""
+    wrong answers only. The link, and every item's Gold, Answer and Outcome, are on screen at
+    1,400 and at 390 px (the same page resized: the paging and filters do not depend on it)."""
     service, upload_id = service
     with open_page(browser, service.base_url) as page:
-        page.set_viewport_size({"width": width, "height": 900})
         link = page.locator(f"#leaderboard-table tr[data-id='{upload_id}'] a.pb-items-link")
         expect(link).to_be_visible()
-        within_viewport(page, link)
-        screenshot(page, tmp_path, f"board-items-link-{width}", full_page=False)
+        for width in reversed(WIDTHS):  # back at 1,400 px for what follows
+            at_width(page, width)
+            expect(link).to_be_visible()
+            within_viewport(page, link)
+            screenshot(page, tmp_path, f"board-items-link-{width}", full_page=False)
         link.click()
         items_url(page, submission=upload_id)
         expect(control_value(page, "items-result")).to_have_value(
@@ -320,7 +340,7 @@ def test_item_explorer_at_both_widths(service, browser, tmp_path, width):
         assert "form: explicit" in first[0] and first[2] == first[3] and first[4] == "right", first
         within_viewport(page, page.locator("#items-table td:is(.pb-gold,.pb-answer,.pb-outcome)"))
         no_page_overflow(page)
-        screenshot(page, tmp_path, f"items-{width}")
+        screenshot(page, tmp_path, "items-1400")
 
         forward.click()
         expect(count).to_have_text("Items 51–100 of 3000")
@@ -337,9 +357,13 @@ def test_item_explorer_at_both_widths(service, browser, tmp_path, width):
         expect(label).to_have_text("page 1 of 40")
         rows = cell_texts(page, "items-table")
         assert all(r[4] == "wrong" and r[2] != r[3] and "form: explicit" not in r[0] for r in rows)
-        within_viewport(page, page.locator("#items-table td:is(.pb-gold,.pb-answer,.pb-outcome)"))
-        no_page_overflow(page)
-        screenshot(page, tmp_path, f"items-wrong-{width}")
+        for width in WIDTHS:
+            at_width(page, width)
+            cells = page.locator("#items-table td:is(.pb-gold,.pb-answer,.pb-outcome)")
+            expect(cells).to_have_count(3 * len(rows))
+            within_viewport(page, cells)
+            no_page_overflow(page)
+            screenshot(page, tmp_path, f"items-wrong-{width}")
         link = page.locator("#items-downloads a", has_text="CSV")
         response = api_get(page, link.get_attribute("href"))
         assert response.ok
