@@ -10,6 +10,8 @@ generate_parse (the paper's judges wrote their choice), both orders asked.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import sys
@@ -290,10 +292,32 @@ def tiny(tmp_path_factory):
     }
 
 
+def evaluate_in_process(svc, *args: str) -> dict:
+    """`personaboard evaluate ARGS` on the service's data folder, through the CLI's own entry
+    point (backend.cli.main) in this process: a fresh interpreter spends most of its seconds
+    importing torch, which this process (it built the models) has already done. Its JSON."""
+    from backend import cli
+    from evaluator.suite import clear_split_cache
+
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PERSONABOARD_DATA_DIR", svc.env["PERSONABOARD_DATA_DIR"])
+        env.delenv("PERSONABOARD_SPLITS_DIR", raising=False)
+        clear_split_cache(SUITE)  # the split as installed in that folder, not a cached one
+        try:
+            with contextlib.redirect_stdout(printed):
+                code = cli.main(["evaluate", *args])
+        finally:
+            clear_split_cache(SUITE)
+    assert code == 0, printed.getvalue()[-2000:]
+    return json.loads(printed.getvalue())
+
+
 def test_tiny_judge_and_reward_model_runs(installed, tiny):
     svc = installed
     limit = 12
     names = {"generative": "pf-tiny-judge", "reward": "pf-tiny-rm"}
+    protocols = {"generative": "pairwise_logprobs", "reward": "reward"}
     for kind, name in names.items():
         proc = run_cli("models", "add", name, str(tiny[kind]), env=svc.env)
         assert proc.returncode == 0, proc.stderr
@@ -313,10 +337,17 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
                 },
             )
             assert answer.status_code == 201, answer.text
-            assert answer.json()["details"]["protocol"] == (
-                "pairwise_logprobs" if kind == "generative" else "reward"
-            )
+            assert answer.json()["details"]["protocol"] == protocols[kind]
             ids[kind] = answer.json()["id"]
+        # the same runs through the CLI, while the workers run theirs: compared below
+        local = {
+            kind: evaluate_in_process(
+                svc,
+                *("--model", str(tiny[kind]), "--suite", SUITE, "--task", TASK),
+                *("--setting", "persona", "--limit", str(limit), "--protocol", protocols[kind]),
+            )
+            for kind in names
+        }
         for sid in ids.values():
             final = wait_finished(http, sid, 240, svc.logs)
             assert final["progress"]["done"] == limit
@@ -339,37 +370,22 @@ def test_tiny_judge_and_reward_model_runs(installed, tiny):
     assert rm.get("position_consistency") is None
     assert (rm["total"] * limit) == pytest.approx(round(rm["total"] * limit))
 
-    record = json.loads(
-        (svc.data_dir / "results-dataset" / result_path(SUITE, TASK, ids["generative"])).read_text(
-            encoding="utf-8"
+    records = {
+        kind: json.loads(
+            (svc.data_dir / "results-dataset" / result_path(SUITE, TASK, sid)).read_text(
+                encoding="utf-8"
+            )
         )
-    )
-    assert record["provenance"]["protocol"] == "pairwise_logprobs"
-    assert record["provenance"]["seeds"]["option_shuffle"] == 20250615
+        for kind, sid in ids.items()
+    }
+    assert records["generative"]["provenance"]["protocol"] == "pairwise_logprobs"
+    assert records["generative"]["provenance"]["seeds"]["option_shuffle"] == 20250615
 
-    # the same runs in-process via the CLI give the same numbers as the workers
-    for kind, row, extra in (
-        ("generative", judge, ["--protocol", "pairwise_logprobs"]),
-        ("reward", rm, ["--protocol", "reward"]),
-    ):
-        proc = run_cli(
-            "evaluate",
-            "--model",
-            str(tiny[kind]),
-            "--suite",
-            SUITE,
-            "--task",
-            TASK,
-            "--setting",
-            "persona",
-            "--limit",
-            str(limit),
-            *extra,
-            env=svc.env,
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        result = json.loads(proc.stdout)
+    # the same runs in-process via the CLI give the same answers and numbers as the workers
+    for kind, row in (("generative", judge), ("reward", rm)):
+        result = local[kind]
         assert result["partial"] is True and result["n_items"] == limit
+        assert result["answers_sha256"] == records[kind]["provenance"]["answers_sha256"], kind
         assert result["total"]["accuracy"]["value"] == pytest.approx(row["total"])
         assert result["tiers"]["type"]["specific"]["accuracy"]["value"] == pytest.approx(
             row["type/specific"]

@@ -17,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from live_helpers import register_model, run_cli, wait_state  # noqa: E402
+from live_service import start_live_service  # noqa: E402
 from tiny_models import build_scripted_judge, build_tiny_model  # noqa: E402
 
 from leaderboard.store import result_path  # noqa: E402
@@ -220,21 +221,34 @@ def checkpoint_answers(svc, sid: str) -> dict[str, object]:
     return {r["id"]: r["answer"] for r in map(json.loads, filter(str.strip, lines))}
 
 
-def configure_judge(svc, name: str) -> None:
-    """Name the judge in the environment of the web app (intake) AND of the workers (scoring)."""
-    svc.env[JUDGE_ENV] = name
-    svc.restart_web()
-    n = len(svc.workers)
-    for _ in range(n):
-        svc.kill_worker(0)
-    for _ in range(n):
-        svc.start_worker()
-    svc.wait_workers_registered()
+JUDGE = "tiny-judge"  # registered by the judge test; named from the start (below)
+
+
+@pytest.fixture(scope="module")
+def module_live_service(tmp_path_factory):
+    """This module's shared service, with PERSONABOARD_JUDGE_MODEL named in the environment of the
+    web app (intake) AND of the workers (scoring) from the start: the judge test registers the
+    model under that name before its first judged job, and no process restarts. The true_false
+    test's task has no judge, so the name changes nothing for it."""
+    svc = start_live_service(tmp_path_factory.mktemp("module-service"), 2, {JUDGE_ENV: JUDGE})
+    try:
+        yield svc
+    finally:
+        svc.stop()
+
+
+@pytest.fixture(scope="module")
+def installed(module_live_service):
+    install(module_live_service)
+    return module_live_service
 
 
 # The judge's reply to every prompt (tests/tiny_models.py build_scripted_judge): the paper's
 # protocol parses score 4 and the rationale "fits" from it.
 JUDGE_REPLY, JUDGE_SCORE, JUDGE_RATIONALE = "Score: 4 - fits", 4.0, "fits"
+# The runner's reply to every prompt (scripted too: a random model writes all 512 tokens of the
+# task's budget, one token at a time, for text the judge reads the same way)
+RUNNER_REPLY = "Try a quiet cafe."
 
 
 def judge_transcript(svc, sid: str) -> list[dict]:
@@ -244,14 +258,13 @@ def judge_transcript(svc, sid: str) -> list[dict]:
 
 
 @pytest.mark.model
-def test_realpref_true_false_tiny_model(module_live_service, tmp_path):
+def test_realpref_true_false_tiny_model(installed, tmp_path):
     """true_false from a tiny model (choice_logprobs named, over the single tokens True/False: the
     default, generate_parse, reads nothing from a random model's text): a finished
     partial row (only `simple` fits the 16K window) whose accuracy is exactly that of the stored answers."""
     # shared with the judge test below; the end-to-end test, which starts before the install, has its own
-    svc = module_live_service
+    svc = installed
     started = time.monotonic()
-    install(svc)
     name = "tiny-tf"
     register_model(svc, name, build_tiny_model(tmp_path / "tiny", "generative", seed=7))
     with svc.http() as http:
@@ -305,21 +318,19 @@ def test_realpref_true_false_tiny_model(module_live_service, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_realpref_open_ended_with_local_judge(module_live_service, tmp_path):
+def test_realpref_open_ended_with_local_judge(installed, tmp_path):
     """open_ended with a tiny judge registered on the service and named in PERSONABOARD_JUDGE_MODEL
     (web app and workers), under the paper's judge protocol (the judge writes a score and its
     rationale; the worker parses them): (a) an uploaded predictions file -> finished row, every
     rubric mean the judge's written score, no judge failures, the rationales kept beside the
     answers and nowhere public; (b) a tiny model's own answers (generate_parse, limit 2) ->
-    finished partial row, judged the same way."""
-    svc = module_live_service  # it names a judge and restarts the service's processes: last
+    finished partial row, its replies stored as written and judged the same way."""
+    svc = installed  # its environment names the judge (module_live_service above)
     started = time.monotonic()
-    install(svc)
-    judge, runner = "tiny-judge", "tiny-oe"
+    judge, runner = JUDGE, "tiny-oe"
     judge_dir = build_scripted_judge(tmp_path / "judge", JUDGE_REPLY, seed=11)
     judge_entry = register_model(svc, judge, judge_dir)
-    register_model(svc, runner, build_tiny_model(tmp_path / "runner", "generative", seed=12))
-    configure_judge(svc, judge)
+    register_model(svc, runner, build_scripted_judge(tmp_path / "runner", RUNNER_REPLY, seed=12))
     with svc.http() as http:
         publics = inputs(http, "open_ended")
         assert len(publics) == 120
@@ -387,10 +398,9 @@ def test_realpref_open_ended_with_local_judge(module_live_service, tmp_path):
     )
     assert record["provenance"]["split"]["full_n_items"] == 120
     texts = checkpoint_answers(svc, run_sid)
-    assert len(texts) == 2
-    # a response is judged (score 4); a run that wrote nothing scores 1 on every rubric, unjudged
-    expected = sum(JUDGE_SCORE if text else 1.0 for text in texts.values()) / 2
-    for column in ("total", "awareness", "quality"):
-        assert row[column] == pytest.approx(expected), column
-    assert len(judge_transcript(svc, run_sid)) == 3 * sum(1 for t in texts.values() if t)
+    assert len(texts) == 2 and set(texts.values()) == {RUNNER_REPLY}  # what the runner wrote
+    for column in ("total", "awareness", "quality"):  # each response judged: the judge's score
+        assert row[column] == pytest.approx(JUDGE_SCORE), column
+    kept = judge_transcript(svc, run_sid)
+    assert len(kept) == 3 * 2 and {k["id"] for k in kept} == set(texts)
     print(f"\nrealpref open_ended with a judge: {time.monotonic() - started:.1f} s")

@@ -102,20 +102,29 @@ def build_tiny_model(
     return folder
 
 
-def build_scripted_judge(folder: Path, reply: str, seed: int = 0) -> Path:
+def build_scripted_model(
+    folder: Path, reply: str, seed: int = 0, tags: tuple[str, ...] = ()
+) -> Path:
     """A tiny generative model whose greedy reply to ANY chat prompt is `reply`, then end of turn:
-    the real path of a judge-scored task (render, generation, parsing) on a known reply.
+    the real path of a generation (render, generation, parsing: a judge, generate_parse,
+    self-critic) on a known reply, ended after a few tokens where a random model fills its whole
+    token budget. `tags`: strings the tokenizer gets as whole (non-special) tokens, so a reply
+    such as "<choice>B</choice>", whose characters would otherwise repeat tokens, can be scripted.
 
     Built, not trained: every layer's output projections are zero, so the last hidden state is
     the current token's embedding; the reply's tokens get orthogonal embeddings and the output
     head maps each to the next one (the prompt's last token, the newline after "assistant", to
     the first). A bigram machine, so no token may occur twice in the reply (checked)."""
     import torch
+    from tokenizers import AddedToken
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = build_tiny_model(folder, "generative", seed=seed)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder)
+    if tags:
+        tokenizer.add_tokens([AddedToken(tag, normalized=False) for tag in tags])
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
     start = tokenizer("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"][-1]
     chain = [start, *tokenizer(reply, add_special_tokens=False)["input_ids"]]
     chain.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
@@ -137,4 +146,9 @@ def build_scripted_judge(folder: Path, reply: str, seed: int = 0) -> Path:
         for k, following in enumerate(chain[1:]):  # token k's hidden state -> token k + 1
             head[following, k] = 100.0
     model.save_pretrained(folder)
+    if tags:
+        tokenizer.save_pretrained(folder)
     return folder
+
+
+build_scripted_judge = build_scripted_model  # a judge is a scripted model (its verdict's text)
