@@ -102,6 +102,10 @@ TASK_BOARDS = 64  # ranked task boards kept across revisions (PartMemo.task_boar
 WATCH_EVERY_S = 0.2  # how often the watcher reads the head (a file read for the local store)
 WARM_BODIES = 8  # after a new head: the bodies last asked for on the old one are built for it too
 WARM_AFTER_S = 1.0  # ... once no publish came for this long (a 20,000-row CSV costs seconds of CPU)
+# ... if that body was at most this large: the complete CSV at 20,000 results (8.7 MB, 1-2 s of CPU
+# holding the interpreter lock) is built when it is asked for; warmed, it slowed every reader of
+# the page meanwhile (the first request after a publish and a refresh: ~30 -> ~180 ms)
+WARM_BODY_MAX_BYTES = 1024 * 1024
 WATCH_REST_RATIO = 1.0  # after a build of t seconds the watcher rests t x this
 
 
@@ -454,10 +458,17 @@ class RevisionTable:
             return wide_rows(pd.DataFrame()).rows
         return pd.concat(rows, ignore_index=True) if len(rows) > 1 else rows[0]
 
-    def recent_bodies(self, count: int) -> list[tuple[Filters, str, bool, Page | None]]:
-        """The `count` bodies asked for most recently, newest first, as (filters, fmt, gzipped, page)."""
+    def recent_bodies(
+        self, count: int, max_bytes: int | None = None
+    ) -> list[tuple[Filters, str, bool, Page | None]]:
+        """The `count` bodies asked for most recently (of at most `max_bytes` each), newest first,
+        as (filters, fmt, gzipped, page)."""
         with self._lock:
-            keys = list(self._bodies.keys())[-count:]
+            keys = [
+                key
+                for key, body in self._bodies.items()
+                if max_bytes is None or len(body.content) <= max_bytes
+            ][-count:]
         return [(key[0], key[1], len(key) == 4, key[2]) for key in reversed(keys)]
 
     def cached_body(
@@ -879,9 +890,8 @@ class LeaderboardCache:
                     started = time.perf_counter()
                     table = self.table()  # with its DEFAULT_BODIES
                     if head is not None and table is not head:
-                        wanted = list(dict.fromkeys([*head.recent_bodies(WARM_BODIES), *wanted]))[
-                            :WARM_BODIES
-                        ]
+                        recent = head.recent_bodies(WARM_BODIES, WARM_BODY_MAX_BYTES)
+                        wanted = list(dict.fromkeys([*recent, *wanted]))[:WARM_BODIES]
                         moved_at = time.monotonic()
                     took = time.perf_counter() - started
                     log.debug("leaderboard %s built in %.3f s", table.revision[:12], took)

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 
-from leaderboard.readpath import Filters, LeaderboardCache
+from leaderboard.readpath import Filters, LeaderboardCache, Page
 from leaderboard.store import LocalDatasetStore, StoreError
 
 
@@ -341,3 +341,20 @@ def test_a_commit_that_changes_no_table_part_reuses_the_table_under_its_revision
     newest = cache.table()
     assert (cache.builds, cache.renamed) == (2, 1)
     assert set(newest.view(Filters())["submission_id"]) == {"s1", "s2", "s3"}
+
+
+def test_the_watcher_warms_only_bodies_small_enough(tmp_path):
+    """A large download (the complete CSV: seconds of CPU at 20,000 results) is built when it is
+    asked for, not warmed for each new head (readpath.WARM_BODY_MAX_BYTES)."""
+    store = LocalDatasetStore(tmp_path / "results")
+    for i in range(3):
+        store.publish(make_record(f"s{i}", 0.5 + i / 10))
+    table = LeaderboardCache(store, lambda: []).table()
+    page = table.body(Filters(), "json", page=Page(0, 1))
+    download = table.body(Filters(), "csv")
+    assert len(page.content) < len(download.content)
+    everything = table.recent_bodies(8)
+    assert (Filters(), "csv", False, None) in everything
+    small = table.recent_bodies(8, max_bytes=len(page.content))
+    assert (Filters(), "json", False, Page(0, 1)) in small
+    assert (Filters(), "csv", False, None) not in small
