@@ -20,7 +20,8 @@ table is rebuilt once for it; a request never gets the table of an older head. F
 their encoded bodies (JSON, CSV, parquet) are memoised per revision, with a strong ETag that
 changes with the revision and the bytes. JSON is served a page at a time (`Page`); CSV and
 parquet are the complete downloads. `LeaderboardCache.watch` builds the new head's table and its
-default bodies as soon as the head moves, so readers after a publish rarely wait on a build.
+default bodies once the head moved and stood still for a look (0.2 s; not every head of a burst of
+publishes), so readers after a publish rarely wait on a build.
 
 What a new head costs is kept small (20,000 results): what is derived from a part (its
 ranking cells, its reference rows) is derived once per part (`PartMemo`), so a publish derives its
@@ -875,18 +876,25 @@ class LeaderboardCache:
                 continue
 
     def watch(self, stop: threading.Event, every_s: float = WATCH_EVERY_S) -> None:
-        """Until `stop`: whenever the head moves (a publish by any process), build its table and
-        default bodies; once the head has stood still for WARM_AFTER_S, the bodies readers asked
+        """Until `stop`: whenever the head moves (a publish by any process) and then stands still
+        for one look (`every_s`), build its table and default bodies; once the head has stood
+        still for WARM_AFTER_S, the bodies readers asked
         for last on the heads before it. So the first readers after a publish find them built, and
         a burst of publishes is not slowed by re-encoding a large download after each one."""
         wanted: list[
             tuple[Filters, str, bool, Page | None]
         ] = []  # to warm once the head stands still
         moved_at = 0.0
+        seen: str | None = None  # the newest head seen moving: built once it stands still a look
         while not stop.is_set():
             try:
-                head = self._head
-                if head is None or head.revision != self.source.head_revision():
+                head, current = self._head, self.source.head_revision()
+                if head is not None and head.revision != current and current != seen:
+                    # moved since the last look: while publishes keep coming (a burst, a backlog
+                    # drained) the web process builds no head nobody asked for, and takes no CPU
+                    # from the publishers; a reader in between builds the one it wants
+                    seen = current
+                elif head is None or head.revision != current:
                     started = time.perf_counter()
                     table = self.table()  # with its DEFAULT_BODIES
                     if head is not None and table is not head:

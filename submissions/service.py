@@ -213,7 +213,8 @@ class Services:
             return []
 
     def start_board_watcher(self) -> None:
-        """Build each new results head's leaderboard (and its default bodies) as soon as it moves."""
+        """Build each new results head's leaderboard (and its default bodies) once it moved and
+        stood still for a look (leaderboard/readpath.py LeaderboardCache.watch)."""
         threading.Thread(
             target=self.board.watch, args=(self._stop,), name="leaderboard-watch", daemon=True
         ).start()
