@@ -52,37 +52,28 @@ def measure(n_rows: int, repeats: int, publishes: int) -> dict[str, float]:
         for i in range(publishes):
             store.publish(read_bench.make_record(n_rows + i, groups, rng))
         scores, parts = store.scores(), store.score_parts()
-        whole, first, warm, files = [], [], [], set()
+        times: dict[str, list[float]] = {"whole": [], "first": [], "warm": []}
+        files = set()
         for _ in range(repeats):
-            started = time.perf_counter()
-            files.add(parquet_bytes(rebuild(scores, SUITE, TASK)))
-            whole.append((time.perf_counter() - started) * 1000)
             fresh = LocalDatasetStore(store.root)  # its own part cache: nothing pivoted yet
-            started = time.perf_counter()
-            files.add(
-                parquet_bytes(
-                    rebuild_from_parts(
+            for way in times:  # first pivots every part into fresh's cache, warm finds them there
+                started = time.perf_counter()
+                board = (
+                    rebuild(scores, SUITE, TASK)
+                    if way == "whole"
+                    else rebuild_from_parts(
                         [fresh.pivoted_part(blob, frame) for blob, frame in parts], SUITE, TASK
                     )
                 )
-            )
-            first.append((time.perf_counter() - started) * 1000)
-            started = time.perf_counter()
-            files.add(
-                parquet_bytes(
-                    rebuild_from_parts(
-                        [fresh.pivoted_part(blob, frame) for blob, frame in parts], SUITE, TASK
-                    )
-                )
-            )
-            warm.append((time.perf_counter() - started) * 1000)
+                files.add(parquet_bytes(board))
+                times[way].append((time.perf_counter() - started) * 1000)
         assert len(files) == 1, "the three ways wrote different files"
     return {
         "rows": n_rows,
         "parts": len(parts),
-        "whole_ms": statistics.median(whole),
-        "first_ms": statistics.median(first),
-        "refresh_ms": statistics.median(warm),
+        "whole_ms": statistics.median(times["whole"]),
+        "first_ms": statistics.median(times["first"]),
+        "refresh_ms": statistics.median(times["warm"]),
         "bytes": len(files.pop()),
     }
 
