@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from datetime import datetime, timezone
 from urllib.parse import urlencode
 
 from space.display import format_interval, format_value
@@ -10,6 +11,21 @@ from submissions.intake import SubmissionError
 from submissions.service import SubmissionStatus
 
 TERMINAL_STATES = ("finished", "failed", "cancelled")
+# A finished result goes out through the outbox: when another process holds the publisher (a board
+# refresh), the job ends before its result is on the board. A page that redraws the board on finish
+# waits for the revision that holds it this long at most (a hidden split's result the Ladder keeps
+# back is never published).
+UNPUBLISHED_WAIT_S = 60.0
+
+
+def awaiting_board(submission, now: datetime | None = None) -> bool:
+    """Whether a finished submission's result is not on the leaderboard yet (no revision) and may
+    still come (finished less than UNPUBLISHED_WAIT_S ago)."""
+    if submission.state != "finished" or submission.revision or not submission.finished_at:
+        return False
+    since = (now or datetime.now(timezone.utc)) - datetime.fromisoformat(submission.finished_at)
+    return since.total_seconds() < UNPUBLISHED_WAIT_S
+
 
 # What a model run does before it answers items (evaluator/phases.py), as the status says it
 PHASE_WORDS = {

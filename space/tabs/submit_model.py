@@ -23,7 +23,13 @@ from space.choices import (
 )
 from space.identity import build_identity_row, ui_identity
 from space.my_submissions import identity_field, remember
-from space.status_text import TERMINAL_STATES, format_error, format_status, inert
+from space.status_text import (
+    TERMINAL_STATES,
+    awaiting_board,
+    format_error,
+    format_status,
+    inert,
+)
 from submissions.intake import ModelForm, SubmissionError
 from submissions.service import Services
 
@@ -133,14 +139,14 @@ def statuses(services: Services, ids, messages=()) -> str:
 
 
 def poll(services: Services, current) -> tuple[str, bool, str | None] | None:
-    """The status text, whether any run is still in flight, and the newest finished run's id
-    (None: nothing to poll)."""
+    """The status text, whether any run is still in flight (or finished, its result not on the
+    board yet), and the newest finished run's id whose result is (None: nothing to poll)."""
     ids = (current or {}).get("ids") or []
     if not ids:
         return None
     found = [s for s in (services.submission(i) for i in ids) if s]
-    running = any(s.state not in TERMINAL_STATES for s in found)
-    done = [s for s in found if s.state == "finished"]
+    running = any(s.state not in TERMINAL_STATES or awaiting_board(s) for s in found)
+    done = [s for s in found if s.state == "finished" and not awaiting_board(s)]
     newest = max(done, key=lambda s: s.finished_at or "").id if done else None
     return statuses(services, ids, current.get("messages") or ()), running, newest
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 
 import gradio as gr
@@ -21,7 +22,7 @@ from space.choices import setting_choices, suite_choices, task_choices, task_set
 from space.formats import format_help
 from space.identity import build_identity_row, ui_identity
 from space.my_submissions import identity_field, remember
-from space.status_text import TERMINAL_STATES, format_error, format_status
+from space.status_text import TERMINAL_STATES, awaiting_board, format_error, format_status
 from space.uploads import discard_upload, uploaded_file
 from submissions.intake import SubmissionError, SubmissionForm
 from submissions.service import Services
@@ -148,14 +149,20 @@ def submit(services: Services, upload, form: SubmissionForm, token, profile=None
     )
 
 
-def poll(services: Services, submission_id) -> tuple[str, bool, str | None] | None:
-    """The status text, whether to keep polling, and the id once it finished (None: unknown id)."""
+def poll(
+    services: Services, submission_id, now: datetime | None = None
+) -> tuple[str, bool, str | None] | None:
+    """The status text, whether to keep polling, and the id once it finished and its result is
+    on the leaderboard (the board then redraws with it); None: unknown id."""
     found = services.submission(submission_id)
     if not found:
         return None
     status = services.submission_status(found)
+    polling = status["state"] not in TERMINAL_STATES
     finished = found.id if status["state"] == "finished" else None
-    return format_status(status), status["state"] not in TERMINAL_STATES, finished
+    if finished and awaiting_board(found, now):
+        polling, finished = True, None  # not on the board yet: the next tick looks again
+    return format_status(status), polling, finished
 
 
 # -- the Gradio tab: layout, and events mapped to the handlers above ------------------------------

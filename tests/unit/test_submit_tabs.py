@@ -152,6 +152,26 @@ def test_accepted_upload_is_recorded_polled_and_its_upload_removed(services, tmp
     assert predictions_tab.poll(services, "unknown") is None
 
 
+def test_the_board_redraws_once_a_finished_result_is_on_it(services, tmp_path, valid_bytes):
+    """A job can finish before its result is published (another process held the publisher): the
+    page keeps polling until the submission has its revision, then the board redraws with the
+    row; a result never published (kept back on a hidden split) ends the wait after a while."""
+    from datetime import datetime, timedelta, timezone
+
+    from space.status_text import UNPUBLISHED_WAIT_S
+    from submissions.records import utc_now
+
+    view = predictions_tab.submit(services, uploaded(valid_bytes, tmp_path), FORM, services.token)
+    sid = view.submission_id
+    services.records.update(sid, state="finished", finished_at=utc_now())
+    status, polling, finished = predictions_tab.poll(services, sid)
+    assert polling and finished is None and "finished" in status
+    later = datetime.now(timezone.utc) + timedelta(seconds=UNPUBLISHED_WAIT_S + 1)
+    assert predictions_tab.poll(services, sid, now=later)[1:] == (False, sid)
+    services.records.update_revision(sid, "8aed29bfa804")
+    assert predictions_tab.poll(services, sid)[1:] == (False, sid)
+
+
 @pytest.mark.parametrize(
     "form, data, status, text",
     [
@@ -245,3 +265,13 @@ def test_accepted_runs_are_polled(services, tmp_path):
     status, running, newest = model_tab.poll(services, {"ids": view.ids, "messages": []})
     assert running and newest is None and status.count("State: **queued**") == 2
     assert model_tab.poll(services, {}) is None
+    # both finished, one published: the board redraws for that one; the other is awaited
+    from submissions.records import utc_now
+
+    for sid in view.ids:
+        services.records.update(sid, state="finished", finished_at=utc_now())
+    services.records.update_revision(view.ids[1], "8aed29bfa804")
+    _, running, newest = model_tab.poll(services, {"ids": view.ids, "messages": []})
+    assert running and newest == view.ids[1]
+    services.records.update_revision(view.ids[0], "9e458c3e00b3")
+    assert model_tab.poll(services, {"ids": view.ids, "messages": []})[1] is False
