@@ -83,7 +83,8 @@ def sign_in(page, token: str) -> None:
         page.wait_for_function(
             "(tab) => new URLSearchParams(location.search).get('tab') === tab",
             arg=url_tab,
-            timeout=DEADLINE_MS,
+            timeout=2
+            * DEADLINE_MS,  # the URL is written by a queued event: 30 s ran out at load 12
         )
 
 
