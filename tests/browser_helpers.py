@@ -80,11 +80,11 @@ def sign_in(page, token: str) -> None:
         open_tab(page, was)
         # the tab switch writes the URL after the tab shows: a reload before that (seen under load)
         # would reopen the submit tab
+        # the URL is written by a queued event: DEADLINE_MS ran out at load 12 in a full run
         page.wait_for_function(
             "(tab) => new URLSearchParams(location.search).get('tab') === tab",
             arg=url_tab,
-            timeout=2
-            * DEADLINE_MS,  # the URL is written by a queued event: 30 s ran out at load 12
+            timeout=2 * DEADLINE_MS,
         )
 
 
