@@ -14,8 +14,11 @@ web app exactly as `make serve` does (backend.processes), and then, on loopback 
                      byte as the service sent them, served again by a bare server in a process of
                      its own (asyncio one write / 256 KiB writes / os.sendfile) to the same client
                      and load: service/floor says how much of the CSV's time is the service's own
-    publish          --publishes single publishes through `store.publish` (the workers' call),
-                     each followed by the publisher's boards check; the rate is then charged one
+    publish          (after every size's read scenarios, each size's web app still up)
+                     --publishes single publishes to each size, one size after the other in
+                     turn (the machine's drift weighs on every size alike), through
+                     `store.publish` (the workers' call), each followed by the publisher's
+                     boards check; the rate is then charged one
                      refresh of the boards (timed) per PERSONABOARD_BOARDS_EVERY_S, as a steady
                      stream of publishes pays it,
                      at most --publish-seconds; then the first leaderboard request after the last
@@ -37,12 +40,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -402,89 +408,103 @@ async def sequential(host: str, port: int, path: str, name: str, count: int) -> 
 
 
 # -- one size -------------------------------------------------------------------------------------
-def run_size(n_rows: int, args, groups: dict[str, list[str]]) -> dict:
-    rng = random.Random(n_rows)
-    with tempfile.TemporaryDirectory(prefix="pb-bench-read-") as tmp:
-        data_dir = Path(tmp)
-        store = LocalDatasetStore(data_dir / "results-dataset")
-        started = time.perf_counter()
-        store.sync_group(
-            PREFIX, [make_record(i, groups, rng) for i in range(n_rows)], f"Seed {n_rows} rows"
-        )
-        store.refresh_boards()  # the publishes start from current boards, as after a quiet while
-        print(f"\n== {n_rows} rows (seeded in {time.perf_counter() - started:.1f} s)", flush=True)
+@dataclass
+class PublishTarget:
+    """One size's store and web process, kept up for the publish phase (interleaved across sizes)."""
 
-        redis_port, port, host = free_port(), free_port(), "127.0.0.1"
-        redis = start_redis(redis_port, data_dir / "redis")
-        health_port = (
-            free_port()
-        )  # PERSONABOARD_HEALTH_PORT: health off the web port (trees that have it)
-        env = child_env(
-            data_dir,
-            f"redis://127.0.0.1:{redis_port}/0",
-            extra={"PERSONABOARD_HEALTH_PORT": str(health_port)},
-        )
-        web = start_web(host, port, env, log_path=data_dir / "web.log")
-        result: dict = {"rows": n_rows}
-        try:
-            wait_http(base_url(host, port), timeout=180, proc=web, log_path=data_dir / "web.log")
-            lb = "/api/v1/leaderboard"
-            result["health_idle"] = asyncio.run(
-                sequential(host, port, "/api/v1/health", "health idle", args.health_requests)
+    n_rows: int
+    store: LocalDatasetStore
+    rng: random.Random
+    host: str
+    port: int
+    web_pid: int
+
+
+def run_size(
+    n_rows: int, args, groups: dict[str, list[str]], stack: contextlib.ExitStack
+) -> tuple[dict, PublishTarget]:
+    """The read scenarios at one size; its store, Redis and web app stay up (until `stack` closes)
+    for the publish phase."""
+    rng = random.Random(n_rows)
+    data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pb-bench-read-")))
+    store = LocalDatasetStore(data_dir / "results-dataset")
+    store.ensure()
+    # the seed's loose objects packed before the publishes (the store asks git to after a change of
+    # many files; in the foreground here, so no repack of the seed runs beside the measured publishes)
+    subprocess.run(["git", "config", "gc.autoDetach", "false"], cwd=store.root, check=True)
+    started = time.perf_counter()
+    store.sync_group(
+        PREFIX, [make_record(i, groups, rng) for i in range(n_rows)], f"Seed {n_rows} rows"
+    )
+    store.refresh_boards()  # the publishes start from current boards, as after a quiet while
+    print(f"\n== {n_rows} rows (seeded in {time.perf_counter() - started:.1f} s)", flush=True)
+
+    redis_port, port, host = free_port(), free_port(), "127.0.0.1"
+    redis = start_redis(redis_port, data_dir / "redis")
+    stack.callback(redis.stop, timeout=20)
+    health_port = (
+        free_port()
+    )  # PERSONABOARD_HEALTH_PORT: health off the web port (trees that have it)
+    env = child_env(
+        data_dir,
+        f"redis://127.0.0.1:{redis_port}/0",
+        extra={"PERSONABOARD_HEALTH_PORT": str(health_port)},
+    )
+    web = start_web(host, port, env, log_path=data_dir / "web.log")
+    stack.callback(stop_process, web, timeout=20)  # (stopped before Redis: last in, first out)
+    result: dict = {"rows": n_rows}
+    wait_http(base_url(host, port), timeout=180, proc=web, log_path=data_dir / "web.log")
+    lb = "/api/v1/leaderboard"
+    result["health_idle"] = asyncio.run(
+        sequential(host, port, "/api/v1/health", "health idle", args.health_requests)
+    )
+    print(result["health_idle"].line(), flush=True)
+    port_probe = None
+    if http_status(base_url(host, health_port) + "/api/v1/health") == 200:
+        result["health_port_idle"] = asyncio.run(
+            sequential(
+                host,
+                health_port,
+                "/api/v1/health",
+                "health port idle",
+                args.health_requests,
             )
-            print(result["health_idle"].line(), flush=True)
-            port_probe = None
-            if http_status(base_url(host, health_port) + "/api/v1/health") == 200:
-                result["health_port_idle"] = asyncio.run(
-                    sequential(
-                        host,
-                        health_port,
-                        "/api/v1/health",
-                        "health port idle",
-                        args.health_requests,
-                    )
-                )
-                print(result["health_port_idle"].line(), flush=True)
-                port_probe = (health_port, Stats("health port (load)"))
-            probe = Stats("health (load)")
-            for key, path, name in (
-                ("json", f"{lb}?format=json", "leaderboard json"),
-                ("csv", f"{lb}?format=csv", "leaderboard csv"),
-                ("filtered", f"{lb}?{FILTER}", "filtered json"),
-                ("json_gz", f"{lb}?format=json gzip", "json, gzip"),
-                ("csv_gz", f"{lb}?format=csv gzip", "csv, gzip"),
-            ):
-                asyncio.run(
-                    sequential(host, port, path, "warm-up", 1)
-                )  # first request of the revision
-                result[key] = asyncio.run(
-                    load(
-                        host,
-                        port,
-                        path,
-                        name,
-                        args.clients,
-                        args.seconds,
-                        args.max_requests,
-                        probe=probe if key == "json" else None,
-                        server_pid=web.pid,
-                        port_probe=port_probe if key == "json" else None,
-                    )
-                )
-                print(result[key].line(), flush=True)
-                if key == "json":
-                    result["health_load"] = probe
-                    print(probe.line(), flush=True)
-                    if port_probe is not None:
-                        result["health_port_load"] = port_probe[1]
-                        print(port_probe[1].line(), flush=True)
-            if args.floor:
-                result.update(measure_floor(host, port, args, data_dir, result))
-            result.update(measure_publish(store, n_rows, args, groups, rng, host, port, web.pid))
-        finally:
-            stop_process(web, timeout=20)
-            redis.stop(timeout=20)
-    return result
+        )
+        print(result["health_port_idle"].line(), flush=True)
+        port_probe = (health_port, Stats("health port (load)"))
+    probe = Stats("health (load)")
+    for key, path, name in (
+        ("json", f"{lb}?format=json", "leaderboard json"),
+        ("csv", f"{lb}?format=csv", "leaderboard csv"),
+        ("filtered", f"{lb}?{FILTER}", "filtered json"),
+        ("json_gz", f"{lb}?format=json gzip", "json, gzip"),
+        ("csv_gz", f"{lb}?format=csv gzip", "csv, gzip"),
+    ):
+        asyncio.run(sequential(host, port, path, "warm-up", 1))  # first request of the revision
+        result[key] = asyncio.run(
+            load(
+                host,
+                port,
+                path,
+                name,
+                args.clients,
+                args.seconds,
+                args.max_requests,
+                probe=probe if key == "json" else None,
+                server_pid=web.pid,
+                port_probe=port_probe if key == "json" else None,
+            )
+        )
+        print(result[key].line(), flush=True)
+        if key == "json":
+            result["health_load"] = probe
+            print(probe.line(), flush=True)
+            if port_probe is not None:
+                result["health_port_load"] = port_probe[1]
+                print(port_probe[1].line(), flush=True)
+    if args.floor:
+        result.update(measure_floor(host, port, args, data_dir, result))
+    return result, PublishTarget(n_rows, store, rng, host, port, web.pid)
 
 
 # -- the floor: the same response bytes from the cheapest server this machine can run -----------------
@@ -641,30 +661,69 @@ def print_health_and_floor_summary(results: list[dict]) -> None:
                 )
 
 
-def measure_publish(
-    store, n_rows: int, args, groups, rng, host: str, port: int, server_pid: int | None = None
-) -> dict:
-    times = []
+def measure_publishes(targets: list[PublishTarget], args, groups) -> dict[int, dict]:
+    """The publish rate of every size, interleaved: one publish to each size in turn, so that the
+    machine's speed, which drifts over minutes on a shared host, weighs on every size alike and the
+    ratio between sizes is the store's own (measured one size after another, minutes apart, the
+    same code gave 1.3x to 2.9x). Then, per size, the boards' refresh and the requests after it."""
+    for target in targets:
+        # from current boards, as after a quiet while: the web app marked the boards of the tasks
+        # with papers' rows lagging when it started (it syncs them), and whether their refresh
+        # (0.5-1.3 s at 20,000 rows) fell inside the publishes depended on how long the read
+        # scenarios took; the rate below charges the refresh once per interval anyway
+        target.store.refresh_boards()
+    times: dict[int, list[float]] = {t.n_rows: [] for t in targets}
+    checks: dict[int, list[float]] = {t.n_rows: [] for t in targets}  # the boards check's share
     deadline = time.perf_counter() + args.publish_seconds
-    # the web process's CPU while the publishes go on: its work per publish (the new head's table
+    # each web process's CPU while the publishes go on: its work per publish (the new head's table
     # and default page, built by its watcher), which the other sessions' load hardly moves
-    web_cpu_before = process_cpu_s(server_pid) if server_pid else None
-    last = None
-    while len(times) < args.publishes and (len(times) < 3 or time.perf_counter() < deadline):
-        last = make_record(n_rows + len(times), groups, rng)
-        ranked_first(last)
-        started = time.perf_counter()
-        store.publish(last)
-        store.refresh_boards(
-            BOARDS_EVERY_S
-        )  # the publisher's check after each entry (mostly: not due)
-        times.append(time.perf_counter() - started)
-    time.sleep(WEB_SETTLE_S)  # the watcher's build of the last head, counted too
-    web_cpu_ms = (
-        (process_cpu_s(server_pid) - web_cpu_before) * 1000 / len(times)
-        if server_pid and web_cpu_before is not None
-        else float("nan")
+    cpu_before = {t.n_rows: process_cpu_s(t.web_pid) for t in targets}
+    last: dict[int, dict] = {}
+    rounds = 0
+    while rounds < args.publishes and (rounds < 3 or time.perf_counter() < deadline):
+        for target in targets if rounds % 2 == 0 else reversed(targets):  # neither always first
+            record = make_record(target.n_rows + rounds, groups, target.rng)
+            ranked_first(record)
+            started = time.perf_counter()
+            target.store.publish(record)
+            published = time.perf_counter()
+            # the publisher's check after each entry (mostly: not due)
+            target.store.refresh_boards(BOARDS_EVERY_S)
+            times[target.n_rows].append(time.perf_counter() - started)
+            checks[target.n_rows].append(time.perf_counter() - published)
+            last[target.n_rows] = record
+        rounds += 1
+    time.sleep(WEB_SETTLE_S)  # the watchers' build of the last head, counted too
+    results = {}
+    for target in targets:
+        results[target.n_rows] = finish_publishes(
+            target,
+            times[target.n_rows],
+            checks[target.n_rows],
+            last[target.n_rows],
+            cpu_before[target.n_rows],
+            groups,
+        )
+    return results
+
+
+def finish_publishes(
+    target: PublishTarget,
+    times: list[float],
+    checks: list[float],
+    last: dict,
+    web_cpu_before: float,
+    groups,
+) -> dict:
+    host, port, store, n_rows, rng = (
+        target.host,
+        target.port,
+        target.store,
+        target.n_rows,
+        target.rng,
     )
+    web_cpu_ms = (process_cpu_s(target.web_pid) - web_cpu_before) * 1000 / len(times)
+    slowest = times.index(max(times))
     # the boards' share: one refresh (every lagging board ranked afresh, one commit) per interval
     started = time.perf_counter()
     store.refresh_boards()
@@ -672,17 +731,13 @@ def measure_publish(
     bare = len(times) / sum(times)
     rate = bare / (1 + refresh_s / BOARDS_EVERY_S)  # a steady stream: refresh_s every interval
     # The next request must show the row the last publish added (and pays for the new revision).
-    web_cpu_next = process_cpu_s(server_pid) if server_pid else None
+    web_cpu_next = process_cpu_s(target.web_pid)
     started = time.perf_counter()
     body = asyncio.run(
         _get_body(host, port, f"/api/v1/leaderboard?suite={SUITE}&task={TASK}&format=json")
     )
     fresh_ms = (time.perf_counter() - started) * 1000
-    fresh_cpu_ms = (
-        (process_cpu_s(server_pid) - web_cpu_next) * 1000
-        if server_pid and web_cpu_next is not None
-        else float("nan")
-    )
+    fresh_cpu_ms = (process_cpu_s(target.web_pid) - web_cpu_next) * 1000
     seen = any(row.get("submission_id") == last["submission_id"] for row in json.loads(body))
     # one more publish, then the same request after a pause: what readers get once the web app has
     # noticed the new head (it builds the table and the default page as soon as the head moves)
@@ -705,7 +760,8 @@ def measure_publish(
         row.get("submission_id") == at_once["submission_id"] for row in json.loads(body)
     )
     print(
-        f"  publish          {rate:8.2f} /s  (n={len(times)}, median {percentile(times, 0.5) * 1000:.0f} ms,"
+        f"  {n_rows:>7} rows: publish {rate:6.2f} /s  (n={len(times)}, median {percentile(times, 0.5) * 1000:.0f} ms,"
+        f" p90 {percentile(times, 0.9) * 1000:.0f} ms, slowest {max(times) * 1000:.0f} ms (#{slowest + 1}, its boards check {checks[slowest] * 1000:.0f} ms),"
         f" {bare:.2f} /s before the boards' refresh of {refresh_s * 1000:.0f} ms every {BOARDS_EVERY_S:.0f} s)"
         f"   next request {fresh_ms:.0f} ms, new row {'seen' if seen else 'MISSING'};"
         f" {PREBUILD_WAIT_S:.0f} s after a publish {noticed_ms:.0f} ms;"
@@ -715,6 +771,7 @@ def measure_publish(
     )
     return {
         "publish_rate": rate,
+        "publish_median_s": percentile(times, 0.5),
         "web_cpu_ms": web_cpu_ms,
         "fresh_cpu_ms": fresh_cpu_ms,
         "fresh_ms": fresh_ms,
@@ -773,7 +830,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.clients} clients, {args.seconds:.0f} s per scenario; rows are {SUITE}/{TASK} results "
         f"with {sum(map(len, groups.values()))} tiers each"
     )
-    results = [run_size(n, args, groups) for n in sizes]
+    with contextlib.ExitStack() as stack:
+        sized = [run_size(n, args, groups, stack) for n in sizes]
+        results = [result for result, _ in sized]
+        print(
+            f"\n== publishes, one to each size in turn ({', '.join(str(n) for n in sizes)} rows)",
+            flush=True,
+        )
+        published = measure_publishes([target for _, target in sized], args, groups)
+        for result in results:
+            result.update(published[result["rows"]])
 
     print("\nsummary (ms are p99)")
     print(
@@ -792,6 +858,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in results[1:]:
         print(
             f"  publish rate at {base['rows']} / at {r['rows']}: {base['publish_rate'] / r['publish_rate']:.2f}x"
+            f" (median publish {r['publish_median_s'] / base['publish_median_s']:.2f}x)"
             f"; web cpu per publish {base['web_cpu_ms']:.0f} / {r['web_cpu_ms']:.0f} ms,"
             f" for the next request {base['fresh_cpu_ms']:.0f} / {r['fresh_cpu_ms']:.0f} ms"
         )

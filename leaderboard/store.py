@@ -62,6 +62,7 @@ from leaderboard.table import WideRows
 # 500, not 1,000: the window of publishes that holds a merge into a full part adds that part, and
 # at 1,000 such a window of 100 publishes added 3.1x its records' bytes (bench/bench_history.py)
 SHARD_RECORDS = 500
+GC_AFTER_FILES = 1000  # a change writing this many files asks git to pack (see _change)
 LAYOUT_MARKER = "personaboard-layout"  # in .git: this store's records are sharded (see ensure)
 LAYOUT_VERSION = "sharded-records-1"
 
@@ -429,11 +430,15 @@ class LocalDatasetStore(CoreStore):
             for path, data in change.files.items():
                 if is_part_path(path):  # the next publish (and reader) finds it parsed
                     self._parts.get(git_blob_id(data), functools.partial(bytes, data))
-            if any(is_part_path(path) for path in change.deletions):
+            if len(change.files) >= GC_AFTER_FILES or any(
+                is_part_path(path) for path in change.deletions
+            ):
                 # `git commit` runs `git gc --auto` after each commit; commit-tree does not. Run
                 # when table parts merge (every 10th publish: changes.py _appended), not per
-                # process: jobs publish from short-lived forked processes. It returns at once
-                # unless loose objects piled up.
+                # process: jobs publish from short-lived forked processes; and after a change of
+                # many files (a sync of thousands of rows), whose loose objects would otherwise
+                # wait for the next merge to be packed, in the middle of a stream of publishes.
+                # It returns at once unless loose objects piled up (then packs in the background).
                 self._git("gc", "--auto", "--quiet")
             return commit
 
