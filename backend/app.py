@@ -7,6 +7,7 @@ and the workers).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import threading
@@ -100,6 +101,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # UI uploads never submitted go after PERSONABOARD_UPLOAD_MAX_AGE_S
         start_upload_sweeper(sweeper_stop, max_age_s=settings.upload_max_age_s)
         heartbeat.start(asyncio.get_running_loop())
+        # What start-up built lives as long as the process (modules, the suites' items, the app):
+        # out of the collector's reach, a full collection scans only what came after (it paused
+        # every request for 40-60 ms with 360,000 objects; a frozen object that turns into cyclic
+        # garbage, such as the first head's table, is never collected: once, and bounded)
+        gc.collect()
+        gc.freeze()
         listener = None
         if (
             settings.health_port

@@ -48,6 +48,7 @@ from leaderboard.columns import (
 )
 from leaderboard.reported import comparable_paper_rows
 from leaderboard.table import (
+    PROVENANCE_MISSING,
     TOTAL,
     UNKNOWN,
     cell_stats,
@@ -119,6 +120,27 @@ def model_facts(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=FACT_COLUMNS)
+
+
+def table_facts(scores: pd.DataFrame) -> pd.DataFrame:
+    """model_facts read from the table's own provenance columns (the same reading of each record,
+    leaderboard/table.py provenance_columns): one row per result, no record parsed. A web process
+    that held 20,000 parsed records for this (1.9 million Python objects) paused 0.3-0.7 s in
+    each full garbage collection."""
+    per_result = scores.drop_duplicates("submission_id")
+    facts = pd.DataFrame(
+        {
+            column: (
+                per_result[column].to_numpy()
+                if column in per_result
+                else [PROVENANCE_MISSING.get(column, "")] * len(per_result)
+            )
+            for column in FACT_COLUMNS
+            if column != SIZE
+        }
+    )
+    facts.insert(FACT_COLUMNS.index(SIZE), SIZE, size_buckets(facts["parameters"]))
+    return facts.astype({"parameters": "float64"})[FACT_COLUMNS]
 
 
 FACT_COLUMNS = [

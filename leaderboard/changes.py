@@ -266,6 +266,15 @@ def records(view: DatasetView) -> list[dict[str, Any]]:
     return [json.loads(data or b"{}") for data in view.read_many(paths)]
 
 
+def records_of(
+    view: DatasetView, keys: Sequence[tuple[str, str, str]]
+) -> list[dict[str, Any] | None]:
+    """The result records of (suite, task, submission id) keys, by path (None where the view holds
+    no such result): a page about a few results reads those, not every record."""
+    found = view.read_many([result_path(suite, task, sid) for suite, task, sid in keys])
+    return [json.loads(data) if data else None for data in found]
+
+
 def current_record(view: DatasetView, submission_id: str) -> dict[str, Any] | None:
     """A submission's result record, if the view holds it (whatever its suite and task)."""
     for path in view.files("results"):

@@ -24,7 +24,7 @@ import subprocess
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Protocol, runtime_checkable
+from typing import IO, Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 import pandas as pd
 
@@ -118,6 +118,9 @@ class ResultsStore(Protocol):
     def scores(self, revision: str | None = None) -> pd.DataFrame: ...
     def score_parts(self, revision: str | None = None) -> list[tuple[str, pd.DataFrame]]: ...
     def records(self, revision: str | None = None) -> list[dict[str, Any]]: ...
+    def records_of(
+        self, keys: Sequence[tuple[str, str, str]], revision: str | None = None
+    ) -> list[dict[str, Any] | None]: ...
 
 
 class CoreStore:
@@ -227,6 +230,14 @@ class CoreStore:
         """Every result record at a revision (default: the newest), in path order."""
         with self._reading(self.resolve_revision(revision)) as view:
             return changes.records(view)
+
+    def records_of(
+        self, keys: Sequence[tuple[str, str, str]], revision: str | None = None
+    ) -> list[dict[str, Any] | None]:
+        """The result records of (suite, task, submission id) keys at a revision (default: the
+        newest), each None where that version holds no such result."""
+        with self._reading(self.resolve_revision(revision)) as view:
+            return changes.records_of(view, keys)
 
     def current_record(self, submission_id: str) -> dict[str, Any] | None:
         """The result record of a submission in the current version, if it is there."""

@@ -148,6 +148,27 @@ def provenance_columns(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SUMMARY_COLUMNS = [
+    "submission_id",
+    "suite",
+    "task",
+    "setting",
+    "model_name",
+    "row_kind",
+    "metric",
+    "value",
+    "submitted_at",
+]
+
+
+def result_summaries(scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per result, in the table's order: who and where, and its total on its primary
+    metric (what a list of results shows, e.g. the results to compare a model's with)."""
+    totals = scores[(scores["tier_group"] == TOTAL) & (scores["tier"] == TOTAL)]
+    first = totals.sort_values("primary", ascending=False, kind="stable")
+    return first.drop_duplicates("submission_id").sort_index()[SUMMARY_COLUMNS]
+
+
 def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for record in records:

@@ -4,14 +4,15 @@ revision, so a cache keyed by it is never stale)."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import pandas as pd
 
 from evaluator.registry import all_suites
 from evaluator.splits import SplitNotInstalled, split_files
-from leaderboard.board import manifest_tier_order, model_facts  # noqa: F401  (re-exported for the tabs)
+from leaderboard.board import manifest_tier_order, table_facts  # noqa: F401  (re-exported)
 from leaderboard.boards import BOARDS_MESSAGE
+from leaderboard.table import result_summaries as table_result_summaries
 
 if TYPE_CHECKING:
     from submissions.service import Services
@@ -43,8 +44,23 @@ def _cached(services, name: str, build):
     return value
 
 
-def records(services) -> list[dict]:
-    return _cached(services, "records", services.results.records)
+def result_records(services, submission_ids: Iterable[str]) -> list[dict]:
+    """The newest version's records of these results (those it holds), read by path: the table
+    says each one's suite and task. The web process keeps no parsed record between requests: at
+    20,000 results they were 1.9 million Python objects, and each full garbage collection paused
+    every request for 0.3-0.7 s (bench/bench_read_path.py's p99 and health under load)."""
+    wanted = list(dict.fromkeys(submission_ids))
+    if not wanted:
+        return []
+    scores, _ = board_inputs(services)
+    rows = scores[scores["submission_id"].isin(wanted)].drop_duplicates("submission_id")
+    keys = list(zip(rows["suite"], rows["task"], rows["submission_id"], strict=True))
+    return [r for r in services.results.records_of(keys) if r is not None]
+
+
+def result_summaries(services) -> pd.DataFrame:
+    """One row per result of the newest version (leaderboard/table.py result_summaries)."""
+    return _cached(services, "summaries", lambda: table_result_summaries(board_inputs(services)[0]))
 
 
 def board_inputs(services, revision: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -53,7 +69,11 @@ def board_inputs(services, revision: str | None = None) -> tuple[pd.DataFrame, p
     if not revision or revision == LATEST:
         return (
             _cached(services, "scores", services.results.scores),
-            _cached(services, "facts", lambda: model_facts(records(services))),
+            _cached(
+                services,
+                "facts",
+                lambda: table_facts(_cached(services, "scores", services.results.scores)),
+            ),
         )
     sha = services.results.resolve_revision(revision)
     key = f"{id(services)}:at:{sha}"
@@ -62,7 +82,8 @@ def board_inputs(services, revision: str | None = None) -> tuple[pd.DataFrame, p
     if (
         hit is None
     ):  # a past revision never changes: built once, kept while it is among the last few read
-        hit = (services.results.scores(sha), model_facts(services.results.records(sha)))
+        past = services.results.scores(sha)
+        hit = (past, table_facts(past))
         with _LOCK:
             _PAST[key] = hit
             while len(_PAST) > PAST_KEPT:

@@ -17,6 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+import pandas as pd
 from fastapi import APIRouter, Form, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
@@ -27,7 +28,7 @@ from leaderboard.result_record import provenance_of
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.turns_plot import TURNS_TASK, accuracy_by_turns, plot_accuracy_by_turns
 from space import interactive_plots, plots
-from space.data import board_inputs, manifest_tier_order, records
+from space.data import board_inputs, manifest_tier_order, result_records, result_summaries
 from space.display import (
     ROW_KINDS,
     column_labels,
@@ -209,19 +210,20 @@ def _comparable(suite: str, task: str) -> str | None:
     return None
 
 
-def _result_label(record: dict) -> str:
-    total = record["metrics"]["total"].get(record["metrics"].get("metric")) or {}
-    kind = " · partial" if record.get("row_kind") == "partial" else ""
+def _result_label(summary: dict) -> str:
+    """A result as a list of results names it (`summary`: a leaderboard/table.py result_summaries row)."""
+    kind = " · partial" if summary["row_kind"] == "partial" else ""
     return (
-        f"{record['model_name']} · {format_value(total.get('value'), record['metrics'].get('metric'))}{kind}"
-        f" · {(record.get('submitted_at') or '')[:16].replace('T', ' ')} · {record['submission_id']}"
+        f"{summary['model_name']} · {format_value(summary['value'], summary['metric'])}{kind}"
+        f" · {(summary['submitted_at'] or '')[:16].replace('T', ' ')} · {summary['submission_id']}"
     )
 
 
 def _comparison_forms(
-    name: str, mine: list[dict], every: list[dict], chosen: tuple[str, str] | None
+    name: str, mine: list[dict], every: pd.DataFrame, chosen: tuple[str, str] | None
 ) -> str:
-    """One form per result of this model: compare it with another result of the same suite/task/setting."""
+    """One form per result of this model: compare it with another result of the same suite/task/setting
+    (`every`: one row per published result, leaderboard/table.py result_summaries)."""
     parts = []
     for record in mine:
         if record.get("row_kind") not in COMPARABLE_KINDS:
@@ -231,14 +233,13 @@ def _comparison_forms(
         if why_not:
             parts.append(f"<p>{_e(where)}: no paired comparison ({_e(why_not)}).</p>")
             continue
-        others = [
-            r
-            for r in every
-            if (r["suite"], r["task"], r["setting"])
-            == (record["suite"], record["task"], record["setting"])
-            and r["submission_id"] != record["submission_id"]
-            and r.get("row_kind") in COMPARABLE_KINDS
-        ]
+        others = every[
+            (every["suite"] == record["suite"])
+            & (every["task"] == record["task"])
+            & (every["setting"] == record["setting"])
+            & (every["submission_id"] != record["submission_id"])
+            & every["row_kind"].isin(COMPARABLE_KINDS)
+        ].to_dict("records")
         if not others:
             parts.append(
                 f"<p>{_e(where)} ({_e(record['submission_id'])}): no other result of this suite, task and "
@@ -389,7 +390,8 @@ def _turns_section(name: str, mine: list[dict]) -> str:
 
 
 def find_record(services: Services, submission_id: str) -> dict | None:
-    return next((r for r in records(services) if r["submission_id"] == submission_id), None)
+    found = result_records(services, [submission_id])
+    return found[0] if found else None
 
 
 def result_page(services: Services, submission_id: str) -> HTMLResponse:
@@ -490,9 +492,9 @@ def model_page(
 ) -> HTMLResponse:
     """Every published result of a model, oldest first, with its history, turns plot, the paired
     comparison form (and, with `a` and `b`, their comparison) and per-tier plots."""
-    every = records(services)
+    every = result_summaries(services)
     mine = sorted(
-        (r for r in every if r["model_name"] == name),
+        result_records(services, every.loc[every["model_name"] == name, "submission_id"]),
         key=lambda r: (r.get("submitted_at") or "", r["submission_id"]),
     )
     if not mine:
@@ -534,7 +536,7 @@ def board_of(services: Services, suite: str, task: str, revision: str | None = N
 def turns_svg(services: Services, ids: str) -> bytes:
     """PrefEval mcq_turns: the chosen results' accuracy against distractor turns (SVG)."""
     chosen = set([i for i in ids.split(",") if i][:MAX_IDS])
-    series = accuracy_by_turns(r for r in records(services) if r["submission_id"] in chosen)
+    series = accuracy_by_turns(result_records(services, sorted(chosen)))
     if not series:
         return plots._empty("No PrefEval mcq_turns result chosen.")
     buffer = io.BytesIO()

@@ -18,6 +18,7 @@ from leaderboard.board import (  # noqa: E402
     ranks_from_intervals,
     size_bucket,
     size_buckets,
+    table_facts,
 )
 from leaderboard.table import records_to_scores  # noqa: E402
 from space.board_view import render_board  # noqa: E402
@@ -235,3 +236,13 @@ def test_a_task_without_results_is_an_empty_board_not_an_error():
     board, cells = board_of(board_records(), task="mcq_turns")  # PrefEval's other mcq task
     assert board.empty and cells.empty
     assert {"rank", "rank_group", "protocol", "above_reference", "model_type"} <= set(board.columns)
+
+
+def test_the_tables_facts_equal_the_records_facts():
+    """The pages take each result's model facts from the table (no record parsed): the same as
+    from the records, for model runs with and without a license or size and for uploads."""
+    records = [*board_records(), board_record("fx-nolicense", "eps", 0.4, 0.3, 0.5, parameters=3e9)]
+    from_table = table_facts(records_to_scores(records))
+    from_records = model_facts(records).astype({"parameters": "float64"})
+    pd.testing.assert_frame_equal(from_table, from_records)
+    assert set(from_table["size"]) >= {"1B-10B", "< 1B", "10B-100B", "unknown"}

@@ -660,3 +660,39 @@ def test_the_publisher_leaves_a_board_lagging_until_its_task_gained_a_boards_wor
     assert store.versions()[0].message.startswith("Add result s2")  # not due: too few bytes
     assert store.refresh_boards() is not None
     assert lagging(store._show(store.head(), "boards/stale.json")) == {}
+
+
+def test_records_of_reads_the_named_results_at_a_revision(store):
+    """A page about a few results reads those by path: None where that version holds none (not
+    yet published, another task, an unknown id)."""
+    first = store.publish(make_record("r1", 0.5))
+    store.publish(make_record("r2", 0.7, suite="prefeval", task="mcq_turns"))
+    keys = [("prefeval", "mcq", "r1"), ("prefeval", "mcq_turns", "r2"), ("prefeval", "mcq", "r2")]
+    found = store.records_of(keys)
+    assert [r and r["submission_id"] for r in found] == ["r1", "r2", None]
+    assert found[1]["metrics"]["total"]["accuracy"]["value"] == 0.7
+    assert [r and r["submission_id"] for r in store.records_of(keys, first)] == ["r1", None, None]
+    assert store.records_of([]) == []
+
+
+def test_a_change_of_many_files_asks_git_to_pack(store):
+    """commit-tree runs no `git gc --auto` (`git commit` does): the store asks after a change of
+    GC_AFTER_FILES files or more, so a sync's loose objects are packed then, not at some later
+    publish in the middle of a stream (git's own threshold, lowered here, still decides)."""
+    from leaderboard.store import GC_AFTER_FILES
+
+    store.ensure()
+    for key, value in (("gc.auto", "50"), ("gc.autoDetach", "false")):
+        subprocess.run(["git", "config", key, value], cwd=store.root, check=True)
+
+    def packed() -> int:
+        out = subprocess.run(
+            ["git", "count-objects", "-v"], cwd=store.root, capture_output=True, text=True
+        ).stdout
+        return int(dict(line.split(": ") for line in out.splitlines())["in-pack"])
+
+    store.sync_group("few-", [make_record(f"few-{i}", 0.5) for i in range(60)], "60 results")
+    assert packed() == 0  # a small change: git is not asked, whatever its count
+    many = [make_record(f"many-{i}", 0.5) for i in range(GC_AFTER_FILES)]
+    store.sync_group("many-", many, f"{GC_AFTER_FILES} results")
+    assert packed() > GC_AFTER_FILES

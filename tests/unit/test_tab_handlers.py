@@ -421,3 +421,59 @@ def test_the_status_tab_lists_this_browsers_submissions_and_says_what_it_does_no
     assert not status.tick_stops_timer(running)
     assert status.tick_stops_timer(status.StatusView("State: finished"))
     assert status.tick_stops_timer(unknown)
+
+
+def test_the_model_page_offers_the_results_to_compare_with(board):
+    """The comparison form lists the other verified and partial results of the same suite, task
+    and setting (not the model's own, not another setting's), each named by model, score and id."""
+    from space import pages
+
+    text = bytes(pages.model_page(board, "alpha", None, None).body).decode()
+    form = text.split('data-a="fx-alpha"', 1)[1].split("</form>", 1)[0]
+    offered = [o.split(">", 1)[1] for o in form.split("<option ")[1:]]
+    offered = [o.split("</option>", 1)[0] for o in offered]
+    assert [o.rsplit(" · ", 1)[1] for o in offered] == [
+        "fx-beta",
+        "fx-gamma",
+        "fx-delta",
+        "fx-partial",
+    ]
+    assert offered[0] == "beta · 78.0 · 2026-11-01 10:00 · fx-beta", offered
+    assert "partial" in offered[3] and "fx-cot" not in form
+
+
+def test_the_pages_keep_no_parsed_record_between_requests(tmp_path):
+    """The result, model and turns pages read the records they show, by path; the web process
+    keeps none of them. At 20,000 results, all records parsed were 1.9 million Python objects, and
+    every full garbage collection paused every request for 0.3-0.7 s."""
+    import gc
+
+    from space import pages
+
+    def services_with(count: int) -> Services:
+        services = Services(tmp_path / str(count))
+        results = [
+            board_record(f"many-{i:04d}", f"model-{i % 40}", 0.5, 0.45, 0.6, parameters=1e9)
+            for i in range(count)
+        ]
+        services.results.sync_group("many-", results, f"{count} results")
+        return services
+
+    def serve(services: Services) -> None:
+        assert pages.result_page(services, "many-0007").status_code == 200
+        assert pages.model_page(services, "model-7", None, None).status_code == 200
+        assert pages.result_page(services, "nope").status_code == 404
+
+    serve(services_with(10))  # the modules and caches any first request loads, once
+    services = services_with(2000)
+    gc.collect()
+    before = len(gc.get_objects())
+    serve(services)  # builds and keeps the head's table, facts and summaries (frames: few objects)
+    gc.collect()
+    kept = len(gc.get_objects()) - before
+    held = services.results.records()  # what the pages kept before
+    gc.collect()
+    per_record = (len(gc.get_objects()) - before - kept) / len(held)
+    print(f"kept {kept} objects; the records would be {per_record:.0f} a result")
+    assert per_record > 10
+    assert kept < 0.5 * len(held), kept
