@@ -476,4 +476,6 @@ def test_the_pages_keep_no_parsed_record_between_requests(tmp_path):
     per_record = (len(gc.get_objects()) - before - kept) / len(held)
     print(f"kept {kept} objects; the records would be {per_record:.0f} a result")
     assert per_record > 10
-    assert kept < 0.5 * len(held), kept
+    # a quarter of the records' objects: the head's frames and whatever caches other tests' first
+    # requests left to fill keep a few hundred to ~1,400 (27,864 when the pages kept the records)
+    assert kept < 0.25 * per_record * len(held), kept
