@@ -32,7 +32,8 @@ BOOKKEEPING_PREFIXES = ("Requests:", BOARDS_MESSAGE)
 LATEST, LATEST_LABEL = "latest", "Latest (updates as results arrive)"
 
 
-def _cached(services, name: str, build):
+def per_head(services, name: str, build):
+    """build() once per results head (kept under `name` until the head moves)."""
     revision = services.results.head_revision()
     with _LOCK:
         hit = _CACHE.get(f"{id(services)}:{name}")
@@ -60,7 +61,9 @@ def result_records(services, submission_ids: Iterable[str]) -> list[dict]:
 
 def result_summaries(services) -> pd.DataFrame:
     """One row per result of the newest version (leaderboard/table.py result_summaries)."""
-    return _cached(services, "summaries", lambda: table_result_summaries(board_inputs(services)[0]))
+    return per_head(
+        services, "summaries", lambda: table_result_summaries(board_inputs(services)[0])
+    )
 
 
 def board_inputs(services, revision: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -68,11 +71,11 @@ def board_inputs(services, revision: str | None = None) -> tuple[pd.DataFrame, p
     its prefix or a release name; StoreError when there is none such)."""
     if not revision or revision == LATEST:
         return (
-            _cached(services, "scores", services.results.scores),
-            _cached(
+            per_head(services, "scores", services.results.scores),
+            per_head(
                 services,
                 "facts",
-                lambda: table_facts(_cached(services, "scores", services.results.scores)),
+                lambda: table_facts(per_head(services, "scores", services.results.scores)),
             ),
         )
     sha = services.results.resolve_revision(revision)
@@ -128,7 +131,7 @@ def version_choices(services, limit: int = VERSIONS_LISTED) -> list[tuple[str, s
         return choices
 
     return list(
-        _cached(services, f"versions:{limit}", build)
+        per_head(services, f"versions:{limit}", build)
     )  # a copy: the tab appends a deep link's revision
 
 

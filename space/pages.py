@@ -28,7 +28,13 @@ from leaderboard.result_record import provenance_of
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.turns_plot import TURNS_TASK, accuracy_by_turns, plot_accuracy_by_turns
 from space import interactive_plots, plots
-from space.data import board_inputs, manifest_tier_order, result_records, result_summaries
+from space.data import (
+    board_inputs,
+    manifest_tier_order,
+    per_head,
+    result_records,
+    result_summaries,
+)
 from space.display import (
     ROW_KINDS,
     column_labels,
@@ -117,13 +123,18 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def _published(services: Services) -> dict[str, tuple[str, str]]:
-    """submission id -> (results revision that published it, when)."""
-    found: dict[str, tuple[str, str]] = {}
-    for version in services.results.versions():
-        match = PUBLISHED.match(version.message)
-        if match:
-            found.setdefault(match.group(1), (version.revision, version.created_at))
-    return found
+    """submission id -> (results revision that published it, when), read once per head: it reads
+    every version's message (`git log` over all commits, a page's largest cost as results grow)."""
+
+    def build() -> dict[str, tuple[str, str]]:
+        found: dict[str, tuple[str, str]] = {}
+        for version in services.results.versions():
+            match = PUBLISHED.match(version.message)
+            if match:
+                found.setdefault(match.group(1), (version.revision, version.created_at))
+        return found
+
+    return per_head(services, "published", build)
 
 
 def hub_link(record: dict) -> str | None:

@@ -479,3 +479,28 @@ def test_the_pages_keep_no_parsed_record_between_requests(tmp_path):
     # a quarter of the records' objects: the head's frames and whatever caches other tests' first
     # requests left to fill keep a few hundred to ~1,400 (27,864 when the pages kept the records)
     assert kept < 0.25 * per_record * len(held), kept
+
+
+def test_the_pages_read_the_versions_once_per_head(tmp_path):
+    """Which revision published each result takes every version's message (`git log` over all
+    commits): read once per head, again after a publish (the new result's revision shown)."""
+    from space import pages
+
+    class CountingStore(LocalDatasetStore):
+        reads = 0
+
+        def versions(self):
+            CountingStore.reads += 1
+            return super().versions()
+
+    services = Services(tmp_path)
+    services.results = CountingStore(tmp_path / "counted")
+    for record in board_records()[:2]:
+        services.results.publish(record)
+    for _ in range(2):
+        assert pages.model_page(services, "alpha", None, None).status_code == 200
+        assert pages.result_page(services, "fx-beta").status_code == 200
+    assert CountingStore.reads == 1
+    revision = services.results.publish(board_record("fx-new", "alpha", 0.6, 0.5, 0.7))
+    page = bytes(pages.model_page(services, "alpha", None, None).body).decode()
+    assert CountingStore.reads == 2 and revision[:12] in page
