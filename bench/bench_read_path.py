@@ -670,12 +670,6 @@ def measure_publishes(targets: list[PublishTarget], args, groups) -> dict[int, d
     machine's speed, which drifts over minutes on a shared host, weighs on every size alike and the
     ratio between sizes is the store's own (measured one size after another, minutes apart, the
     same code gave 1.3x to 2.9x). Then, per size, the boards' refresh and the requests after it."""
-    for target in targets:
-        # from current boards, as after a quiet while: the web app marked the boards of the tasks
-        # with papers' rows lagging when it started (it syncs them), and whether their refresh
-        # (0.5-1.3 s at 20,000 rows) fell inside the publishes depended on how long the read
-        # scenarios took; the rate below charges the refresh once per interval anyway
-        target.store.refresh_boards()
     times: dict[int, list[float]] = {t.n_rows: [] for t in targets}
     checks: dict[int, list[float]] = {t.n_rows: [] for t in targets}  # the boards check's share
     deadline = time.perf_counter() + args.publish_seconds
