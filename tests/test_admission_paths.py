@@ -285,7 +285,10 @@ def via_gradio(svc, clients: dict[str, httpx.Client], case: Case) -> Answer:
             }
         data = [file_data, *(f[k] for k in ("suite", "task", "setting", "model_name"))]
         data += [f.get("link", ""), f.get("description", ""), token]
-        status, _, _, refusal = gradio_call(http, "submit", data)
+        out = gradio_call(http, "submit", data)
+        status, refusal = out[0], out[3]
+        if file_data is not None and 400 <= refusal["status"] < 500 and refusal["status"] != 401:
+            assert out[4] is None, out[4]  # refused for good: the file is gone, the tab's box empty
     problems = refusal.get("problems", [])
     return Answer(refusal["status"], refusal["message"], problems, html.unescape(status))
 

@@ -107,12 +107,14 @@ def suite_view(suite) -> tuple[list[tuple[str, str]], str | None, TaskView]:
 @dataclass(frozen=True)
 class SubmitView:
     """The status text; the submission's id (None: refused) and whether to poll it; the refusal as
-    data: the intake's status, message and problems (None when accepted)."""
+    data: the intake's status, message and problems (None when accepted); whether the uploaded
+    file is gone from the server (the tab's file box is cleared: its link would lead nowhere)."""
 
     status: str
     submission_id: str | None = None
     polling: bool = False
     refusal: dict | None = field(default=None)
+    upload_gone: bool = False
 
 
 def refused(exc: SubmissionError) -> SubmitView:
@@ -139,13 +141,17 @@ def submit(services: Services, upload, form: SubmissionForm, token, profile=None
             discard_upload(path)
             view = refused(exc)
             note = "\n\n(The file was not kept: choose it again to submit.)"
-            return replace(view, status=view.status + note)
+            return replace(view, status=view.status + note, upload_gone=True)
         return refused(exc)
     if path is not None:
         discard_upload(path)  # the service stored its own copy
     status = services.submission_status(submission)
     return SubmitView(
-        format_status(status), submission.id, status["state"] not in TERMINAL_STATES, None
+        format_status(status),
+        submission.id,
+        status["state"] not in TERMINAL_STATES,
+        None,
+        upload_gone=path is not None,
     )
 
 
@@ -262,7 +268,10 @@ def build_submit_predictions_tab(
         )
         view = submit(services, file_path, form, token_value, profile)
         timer = gr.Timer(active=view.polling)
-        return view.status, view.submission_id, timer, view.refusal
+        # a file the server no longer holds leaves the box (its link led nowhere, and a second
+        # submit needed the box's X first); one kept (a 5xx, an identity refusal) stays chosen
+        file_box = None if view.upload_gone else gr.skip()
+        return view.status, view.submission_id, timer, view.refusal, file_box
 
     def on_poll(submission_id):
         """Every second while a submission of this page is in flight; stops at a terminal state."""
@@ -285,7 +294,7 @@ def build_submit_predictions_tab(
     c["button"].click(
         on_submit,
         [*inputs, token],
-        [c["status"], c["current"], c["timer"], c["refusal"]],
+        [c["status"], c["current"], c["timer"], c["refusal"], c["file"]],
         api_name="submit",
     ).then(remember, [c["current"], mine], mine)
     c["timer"].tick(

@@ -147,6 +147,7 @@ def test_accepted_upload_is_recorded_polled_and_its_upload_removed(services, tmp
     assert view.refusal is None and view.polling, view.status
     assert services.records.get(view.submission_id).owner == "alice"
     assert "State: **queued**" in view.status and not Path(path).exists()
+    assert view.upload_gone  # the tab clears its file box: the server holds no such file now
     status, polling, finished = predictions_tab.poll(services, view.submission_id)
     assert polling and finished is None and "tab" in status
     assert predictions_tab.poll(services, "unknown") is None
@@ -187,6 +188,8 @@ def test_a_refusal_is_the_intakes_answer(services, tmp_path, form, data, status,
     path = uploaded(data, tmp_path) if data is not None else None
     view = predictions_tab.submit(services, path, form, services.token)
     assert view.submission_id is None and not view.polling
+    # a file refused for good is removed, and the tab's box with it; no file, nothing to clear
+    assert view.upload_gone == (path is not None) and not (path and Path(path).exists())
     assert view.refusal == intake_answer(services, form, data)
     assert view.refusal["status"] == status and text in view.refusal["message"]
     for problem in view.refusal["problems"]:  # the tab shows each problem (or the message)
@@ -194,9 +197,12 @@ def test_a_refusal_is_the_intakes_answer(services, tmp_path, form, data, status,
     assert services.records.list() == []
 
 
-def test_identity_and_foreign_paths_are_refused_before_anything(services, valid_bytes):
+def test_identity_and_foreign_paths_are_refused_before_anything(services, tmp_path, valid_bytes):
     view = predictions_tab.submit(services, None, FORM, "")
     assert view.refusal["status"] == 401 and "needs an identity" in view.refusal["message"]
+    kept = uploaded(valid_bytes, tmp_path)  # an identity refusal keeps the file for the next try
+    view = predictions_tab.submit(services, kept, FORM, "")
+    assert view.refusal["status"] == 401 and not view.upload_gone and Path(kept).exists()
     view = predictions_tab.submit(services, "/etc/passwd", FORM, services.token)
     assert view.refusal == {
         "status": 422,
