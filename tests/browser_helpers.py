@@ -21,7 +21,7 @@ CHROMIUM = "/usr/bin/chromium"
 # Every wait for a condition (expect(...), a page's own waits) has a deadline that holds on a busy
 # machine: Playwright's expect() gives up after 5 s by default, and a redraw behind a loaded
 # server's queue takes longer than that.
-DEADLINE_MS = 30_000
+DEADLINE_MS = int(float(os.environ.get("PERSONABOARD_TEST_DEADLINE_S", "90")) * 1000)
 expect.set_options(timeout=DEADLINE_MS)
 CHROMIUM_ARGS = [
     "--headless",
@@ -199,7 +199,7 @@ def read_table(page) -> tuple[list[str], list[dict[str, str]]]:
     return keys, rows
 
 
-def wait_table(page, check, what: str, timeout: float = 30.0):
+def wait_table(page, check, what: str, timeout: float = DEADLINE_MS / 1000):
     """Re-read the leaderboard table until check(headers, rows) is truthy; return (headers, rows)."""
     deadline = time.monotonic() + timeout
     headers, rows = [], []

@@ -35,6 +35,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python
 expect = sync_api.expect
 
 from browser_helpers import (  # noqa: E402  (after the importorskip above)
+    DEADLINE_MS,
     choose,
     download,
     launch_chromium,
@@ -87,7 +88,7 @@ def upload(page, path: Path) -> None:
     page.set_input_files("#submit-file input[type='file']", str(path))
     # Gradio uploads the file to the server first; Submit before that sees no file.
     # (the link to the uploaded copy; the name's text may be split into stem and extension)
-    expect(page.locator(f"#submit-file a[href$='/{path.name}']")).to_be_visible(timeout=30_000)
+    expect(page.locator(f"#submit-file a[href$='/{path.name}']")).to_be_visible(timeout=DEADLINE_MS)
 
 
 # -- tests ----------------------------------------------------------------------------------------
@@ -122,7 +123,10 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     page.locator("#submit-button").click()
 
     status = page.locator("#submit-status")
-    expect(status).to_contain_text(model, timeout=30_000)
+    expect(status).to_contain_text(model, timeout=DEADLINE_MS)
+    # the service stored its own copy and removed the upload: the file box is empty again (its
+    # link would lead nowhere, and a second submit would need the box's X first)
+    expect(page.locator(f"#submit-file a[href$='/{predictions.name}']")).to_have_count(0)
     deadline = time.monotonic() + STATE_TIMEOUT_S
     while "State: finished" not in (text := status.inner_text()):
         assert "State: failed" not in text and "Error" not in text, text
@@ -233,7 +237,7 @@ def test_bad_file_is_rejected_with_line_and_field_and_nothing_is_queued(ui, item
     page.locator("#submit-button").click()
 
     status = page.locator("#submit-status")
-    expect(status).to_contain_text("Error", timeout=30_000)
+    expect(status).to_contain_text("Error", timeout=DEADLINE_MS)
     text = status.inner_text()
     assert "line 2" in text and "not valid JSON" in text, text
     assert re.search(r"line 3, field .?answer.?: 'E' is not one of A-D", text), text

@@ -21,6 +21,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 from board_fixture import EXPECTED_RANKS, SUITE, TASK, board_record, board_records  # noqa: E402
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
+    DEADLINE_MS,
     api_get,
     choose,
     expect,
@@ -272,7 +273,7 @@ def test_version_selector_opens_a_release_and_an_older_revision(page, service, t
 
     # a revision that does not exist says so (no traceback, no 500)
     page.goto(f"/?suite={SUITE}&task={TASK}&revision=0000000000")
-    expect(page.locator("#version-missing")).to_contain_text("0000000000", timeout=30_000)
+    expect(page.locator("#version-missing")).to_contain_text("0000000000", timeout=DEADLINE_MS)
 
 
 def plot_texts(page, selector: str) -> dict:
@@ -282,7 +283,7 @@ def plot_texts(page, selector: str) -> dict:
         """sel => { const boxes = [...document.querySelectorAll(sel + ' .pb-plot')];
             return boxes.length && boxes.every(b => b.dataset.done === '1'); }""",
         arg=selector,
-        timeout=30_000,
+        timeout=DEADLINE_MS,
     )
     return page.locator(selector).evaluate("""root => [...root.querySelectorAll('.js-plotly-plot')]
         .map(fig => {
@@ -305,7 +306,7 @@ def test_plots_are_interactive_distinct_and_unclipped(browser, service, tmp_path
     context = browser.new_context(
         viewport={"width": width, "height": 900}, base_url=service.base_url
     )
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(DEADLINE_MS)
     page = context.new_page()
     try:
         page.goto(f"/?suite={SUITE}&task={TASK}")
@@ -390,7 +391,7 @@ def test_a_long_tier_group_is_paged_on_a_phone(browser, service, tmp_path):
     from space.display import column_labels
 
     context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=service.base_url)
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(DEADLINE_MS)
     page = context.new_page()
     try:
         page.goto(f"/?suite={SUITE}&task={TASK}&setting={PAGED_SETTING}")
@@ -511,7 +512,7 @@ def test_live_progress_queue_and_auto_refresh(browser, service, tmp_path):
         page.locator("#model-limit input").blur()
         page.locator("#model-submit").click()
         status = page.locator("#model-status")
-        expect(status).to_contain_text(model, timeout=30_000)
+        expect(status).to_contain_text(model, timeout=DEADLINE_MS)
         seen: list[str] = []
         deadline = time.monotonic() + 300
         while "State: finished" not in (text := status.inner_text()):
@@ -569,7 +570,7 @@ def test_url_holds_the_view_and_a_shared_link_opens_it(browser, service, tmp_pat
         context = browser.new_context(
             viewport={"width": width, "height": 900}, base_url=service.base_url
         )
-        context.set_default_timeout(30_000)
+        context.set_default_timeout(DEADLINE_MS)
         page = context.new_page()
         page.goto(url or f"/?suite={SUITE}&task={TASK}")
         return context, page

@@ -140,7 +140,7 @@ def open_at(browser, base_url: str, width: int, token: str | None = None):
     """open_page at this width from the start: resized after its load, a phone's tab bar would
     still be moving tabs into its "..." menu while a tab is clicked."""
     context = browser.new_context(viewport={"width": width, "height": 900}, base_url=base_url)
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(DEADLINE_MS)
     try:
         page = context.new_page()
         page.goto("/")
@@ -181,7 +181,7 @@ def test_items_view_round_trips_through_the_url(service, browser, tmp_path):
     def same_view(page) -> list[list[str]]:
         # a fresh page's load (every tab's) takes a while on a busy machine
         count = page.locator("#items-table .pb-items-count")
-        expect(count).to_have_text(second_page, timeout=30_000)
+        expect(count).to_have_text(second_page, timeout=DEADLINE_MS)
         expect(page.locator("#items-result input[role='combobox']")).to_have_value(
             f"{UPLOADER} · prefeval/mcq · zero_shot · {public}"
         )
@@ -238,7 +238,7 @@ def test_items_view_round_trips_through_the_url(service, browser, tmp_path):
         # nothing per item, no downloads
         unknown = "0123456789abcdef0123"
         page.goto("/?tab=items")
-        expect(page.locator("#items-table")).to_contain_text("Choose a result", timeout=30_000)
+        expect(page.locator("#items-table")).to_contain_text("Choose a result", timeout=DEADLINE_MS)
         type_custom(page, "items-result", unknown)
         page.wait_for_function(
             "(id) => new URLSearchParams(location.search).get('submission') === id", arg=unknown
@@ -247,7 +247,7 @@ def test_items_view_round_trips_through_the_url(service, browser, tmp_path):
             if sid == hidden:
                 page.goto(f"/?tab=items&submission={sid}&outcome=wrong&pg=2")
             refused = page.locator("#items-refused")
-            expect(refused).to_contain_text(f"no per-item details for '{sid}'", timeout=30_000)
+            expect(refused).to_contain_text(f"no per-item details for '{sid}'", timeout=DEADLINE_MS)
             expect(refused).to_contain_text("public splits only")
             expect(page.locator("#items-table table")).to_have_count(0)
             expect(page.locator("#items-downloads a")).to_have_count(0)
@@ -270,7 +270,7 @@ def test_items_view_round_trips_through_the_url(service, browser, tmp_path):
         expect(note).to_contain_text(
             "This link's tier “bogus<b>x</b>” is not a tier of this result's task; its answer "
             "“maybe” is not right or wrong: showing all instead.",
-            timeout=30_000,
+            timeout=DEADLINE_MS,
         )
         expect(note.locator("b")).to_have_count(0)
         expect(page.locator("#items-table .pb-items-count")).to_have_text("Items 1–50 of 3000")

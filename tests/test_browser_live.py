@@ -18,6 +18,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
+    DEADLINE_MS,
     expect,
     launch_chromium,
     open_tab,
@@ -68,12 +69,12 @@ def test_status_line_and_queue_follow_a_run_without_a_click(
     context = browser.new_context(
         viewport={"width": WIDTHS[viewport], "height": 900}, base_url=svc.base_url
     )
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(DEADLINE_MS)
     page = context.new_page()
     try:
         page.goto("/?suite=prefeval&task=mcq")  # where the run's row will appear
         line = page.locator("#service-status")
-        expect(line).to_contain_text("idle", timeout=30_000)
+        expect(line).to_contain_text("idle", timeout=DEADLINE_MS)
         before = page.locator("#status-revision").inner_text()
         # operators' details are not above the tabs; the token field is in the submit tabs
         names = [w["name"] for w in svc.http().get("/api/v1/workers").json()["workers"]]
@@ -117,11 +118,11 @@ def test_status_line_and_queue_follow_a_run_without_a_click(
             assert id_link.inner_text() == submission_id
             final = wait_finished(http, submission_id, timeout=300, logs=svc.logs)
             # the queue row moves on by itself
-            expect(row.locator("td").nth(5)).to_have_text("finished", timeout=30_000)
+            expect(row.locator("td").nth(5)).to_have_text("finished", timeout=DEADLINE_MS)
             shot(page, tmp_path, f"queue-{viewport}")
 
         # the line goes idle again and shows the new results revision, still without a click
-        expect(line).to_contain_text("idle", timeout=30_000)
+        expect(line).to_contain_text("idle", timeout=DEADLINE_MS)
 
         # ... and reaches the publish of this run or a later revision (bookkeeping commits follow)
         def caught_up():
@@ -137,7 +138,7 @@ def test_status_line_and_queue_follow_a_run_without_a_click(
         # the worker names are in the Service tab
         open_tab(page, "Service")
         details = page.locator("#service-details")
-        expect(details).to_contain_text(names[0], timeout=30_000)
+        expect(details).to_contain_text(names[0], timeout=DEADLINE_MS)
         no_horizontal_overflow(page, "#service-details")
         shot(page, tmp_path, f"service-tab-{viewport}")
 

@@ -34,7 +34,7 @@ pytestmark = [
 ]
 pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 
-from browser_helpers import api_get, expect, launch_chromium  # noqa: E402
+from browser_helpers import DEADLINE_MS, api_get, expect, launch_chromium  # noqa: E402
 
 PAYLOAD = 'cmp-page<img src=x onerror="window.__pwned=1">'
 # what the payload would create as markup (the page's own plot loader scripts are marked data-pb)
@@ -80,7 +80,7 @@ def test_model_page_compares_two_results_and_plots_turns(shared_live_service, tm
 
     with launch_chromium() as browser:
         page = browser.new_page(base_url=svc.base_url)
-        page.set_default_timeout(30_000)
+        page.set_default_timeout(DEADLINE_MS)
         page.goto("/model/cmp-page-explicit")
         form = page.locator(f"form.pb-compare[data-a='{a}']")
         option = form.locator(f"option[value='{b}']")

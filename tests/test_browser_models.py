@@ -28,6 +28,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
+    DEADLINE_MS,
     api_get,
     choose,
     expect,
@@ -197,7 +198,7 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(
         page.locator("#model-submit").click()
 
         status = page.locator("#model-status")
-        expect(status).to_contain_text(model, timeout=30_000)
+        expect(status).to_contain_text(model, timeout=DEADLINE_MS)
         parsed, seen, text = watch_until_finished(page, 2, timeout=180)
         assert_state_order(seen)
         assert sorted(s["setting"] for s in parsed.values()) == ["reminder", "zero_shot"], parsed
@@ -249,7 +250,7 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(
         count = len(submissions(page))
         open_tab(page, "Submit a model")
         page.locator("#model-submit").click()
-        expect(status).to_contain_text("already", timeout=30_000)
+        expect(status).to_contain_text("already", timeout=DEADLINE_MS)
         text = status.inner_text()
         by_setting = {s["setting"]: sid for sid, s in parsed.items()}
         for setting, sid in by_setting.items():
@@ -265,8 +266,8 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(
         # A model that is neither registered nor reachable on the Hub (the app runs offline).
         fill_model_form(page, "no-such-org/no-such-model-pb", ["zero_shot"], limit=6, typed=True)
         page.locator("#model-submit").click()
-        expect(status).not_to_contain_text("already", timeout=30_000)
-        expect(status).to_contain_text("no-such", timeout=30_000)
+        expect(status).not_to_contain_text("already", timeout=DEADLINE_MS)
+        expect(status).to_contain_text("no-such", timeout=DEADLINE_MS)
         text = status.inner_text()
         assert re.search(
             r"Hub cannot be reached|no (such )?model .*on the Hub|not found on the Hub", text, re.I
@@ -285,7 +286,7 @@ def test_submit_registered_model_two_settings_then_dedup_and_unknown(
         assert {"zero_shot", "reminder", "cot", "rag", "self_critic"} <= set(labels), labels
         fill_model_form(page, model, ["zero_shot", "reminder", "rag"], limit=6)
         page.locator("#model-submit").click()
-        expect(status).to_contain_text("State:", timeout=30_000)
+        expect(status).to_contain_text("State:", timeout=DEADLINE_MS)
         parsed, seen, text = watch_until_finished(page, 1, timeout=180, errors_ok=True)
         assert [s["setting"] for s in parsed.values()] == ["rag"], parsed
         for setting, sid in by_setting.items():
@@ -327,7 +328,7 @@ def test_real_smollm2_from_the_ui(browser, shared_live_service, tmp_path):
         fill_model_form(page, model, ["zero_shot"], limit=limit)
         clicked = time.monotonic()
         page.locator("#model-submit").click()
-        expect(page.locator("#model-status")).to_contain_text(model, timeout=30_000)
+        expect(page.locator("#model-status")).to_contain_text(model, timeout=DEADLINE_MS)
         parsed, seen, text = watch_until_finished(page, 1, timeout=600)
         evaluated_s = time.monotonic() - clicked
         assert_state_order(seen)

@@ -27,7 +27,7 @@ pytestmark = [
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) is not installed")
 expect = sync_api.expect
 
-from browser_helpers import download, launch_chromium, open_page, open_tab, wait_table  # noqa: E402
+from browser_helpers import DEADLINE_MS, download, launch_chromium, open_page, open_tab, wait_table  # noqa: E402
 
 PAYLOADS = [
     '<img src=x onerror="window.__xss=1">',
@@ -59,7 +59,7 @@ def test_payload_names_are_inert_in_status_and_leaderboard(module_live_service, 
         for name, sid in ids.items():
             page.locator("#status-id textarea, #status-id input").first.fill(sid)
             page.locator("#status-button").click()
-            expect(result).to_contain_text(sid, timeout=30_000)
+            expect(result).to_contain_text(sid, timeout=DEADLINE_MS)
             expect(result).to_contain_text(name)  # shown as typed
             assert result.locator(CREATED).count() == 0, result.inner_html()
 
