@@ -21,14 +21,17 @@ if TYPE_CHECKING:
     from evaluator.scoring import Scores
 
 
-def _constant_scores(task: Task) -> dict[str, Scores]:
-    from evaluator.scoring import score_answers
+def _constant_values(task: Task) -> dict[str, Scores]:
+    """Each label's constant answers scored without intervals (the chance line is their average,
+    with no interval; the majority line is the best of them, scored again in full)."""
+    from evaluator.scoring import score_values
 
     split = task.load_split()
-    return {
-        label: score_answers(task, split, {item.id: label for item in split.items})
-        for label in task.answer_labels
-    }
+    return {label: score_values(task, split, _constant(split, label)) for label in task.answer_labels}
+
+
+def _constant(split, label: str) -> dict[str, str]:
+    return {item.id: label for item in split.items}
 
 
 def _value(block: dict[str, Any], metric: str) -> float | None:
@@ -73,7 +76,7 @@ def reference_lines(task: Task) -> list[dict[str, Any]]:
         or not task.split_available()
     ):
         return []
-    by_label = _constant_scores(task)
+    by_label = _constant_values(task)
     metric = task.metric
     scored = {
         label: result
@@ -90,7 +93,11 @@ def reference_lines(task: Task) -> list[dict[str, Any]]:
             -task.answer_labels.index(label),
         ),
     )
-    majority = scored[best]
+    from evaluator.scoring import score_answers
+
+    split = task.load_split()
+    # the one constant answer set whose interval is shown: scored in full, as a submission would be
+    majority = score_answers(task, split, _constant(split, best))
     return [
         {
             "kind": "chance",

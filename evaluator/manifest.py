@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evaluator.yaml_files import YAMLError, read_yaml
 
 
 class ManifestError(ValueError):
@@ -264,8 +265,8 @@ def parse_manifest(data: Any, path: Path | str) -> SuiteManifest:
 
 def read_manifest(path: Path) -> SuiteManifest:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+        data = read_yaml(path)
+    except YAMLError as exc:
         raise ManifestError(f"{path}: not valid YAML ({exc})") from None
     return parse_manifest(data, path)
 

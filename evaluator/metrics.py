@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import yaml
 
 from evaluator.statistics import Units, mean_stats, share_stats, statistic_interval
+from evaluator.yaml_files import read_yaml
 
 Arrays = dict[str, np.ndarray]
 Statistic = Callable[[Arrays, np.ndarray], float]
@@ -63,7 +63,7 @@ def register_statistic(name: str) -> Callable[[Statistic], Statistic]:
 def load_metric_table(path: Path) -> list[str]:
     """Register the metrics a metrics.yaml declares; returns their names. Refuses unknown keys, kinds
     and scales, a statistic without a registered function, and a name declared differently twice."""
-    spec = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    spec = read_yaml(path) or {}
     names = []
     for name, entry in spec.items():
         where = f"{path}: {name}"
@@ -235,6 +235,23 @@ def metric_stats(
     if not here.independent:
         stats["n_units"] = here.n_units
     return stats
+
+
+def metric_value(metric: str, arrays: Arrays, idx: np.ndarray) -> dict[str, Any]:
+    """metric_stats' value and item count over the items at `idx`, without the interval (no
+    resampling): {"value": ..., "n": ...}, equal to those two fields of metric_stats."""
+    spec = get_metric(metric)
+    if spec.kind != "statistic":
+        values = arrays[spec.reads[0]][idx]
+        if values.dtype.kind == "f":
+            values = values[~np.isnan(values)]
+        return {"value": float(values.mean()) if len(values) else None, "n": len(values)}
+    function = spec.function
+    assert function is not None  # a statistic is registered with its function (check_names)
+    if len(idx) == 0:
+        return {"value": None, "n": 0}
+    value = function(arrays, idx)
+    return {"value": None if np.isnan(value) else float(value), "n": len(idx)}
 
 
 load_metric_table(

@@ -15,13 +15,12 @@ import importlib
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from evaluator.manifest import ManifestError, check_names
 from evaluator.metrics import MetricError, known_metrics, load_metric_table
 from evaluator.protocols import known_protocols
 from evaluator.splits import SplitFormatError
 from evaluator.suite import Suite, Task, load_suite
+from evaluator.yaml_files import read_yaml
 
 SUITES_DIR = Path(__file__).parent / "suites"
 SUITE_EXTENSIONS = ("metrics", "protocols")  # modules a suite folder may add to the registries
@@ -54,7 +53,7 @@ def _check_reported(suite: Suite) -> None:
     path = suite.folder / "reported.yaml"
     if not path.exists():
         return
-    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    spec = read_yaml(path) or {}
     for index, table in enumerate(spec.get("tables", [])):
         where = f"{path}: tables[{index}]"
         task = suite.tasks.get(table.get("task"))

@@ -7,7 +7,7 @@ submitter's own answers it would reveal the hidden gold labels.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Required, TypedDict
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from evaluator.backends.base import BackendError
 from evaluator.judge import Judge, judge_unavailable_reason
-from evaluator.metrics import available, metric_stats
+from evaluator.metrics import available, metric_stats, metric_value
 from evaluator.predictions import iter_lines, read_predictions
 from evaluator.splits import PRIVATE_PART, PUBLIC_PART, SplitNotInstalled, private_item_ids
 from evaluator.statistics import Units, crossed_units, nested_units
@@ -94,13 +94,16 @@ def item_units(task: Task, split: Split) -> Units:
         raise ValueError(f"{task.key}: {exc}") from None
 
 
+# What one cell of a result holds: a metric over some items (metric_stats, with its interval; or
+# metric_value, the point and count alone)
+CellStats = Callable[[str, Any, np.ndarray], dict[str, Any]]
+
+
 def _aggregate(
-    task: Task, split: Split, arrays, idx: np.ndarray, rng: np.random.Generator, units
+    task: Task, split: Split, arrays, idx: np.ndarray, stats: CellStats
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Every metric on the items at `idx`, and the primary metric on every tier of them."""
-    total = {
-        m: metric_stats(m, arrays, idx, rng, units) for m in task.metrics if available(m, arrays)
-    }
+    total = {m: stats(m, arrays, idx) for m in task.metrics if available(m, arrays)}
     tiers: dict[str, dict[str, Any]] = {}
     for group in task.tier_groups:
         position = {tier: i for i, tier in enumerate(group.tiers)}  # a dict lookup per item
@@ -112,16 +115,19 @@ def _aggregate(
         order = idx[sorting]
         bounds = np.searchsorted(codes[sorting], np.arange(len(group.tiers) + 1))
         tiers[name] = {
-            tier: {
-                task.metric: metric_stats(
-                    task.metric, arrays, order[bounds[i] : bounds[i + 1]], rng, units
-                )
-            }
+            tier: {task.metric: stats(task.metric, arrays, order[bounds[i] : bounds[i + 1]])}
             for i, tier in enumerate(group.tiers)
             # a partial run may not reach every tier: no column rather than an empty one
             if bounds[i + 1] > bounds[i]
         }
     return total, tiers
+
+
+def _with_intervals(units: Units) -> CellStats:
+    """metric_stats over `units`, drawing from one generator seeded BOOTSTRAP_SEED: the cells of a
+    result take their draws in the order _aggregate visits them (what makes a score reproducible)."""
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    return lambda metric, arrays, idx: metric_stats(metric, arrays, idx, rng, units)
 
 
 def private_part_ids(task: Task) -> frozenset[str]:
@@ -136,6 +142,33 @@ def private_part_ids(task: Task) -> frozenset[str]:
         return frozenset()
 
 
+def _in_private_part(task: Task, split: Split) -> np.ndarray:
+    """Per item of the split: whether it is in the private part (none on an open split)."""
+    private = private_part_ids(task)
+    return np.fromiter(
+        (item.id in private for item in split.items), dtype=bool, count=len(split.items)
+    )
+
+
+def score_values(task: Task, split: Split, answers: Mapping[str, object]) -> Scores:
+    """score_answers' values and item counts, total and per tier, without intervals (no resampling:
+    a fraction of the cost): for answer sets whose intervals nobody reads, such as the reference
+    lines' constant answers (evaluator/baselines.py), of which only the best one's interval is
+    shown. On a hidden split with a private part: the public part, as score_answers."""
+    if task.judge:
+        raise ValueError(f"{task.key} is scored by a judge: score_values does not call one")
+    arrays = item_arrays(task, split, answers)
+    live = np.flatnonzero(~_in_private_part(task, split))
+    total, tiers = _aggregate(task, split, arrays, live, metric_value)
+    return {
+        "metric": task.metric,
+        "interval_unit": item_units(task, split).name,
+        "total": total,
+        "tiers": tiers,
+        "n_items": len(live),
+    }
+
+
 def score_answers(
     task: Task, split: Split, answers: Mapping[str, object], judge: Judge | None = None
 ) -> Scores:
@@ -147,14 +180,10 @@ def score_answers(
     kept by the service, released only when the operator names a release."""
     judge = judge.scoring() if judge else None  # a tally of this scoring's judge replies
     arrays = item_arrays(task, split, answers, judge)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
     units = item_units(task, split)
-    private = private_part_ids(task)
-    in_private = np.fromiter(
-        (item.id in private for item in split.items), dtype=bool, count=len(split.items)
-    )
+    in_private = _in_private_part(task, split)
     live = np.flatnonzero(~in_private)
-    total, tiers = _aggregate(task, split, arrays, live, rng, units)
+    total, tiers = _aggregate(task, split, arrays, live, _with_intervals(units))
     result: Scores = {
         "metric": task.metric,
         "interval_unit": units.name,
@@ -167,9 +196,7 @@ def score_answers(
         result["scoring_provenance"] = {"judge": judge.provenance(task), **judge.counts}
     if in_private.any():
         held = np.flatnonzero(in_private)
-        held_total, _ = _aggregate(
-            task, split, arrays, held, np.random.default_rng(BOOTSTRAP_SEED), units
-        )
+        held_total, _ = _aggregate(task, split, arrays, held, _with_intervals(units))
         result["parts"] = {PUBLIC_PART: len(live), PRIVATE_PART: len(held)}
         result["private"] = {
             "metric": task.metric,

@@ -15,8 +15,6 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evaluator.hooks import GENERIC_HOOKS, TaskHooks, bind_hooks
 from evaluator.manifest import SuiteManifest, read_manifest
 from evaluator.splits import (
@@ -29,6 +27,7 @@ from evaluator.splits import (
     split_marker,
     split_visibility,
 )
+from evaluator.yaml_files import read_yaml
 
 
 @dataclass(frozen=True)
@@ -200,7 +199,7 @@ _SPLIT_MARKERS: dict[str, object] = {}
 @lru_cache(maxsize=None)
 def load_prompts(folder: Path) -> dict[str, Any]:
     """A suite's prompt texts (`prompts.yaml` in its folder), read once per process."""
-    return yaml.safe_load((Path(folder) / "prompts.yaml").read_text(encoding="utf-8"))
+    return read_yaml(Path(folder) / "prompts.yaml")
 
 
 def clear_split_cache(suite_name: str | None = None) -> None:

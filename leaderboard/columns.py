@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
+from evaluator.yaml_files import read_yaml
 
 REGISTRY = Path(__file__).with_name("columns.yaml")
 METRIC_COLUMNS, TIER_COLUMNS = "{metric}", "{tier}"  # placeholders for the score columns
@@ -110,7 +110,7 @@ def parse_columns(entries: list[dict], where: str = "columns.yaml") -> tuple[Col
 
 def read_registry(path: Path) -> tuple[Column, ...]:
     """A registry file's columns, checked; it must list every column named by a constant here."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = read_yaml(path) or {}
     columns = parse_columns(data.get("columns") or [], str(path))
     listed = {c.name for c in columns}
     if unlisted := [name for name in NAMED_COLUMNS if name not in listed]:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from evaluator.registry import all_suites
+from evaluator.yaml_files import read_yaml
 from leaderboard.result_record import make_record
 from leaderboard.table import TOTAL
 
@@ -52,7 +52,7 @@ def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
     path = folder / "reported.yaml"
     if not path.exists():
         return []
-    spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    spec = read_yaml(path)
     suite = all_suites().get(suite_name)
     counts = spec.get("tier_counts", {})
     citation = spec.get("citation", "")

@@ -83,3 +83,32 @@ def test_reference_rows_of_a_hidden_split_are_released_like_scores(skewed_task):
     assert row["metrics"]["tiers"] == {}  # tiers of 3 items: withheld, not a list of labels
     # and no total either: nothing on a hidden split is released from fewer than 50 items
     assert row["metrics"]["total"] == {} and row["metrics"]["release"]["min_items"] == 50
+
+
+def _points(block: dict) -> dict:
+    """A result's cells with only what score_values gives: value and item count."""
+    return {m: {"value": s["value"], "n": s["n"]} for m, s in block.items()}
+
+
+@pytest.mark.parametrize("answer", ["A", "C", "mixed"])
+def test_score_values_are_score_answers_without_the_intervals(answer):
+    """The lines' constant answers are scored without resampling (a fraction of the cost at
+    start-up): the same values and counts, total and per tier, as the full scoring gives."""
+    from evaluator.registry import get_task
+    from evaluator.scoring import score_answers, score_values
+
+    task = get_task("prefeval", "mcq")
+    split = task.load_split()
+    answers = {
+        item.id: ("ABCD"[n % 4] if answer == "mixed" else answer)
+        for n, item in enumerate(split.items)
+    }
+    full, points = score_answers(task, split, answers), score_values(task, split, answers)
+    assert points["n_items"] == full["n_items"] and points["metric"] == full["metric"]
+    assert points["total"] == _points(full["total"])
+    assert points["tiers"] == {
+        group: {tier: _points(cells) for tier, cells in by_tier.items()}
+        for group, by_tier in full["tiers"].items()
+    }
+    assert points["total"]["accuracy"]["value"] > 0  # not an empty comparison
+
