@@ -266,6 +266,22 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def wait_until_idle(
+    pid: int, window_s: float = 1.0, busy_share: float = 0.05, timeout_s: float = 120.0
+) -> float:
+    """Wait until the process used under `busy_share` of a core over a whole `window_s` (its start-up
+    work done: the first head's table, the first paint's copy, the boards the bench refreshed);
+    returns the seconds waited. The read scenarios measure the steady state; what a publish costs
+    the next readers is measured apart ("next request", "at once")."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        before = process_cpu_s(pid)
+        time.sleep(window_s)  # the window the CPU is read over, not a wait for a condition
+        if process_cpu_s(pid) - before < busy_share * window_s:
+            break
+    return time.monotonic() - started
+
+
 class Stats:
     def __init__(self, name: str):
         self.name, self.latencies, self.failures, self.bytes, self.seconds = name, [], 0, 0, 0.0
@@ -458,6 +474,8 @@ def run_size(
     # refresh them 30 s later, in the middle of a read scenario (0.5-1.3 s of CPU at 20,000 rows):
     # the reads are measured from current boards, a refresh's cost in the publish phase
     store.refresh_boards()
+    settled = wait_until_idle(web.pid)
+    print(f"  (the web process settled {settled:.1f} s after it answered)", flush=True)
     lb = "/api/v1/leaderboard"
     result["health_idle"] = asyncio.run(
         sequential(host, port, "/api/v1/health", "health idle", args.health_requests)
