@@ -83,6 +83,23 @@ def add_offline_docs(app: FastAPI) -> None:
         )
 
 
+# Gradio's queue looks for work every millisecond while it has none (Queue.sleep_when_free is
+# 0.001 s off Windows): ~8 % of a core in a web process nobody uses (bench/bench_service_startup.py
+# prints it). Every 10 ms instead: an event that arrives while the queue is idle (or all its slots
+# busy) starts at most 10 ms later, and the idle process costs a tenth.
+QUEUE_IDLE_POLL_S = 0.01
+
+
+def slow_idle_queue_poll(blocks: gr.Blocks, every_s: float = QUEUE_IDLE_POLL_S) -> None:
+    """Make the mounted UI's queue poll for work every `every_s` when it has none (never faster
+    than Gradio's own default); a Gradio without that attribute keeps its own pace, and says so."""
+    queue = getattr(blocks, "_queue", None)
+    if queue is None or not isinstance(getattr(queue, "sleep_when_free", None), (int, float)):
+        log.warning("Gradio's queue has no sleep_when_free: its idle polling is left as it is")
+        return
+    queue.sleep_when_free = max(queue.sleep_when_free, every_s)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or load_settings()
     services = Services.create(settings)
@@ -198,6 +215,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # show_error=False: an exception inside Gradio (e.g. its refusal of a foreign FileData path, which
     # quotes the path) reaches the client as a bare error; our handlers answer in Markdown themselves.
     mounted = gr.mount_gradio_app(app, blocks, path="", footer_links=["api"], show_error=False)
+    slow_idle_queue_poll(blocks)
     enforce_upload_check(blocks)
     sessions.configure(mounted)  # on a Space with sign-in: fails here if Gradio added no session
     return mounted

@@ -4,7 +4,8 @@ suite starts ~37 of them; and what `make serve` waits for).
 
 For --runs times it prints the wall seconds to "up" and the CPU seconds (user + system) all of the
 service's processes used by then and until they stopped, read from the children's rusage once they
-are reaped (Redis included); then the in-process parts of the web app's start-up that are the
+are reaped (Redis included), and the web process's CPU share while nobody uses it (--idle-seconds
+after it settled: Gradio's queue polling, the store's watcher, the publisher); then the in-process parts of the web app's start-up that are the
 service's own work: the suites' discovery and the chance and majority lines
 (leaderboard/reference.py reference_records, scored from the bundled splits). CPU seconds move far
 less with the machine's other load than the wall seconds do.
@@ -16,6 +17,7 @@ less with the machine's other load than the wall seconds do.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import tempfile
@@ -47,8 +49,21 @@ def wait_registered(redis_url: str, pids: set[int], timeout_s: float = 120.0) ->
         time.sleep(0.05)
 
 
-def one_start(root: Path) -> tuple[float, float]:
-    """(seconds until up, CPU seconds of the service's processes)."""
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a running process has used so far, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_share(pid: int, seconds: float) -> float:
+    """The share of a core the process used over `seconds` (a measuring window, not a wait)."""
+    before = process_cpu_s(pid)
+    time.sleep(seconds)
+    return (process_cpu_s(pid) - before) / seconds
+
+
+def one_start(root: Path, idle_s: float) -> tuple[float, float, float]:
+    """(seconds until up, CPU seconds of the service's processes, the idle web's core share)."""
     data_dir = root / "data"
     data_dir.mkdir(parents=True)
     cpu_before = children_cpu_s()
@@ -67,11 +82,13 @@ def one_start(root: Path) -> tuple[float, float]:
         )
         wait_registered(redis.url, {w.pid for w in workers})
         up = time.monotonic() - started
+        idle_share(web.pid, 5.0)  # its start-up work's tail (the first head's table) goes by
+        idle = idle_share(web.pid, idle_s)
     finally:
         processes.stop_process(web, timeout=20)
         processes.stop_processes(workers, timeout=20)
         redis.stop(timeout=20)
-    return up, children_cpu_s() - cpu_before
+    return up, children_cpu_s() - cpu_before, idle
 
 
 def in_process_parts() -> dict[str, float]:
@@ -92,17 +109,27 @@ def in_process_parts() -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--idle-seconds", type=float, default=20.0)
     args = parser.parse_args()
-    ups, cpus = [], []
+    ups, cpus, idles = [], [], []
     for run in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory(prefix="pb-bench-start-") as folder:
-            up, cpu = one_start(Path(folder))
+            up, cpu, idle = one_start(Path(folder), args.idle_seconds)
         ups.append(up)
         cpus.append(cpu)
-        print(f"run {run}: up in {up:5.1f} s, CPU {cpu:5.1f} s (web, {WORKERS} workers, Redis)")
+        idles.append(idle)
+        print(
+            f"run {run}: up in {up:5.1f} s, CPU {cpu:5.1f} s (web, {WORKERS} workers, Redis); "
+            f"the idle web process {idle:.1%} of a core"
+        )
     ups.sort()
     cpus.sort()
-    print(f"median: up in {ups[len(ups) // 2]:.1f} s, CPU {cpus[len(cpus) // 2]:.1f} s")
+    idles.sort()
+    middle = len(ups) // 2
+    print(
+        f"median: up in {ups[middle]:.1f} s, CPU {cpus[middle]:.1f} s, "
+        f"idle web {idles[middle]:.1%} of a core"
+    )
     for part, seconds in in_process_parts().items():
         print(f"in process: {part} {seconds:.2f} s")
 
