@@ -111,4 +111,3 @@ def test_score_values_are_score_answers_without_the_intervals(answer):
         for group, by_tier in full["tiers"].items()
     }
     assert points["total"]["accuracy"]["value"] > 0  # not an empty comparison
-
