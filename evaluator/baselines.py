@@ -27,7 +27,9 @@ def _constant_values(task: Task) -> dict[str, Scores]:
     from evaluator.scoring import score_values
 
     split = task.load_split()
-    return {label: score_values(task, split, _constant(split, label)) for label in task.answer_labels}
+    return {
+        label: score_values(task, split, _constant(split, label)) for label in task.answer_labels
+    }
 
 
 def _constant(split, label: str) -> dict[str, str]:
