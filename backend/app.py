@@ -84,9 +84,9 @@ def add_offline_docs(app: FastAPI) -> None:
 
 
 # Gradio's queue looks for work every millisecond while it has none (Queue.sleep_when_free is
-# 0.001 s off Windows): ~8 % of a core in a web process nobody uses (bench/bench_service_startup.py
-# prints it). Every 10 ms instead: an event that arrives while the queue is idle (or all its slots
-# busy) starts at most 10 ms later, and the idle process costs a tenth.
+# 0.001 s off Windows): an idle web process took 7.3 % of a core, 2.8 % with the queue looking every
+# 10 ms (bench/bench_service_startup.py prints it). An event that arrives while the queue is idle
+# (or all its slots busy) starts at most 10 ms later.
 QUEUE_IDLE_POLL_S = 0.01
 
 

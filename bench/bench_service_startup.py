@@ -5,7 +5,7 @@ suite starts ~37 of them; and what `make serve` waits for).
 For --runs times it prints the wall seconds to "up" and the CPU seconds (user + system) all of the
 service's processes used by then and until they stopped, read from the children's rusage once they
 are reaped (Redis included), and the web process's CPU share while nobody uses it (--idle-seconds
-after it settled: Gradio's queue polling, the store's watcher, the publisher); then the in-process parts of the web app's start-up that are the
+once it settled: Gradio's queue polling, the store's watcher, the publisher); then the in-process parts of the web app's start-up that are the
 service's own work: the suites' discovery and the chance and majority lines
 (leaderboard/reference.py reference_records, scored from the bundled splits). CPU seconds move far
 less with the machine's other load than the wall seconds do.
@@ -17,7 +17,6 @@ less with the machine's other load than the wall seconds do.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import sys
 import tempfile
@@ -28,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from backend import processes  # noqa: E402
+from bench.bench_read_path import process_cpu_s, wait_until_idle  # noqa: E402
 
 WORKERS = 2
 
@@ -47,12 +47,6 @@ def wait_registered(redis_url: str, pids: set[int], timeout_s: float = 120.0) ->
         if time.monotonic() > deadline:
             raise TimeoutError(f"workers {sorted(pids)} did not register in {timeout_s:.0f} s")
         time.sleep(0.05)
-
-
-def process_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a running process has used so far, all its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def idle_share(pid: int, seconds: float) -> float:
@@ -82,7 +76,7 @@ def one_start(root: Path, idle_s: float) -> tuple[float, float, float]:
         )
         wait_registered(redis.url, {w.pid for w in workers})
         up = time.monotonic() - started
-        idle_share(web.pid, 5.0)  # its start-up work's tail (the first head's table) goes by
+        wait_until_idle(web.pid)  # its start-up work's tail (the first head's table) goes by
         idle = idle_share(web.pid, idle_s)
     finally:
         processes.stop_process(web, timeout=20)

@@ -15,24 +15,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evaluator.suite import Task
+from evaluator.suite import Split, Task
 
 if TYPE_CHECKING:
     from evaluator.scoring import Scores
 
 
-def _constant_values(task: Task) -> dict[str, Scores]:
-    """Each label's constant answers scored without intervals (the chance line is their average,
-    with no interval; the majority line is the best of them, scored again in full)."""
-    from evaluator.scoring import score_values
-
-    split = task.load_split()
-    return {
-        label: score_values(task, split, _constant(split, label)) for label in task.answer_labels
-    }
-
-
-def _constant(split, label: str) -> dict[str, str]:
+def _constant(split: Split, label: str) -> dict[str, str]:
+    """The answers of a model that answers `label` to every item."""
     return {item.id: label for item in split.items}
 
 
@@ -78,7 +68,14 @@ def reference_lines(task: Task) -> list[dict[str, Any]]:
         or not task.split_available()
     ):
         return []
-    by_label = _constant_values(task)
+    from evaluator.scoring import score_answers, score_values
+
+    split = task.load_split()
+    # each label's constant answers without intervals: the chance line is their average (no
+    # interval), the majority line the best of them, scored again in full below
+    by_label = {
+        label: score_values(task, split, _constant(split, label)) for label in task.answer_labels
+    }
     metric = task.metric
     scored = {
         label: result
@@ -95,9 +92,6 @@ def reference_lines(task: Task) -> list[dict[str, Any]]:
             -task.answer_labels.index(label),
         ),
     )
-    from evaluator.scoring import score_answers
-
-    split = task.load_split()
     # the one constant answer set whose interval is shown: scored in full, as a submission would be
     majority = score_answers(task, split, _constant(split, best))
     return [
