@@ -26,8 +26,10 @@ exact; the live API never lags.
 
 Each setting is ranked on its own, as the board's default view ranks (zero_shot and reminder rows
 are different experiments): the rows of setting X are exactly the API's download of
-`?suite=S&task=T&setting=X` (same values; the file's columns are the union over its settings, the
-API's `?suite=S&task=T` download's columns, so a column another setting lacks is empty). One file
+`?suite=S&task=T&setting=X` less the task's reference rows, which that download lists in every
+setting and the file once, under setting `reference` (same values; the file's columns are the
+union over its settings, the API's `?suite=S&task=T` download's columns, so a column another
+setting lacks is empty). One file
 per task, not per setting: a judged setting's name holds its judge's model id ("zero_shot+judge:
 org/model"), no file name, and a reader filters one table by its `setting` column.
 """
@@ -44,6 +46,7 @@ from evaluator.metrics import known_metrics
 from leaderboard.board import REFERENCE_KIND, board_download, manifest_tier_order
 from leaderboard.columns import board_download_columns, registry
 from leaderboard.readpath import rank_cells
+from leaderboard.result_record import REFERENCE_SETTING
 from leaderboard.table import (
     CELL_COLUMNS,
     TOTAL,
@@ -113,15 +116,17 @@ def ranked_settings(parts: list[WideRows], suite: str, task: str, settings: Iter
     def lines(_suite: str, _task: str) -> pd.DataFrame:
         return references  # the task's reference rows, whatever the setting (one read per publish)
 
-    return {
-        setting: board_download(
-            finish_view(parts, suite, task, setting, None, tier_order=order),
-            all_cells,
-            lines,
-            None,
+    def board(setting: str) -> pd.DataFrame:
+        ranked = board_download(
+            finish_view(parts, suite, task, setting, None, tier_order=order), all_cells, lines, None
         )
-        for setting in settings
-    }
+        if setting == REFERENCE_SETTING:
+            return ranked
+        # a setting's view lists the task's reference rows too (table.in_slice); the file holds
+        # them once, under their own setting
+        return ranked[ranked["setting"] != REFERENCE_SETTING].reset_index(drop=True)
+
+    return {setting: board(setting) for setting in settings}
 
 
 def assemble(boards: Iterable[pd.DataFrame]) -> pd.DataFrame:

@@ -71,6 +71,7 @@ from leaderboard.table import (
     WideRows,
     export,
     finish_view,
+    in_slice,
     wide_rows,
 )
 from leaderboard.view_query import (
@@ -533,8 +534,8 @@ class RevisionTable:
         keep = np.ones(len(whole), dtype=bool)
         for column, wanted in zip(SLICE_COLUMNS, (filters.suite, filters.task, filters.setting)):
             if wanted:
-                keep &= (whole[column] == wanted).fillna(False).to_numpy(dtype=bool)
-                present = present[present[column] == wanted]
+                keep &= in_slice(whole, column, wanted)
+                present = present[in_slice(present, column, wanted)]
         if not keep.any():
             return pd.DataFrame(columns=EMPTY_VIEW_COLUMNS)
         # the columns finish_view gives these slices

@@ -13,12 +13,11 @@ from typing import Any
 
 from evaluator.baselines import reference_lines
 from evaluator.registry import all_suites
-from leaderboard.result_record import make_record
+from leaderboard.result_record import REFERENCE_SETTING, make_record
 
 log = logging.getLogger(__name__)
 
 REFERENCE_PREFIX = "reference-"
-REFERENCE_SETTING = "reference"
 
 
 def _released(task, line: dict[str, Any]) -> dict[str, Any]:

@@ -105,6 +105,11 @@ def provenance_of(record: dict[str, Any]) -> Provenance:
     return cast(Provenance, provenance)
 
 
+# The setting of the chance and majority rows (row_kind `reference`): they are computed from the split,
+# not from a model, so they hold in every setting of their task and every setting's view lists them.
+REFERENCE_SETTING = "reference"
+
+
 class ResultRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -24,6 +24,7 @@ from leaderboard.columns import (
     TOTAL_CI_LOW,
 )
 from leaderboard.result_record import (
+    REFERENCE_SETTING,
     JudgeProvenance,
     ModelProvenance,
     SplitProvenance,
@@ -245,6 +246,16 @@ EMPTY_VIEW_COLUMNS = [
 SLICE_COLUMNS = ["suite", "task", "setting"]  # what a view filters rows by (one value per result)
 
 
+def in_slice(frame: pd.DataFrame, column: str, wanted: str) -> np.ndarray:
+    """Which rows of `frame` a view of `column` = `wanted` keeps. A setting's view keeps its task's
+    reference rows too (setting `reference`: chance and majority hold in every setting), so an
+    empty board still shows them, and the board, the API and the downloads list the same rows."""
+    keep = (frame[column] == wanted).fillna(False).to_numpy(dtype=bool)
+    if column == "setting" and wanted != REFERENCE_SETTING:
+        keep = keep | (frame[column] == REFERENCE_SETTING).fillna(False).to_numpy(dtype=bool)
+    return keep
+
+
 @dataclass(frozen=True)
 class WideRows:
     """A long scores table (or one part of it) pivoted to one row per result, before any filter.
@@ -360,8 +371,8 @@ def finish_view(
     )
     for column, wanted in zip(SLICE_COLUMNS, (suite, task, setting)):
         if wanted and wide is not None and present is not None:
-            wide = wide[wide[column] == wanted]
-            present = present[present[column] == wanted]
+            wide = wide[in_slice(wide, column, wanted)]
+            present = present[in_slice(present, column, wanted)]
     if wide is None or wide.empty or present is None:  # a part's rows come with its columns
         return pd.DataFrame(columns=EMPTY_VIEW_COLUMNS)
     wide = wide.drop_duplicates("submission_id")  # a result published twice counts once (the first)

@@ -38,6 +38,7 @@ from leaderboard.boards import (  # noqa: E402
 from leaderboard.hub_store import HubDatasetStore  # noqa: E402
 from leaderboard.outbox import Outbox  # noqa: E402
 from leaderboard.readpath import Filters, LeaderboardCache  # noqa: E402
+from leaderboard.result_record import REFERENCE_SETTING  # noqa: E402
 from leaderboard.store import LocalDatasetStore, card_is_current, dataset_card  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +67,9 @@ def records() -> list[dict]:
     ]
     for record in reminder[3:]:
         record["provenance"]["predictions_sha256"] = "c" * 64
-    reference = board_record("fx-ref", "majority answer", 0.6, 0.6, 0.6, row_kind="reference")
+    reference = board_record(
+        "fx-ref", "majority answer", 0.6, 0.6, 0.6, setting=REFERENCE_SETTING, row_kind="reference"
+    )
     reference["source"] = "reference"
     other = minimal_record("fx-other", 0.4)
     other["task"] = OTHER_TASK
@@ -79,6 +82,16 @@ def api_board(store, setting: str | None) -> pd.DataFrame:
     table = LeaderboardCache(store, manifest_tier_order).table()
     body = table.body(Filters(suite=SUITE, task=TASK, setting=setting), "parquet").content
     return pd.read_parquet(io.BytesIO(body))
+
+
+def api_setting_rows(store, setting: str) -> pd.DataFrame:
+    """The API's download of one setting less the task's reference lines, which it lists in every
+    setting and the dataset's file once, under their own setting: what the file holds of it."""
+    api = api_board(store, setting)
+    if setting != REFERENCE_SETTING:
+        assert list(api.loc[api["setting"] == REFERENCE_SETTING, "submission_id"]) == ["fx-ref"]
+        api = api[api["setting"] != REFERENCE_SETTING].reset_index(drop=True)
+    return normalise(api)
 
 
 LOAD = textwrap.dedent("""
@@ -108,9 +121,9 @@ def load_dataset(where: str, config: str, tmp_path: Path, **env) -> pd.DataFrame
 def assert_same_board(loaded: pd.DataFrame, store) -> None:
     everything = api_board(store, None)
     assert list(loaded.columns) == list(everything.columns)  # the download's columns, in order
-    assert set(loaded["setting"]) == {"zero_shot", "reminder"}
+    assert set(loaded["setting"]) == {"zero_shot", "reminder", REFERENCE_SETTING}
     for setting, rows in loaded.groupby("setting", sort=False):
-        api = normalise(api_board(store, str(setting)))
+        api = api_setting_rows(store, str(setting))
         mine = normalise(rows[api.columns].reset_index(drop=True))
         assert list(mine["submission_id"]) == list(api["submission_id"]), setting
         for column in ("rank", "rank_group", "above_reference", "rank_among", "duplicate_of"):
@@ -194,7 +207,7 @@ def check_store(store, read_file, where: str, tmp_path: Path, **env) -> None:
     store.refresh_boards()
     stored = pd.read_parquet(io.BytesIO(read_file(board_path(SUITE, TASK), store.head_revision())))
     assert "fx-alpha" not in set(stored["submission_id"])
-    api = normalise(api_board(store, "zero_shot"))
+    api = api_setting_rows(store, "zero_shot")
     mine = normalise(stored[stored["setting"] == "zero_shot"][api.columns].reset_index(drop=True))
     pd.testing.assert_frame_equal(mine, api, check_dtype=False)
     assert mine.set_index("submission_id").loc["fx-beta", "rank"] == 1

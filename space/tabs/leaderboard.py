@@ -14,7 +14,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from urllib.parse import urlencode
 
 import gradio as gr
@@ -200,8 +200,17 @@ def empty_reason(suite: str, task: str, board: pd.DataFrame) -> str:
     )
 
 
-def no_verified_note(suite: str, task: str) -> str:
-    """Above a board holding only papers' numbers (or partial runs): why nothing is ranked."""
+# what a board's unranked rows are, by row kind, in the order the board lists them
+UNRANKED_KINDS = {
+    "reference": "reference lines (chance and majority)",
+    "partial": "partial runs",
+    "reported": "the papers' own numbers",
+}
+
+
+def no_verified_note(suite: str, task: str, kinds: Iterable[str]) -> str:
+    """Above a board holding no verified row: why nothing is ranked, and what the rows below are
+    (`kinds`: the board's row kinds)."""
     found = all_suites().get(suite)
     if found and task in found.tasks and not found.tasks[task].split_available():
         why = (
@@ -210,9 +219,11 @@ def no_verified_note(suite: str, task: str) -> str:
         )
     else:
         why = "nobody has submitted a full run yet (the Submit tabs say how)"
+    shown = [name for kind, name in UNRANKED_KINDS.items() if kind in set(kinds)] or ["results"]
+    rows = ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + shown[-1]
     return (
         '<p class="pb-empty" id="board-no-verified"><em>No verified results for this task: '
-        f"{why}. The rows below are the papers' own numbers or partial runs, not ranked.</em></p>"
+        f"{why}. The rows below are {rows}, not ranked.</em></p>"
     )
 
 
@@ -445,7 +456,7 @@ def board_table(board: pd.DataFrame, cells: pd.DataFrame, c: BoardControls) -> s
     columns = None if c.columns is None else list(c.columns)
     table = render_board(shown, cells, columns, empty=empty_reason(c.suite, c.task, board))
     if not board.empty and not (board["row_kind"] == "computed").any():
-        table = no_verified_note(c.suite, c.task) + table
+        table = no_verified_note(c.suite, c.task, board["row_kind"].unique()) + table
     if c.highlight and (shown["submission_id"] == c.highlight).any():
         table = table.replace(
             f'data-id="{html.escape(c.highlight)}"',

@@ -210,6 +210,38 @@ def test_the_head_timer_redraws_only_when_the_head_moved(tmp_path):
     assert moved != first and leaderboard.head_moved(services, first) == (moved, moved)
 
 
+def test_an_empty_board_lists_the_reference_lines_in_every_setting(tmp_path):
+    """No submission yet: the first screen shows the task's chance and majority rows (setting
+    `reference`, computed from the split), and so do the read path's view of any setting (what the
+    API and the downloads serve) and the first paint; a verified result then ranks above them."""
+    from leaderboard.readpath import Filters
+    from leaderboard.reference import publish_reference
+    from space.first_paint import render
+
+    services = Services(tmp_path)
+    services.results.ensure()
+    assert publish_reference(services.results) is not None
+    first = leaderboard.first_controls(services)
+    assert (first.suite, first.task, first.setting) == (SUITE, TASK, "zero_shot")
+    lines = ["Majority (always C)", "Chance (uniform over 4)"]
+    view = leaderboard.board_view(services, first)
+    assert len(row_ids(view.table)) == 2 and all(name in view.table for name in lines)
+    assert "The rows below are reference lines (chance and majority), not ranked" in view.table
+    assert all(name in render(services, {}) for name in lines)
+    for setting in ("zero_shot", "reminder", "reference", None):
+        board = services.board.table().board(Filters(suite=SUITE, task=TASK, setting=setting))
+        assert list(board["model_name"]) == lines, setting
+        assert board["rank"].isna().all(), setting
+
+    services.results.publish(board_record("fx-first", "first", 0.8, 0.76, 0.84))
+    ranked = services.board.table().board(Filters(suite=SUITE, task=TASK, setting="zero_shot"))
+    assert list(ranked["model_name"]) == ["first", *lines]
+    assert ranked["rank"].tolist()[0] == 1 and bool(ranked["above_reference"].iloc[0])
+    assert "The rows below are" not in leaderboard.board_view(services, first).table
+    reminder = services.board.table().board(Filters(suite=SUITE, task=TASK, setting="reminder"))
+    assert list(reminder["model_name"]) == lines  # another setting's result is not this view's
+
+
 # -- the Overview tab -----------------------------------------------------------------------------
 def test_an_overview_link_keeps_only_what_its_controls_offer():
     linked = overview.link_controls(
