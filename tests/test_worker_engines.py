@@ -1,5 +1,6 @@
 """The service's worker class in real `rq worker` processes on a real redis-server:
 - each worker takes its share of the cores for compute threads (read inside the job);
+- it imports torch only once it ran a model job (its later work-horses inherit it);
 - with warm engines on, a second job for the same model gets the engine the first one loaded."""
 
 from __future__ import annotations
@@ -40,6 +41,41 @@ def test_each_worker_uses_its_share_of_the_cores(redis_server, service_env, work
     expected = max(1, cores // workers)
     assert job.return_value() == {"torch": expected, "omp": str(expected)}
     assert expected * workers <= max(cores, workers)  # together the workers use the cores once
+
+
+def torch_in_worker() -> bool:
+    import sys
+
+    return "torch" in sys.modules  # a forked work-horse holds what its worker had imported
+
+
+def model_job(snapshot: dict) -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def test_a_worker_imports_torch_only_once_it_ran_a_model_job(redis_server, service_env):
+    queue = Queue(QUEUE_NAME, connection=connect(redis_server))
+    jobs = [
+        queue.enqueue("tests.test_worker_engines.torch_in_worker"),
+        queue.enqueue("tests.test_worker_engines.model_job", snapshot={"kind": "predictions"}),
+        queue.enqueue("tests.test_worker_engines.torch_in_worker"),
+        queue.enqueue("tests.test_worker_engines.model_job", snapshot={"kind": "model"}),
+        queue.enqueue("tests.test_worker_engines.torch_in_worker"),
+    ]
+    argv = processes.worker_argv()
+    argv.insert(-1, "--burst")
+    env = {**service_env, "PERSONABOARD_WORKERS": "1", "RQ_REDIS_URL": redis_server}
+    env.pop(THREADS_ENV, None)
+    done = subprocess.run(argv, env=env, timeout=120, capture_output=True, text=True)
+    for job in jobs:
+        job.refresh()
+        assert job.get_status() == "finished", done.stdout[-2000:] + done.stderr[-2000:]
+    found = [job.return_value() for job in jobs]
+    cores = len(os.sched_getaffinity(0))
+    # an upload's job leaves the worker without torch; after a model job the next horse has it
+    assert found == [False, cores, False, cores, True]
 
 
 def engine_in_job(folder: str) -> dict:
