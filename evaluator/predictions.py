@@ -13,6 +13,7 @@ such refusal names the limit, the line and, where there is one, the field.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -64,6 +65,20 @@ class PredictionProblem(ValueError):
         self.message = message
 
 
+def missing_message(field: str, record: Mapping) -> str:
+    """The message for a missing `field`, naming the line's key that looks misspelt ("anser", "ID")."""
+    others = [k for k in record if isinstance(k, str) and k not in (field, "id")]
+    alike = [k for k in others if k.strip().lower() == field] or difflib.get_close_matches(
+        field, others, n=1, cutoff=0.6
+    )
+    return f"missing (the line has {_shorten(alike[0])}: misspelt?)" if alike else "missing"
+
+
+def missing(field: str, record: Mapping) -> PredictionProblem:
+    """A parser's problem for a line without `field` (missing_message says what it has instead)."""
+    return PredictionProblem(field, missing_message(field, record))
+
+
 def default_parser(task: Task):
     """The answer check a manifest declares: a label from `answer.labels`, or a rating in a range."""
     field = task.answer_field
@@ -72,7 +87,7 @@ def default_parser(task: Task):
 
         def parse_rating(record: dict):
             if field not in record:
-                raise PredictionProblem(field, "missing")
+                raise missing(field, record)
             value = record[field]
             if (
                 isinstance(value, bool)
@@ -94,7 +109,7 @@ def default_parser(task: Task):
 
     def parse_label(record: dict):
         if field not in record:
-            raise PredictionProblem(field, "missing")
+            raise missing(field, record)
         value = record[field]
         if not isinstance(value, str) or value not in labels:
             raise PredictionProblem(field, f"{_shorten(value)} is not one of {label_text}")
@@ -296,7 +311,7 @@ def read_predictions(
             continue
         item_id = record.get("id")
         if item_id is None:
-            report(line_no, "id", "missing")
+            report(line_no, "id", missing_message("id", record))
             continue
         if not isinstance(item_id, str) or item_id not in known:
             # one problem for all unknown ids (its message, with examples, is written at the end)

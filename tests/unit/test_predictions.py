@@ -108,6 +108,21 @@ def test_missing_answer_field(tiny_task):
     assert (problem.line, problem.field, problem.message) == (4, "answer", "missing")
 
 
+@pytest.mark.parametrize(
+    "line, field, misspelt",
+    [
+        ({"id": "q4", "anser": "D"}, "answer", "anser"),
+        ({"id": "q4", "Answer": "D"}, "answer", "Answer"),
+        ({"ID": "q4", "answer": "D"}, "id", "ID"),
+        ({"idd": "q4", "answer": "D"}, "id", "idd"),
+    ],
+)
+def test_a_missing_field_names_the_key_that_looks_misspelt(tiny_task, line, field, misspelt):
+    problem = rejected(tiny_task, jsonl(*GOOD[:3], line)).problems[0]  # (then: q4 has none)
+    assert (problem.line, problem.field) == (4, field)
+    assert problem.message == f"missing (the line has {misspelt!r}: misspelt?)"
+
+
 def test_answer_field_from_the_task():
     task = make_task(
         [item("a1", "yes", g="t")],

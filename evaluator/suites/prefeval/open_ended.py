@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluator.predictions import PredictionProblem
+from evaluator.predictions import PredictionProblem, missing
 from evaluator.suite import Item, Task
 from evaluator.suites.prefeval import mcq
 from evaluator.suites.prefeval.official_parsing import says_no, says_yes, tag_text
@@ -98,7 +98,7 @@ def build_items(task: Task, data: Path) -> list[Item]:
 
 def parse_prediction(record: dict) -> str:
     if "response" not in record:
-        raise PredictionProblem("response", "missing")
+        raise missing("response", record)
     value = record["response"]
     if not isinstance(value, str) or not value.strip():
         raise PredictionProblem(

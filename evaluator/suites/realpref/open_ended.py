@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.predictions import PredictionProblem
+from evaluator.predictions import PredictionProblem, missing
 
 # The hooks shared by the three tasks, re-exported as this task's (__all__ below keeps linters
 # from dropping them as unused imports: the hooks binder reads them from this module).
@@ -61,7 +61,7 @@ _RATIONALE = re.compile(r"^[\W_]*rationale[\W_]*?:[\s*_]*", re.IGNORECASE | re.M
 
 def parse_prediction(record: dict) -> str:
     if "response" not in record:
-        raise PredictionProblem("response", "missing")
+        raise missing("response", record)
     value = record["response"]
     if not isinstance(value, str) or not value.strip():
         raise PredictionProblem(
