@@ -169,8 +169,14 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     choose(page, "filter-setting", SUBMIT_SETTING)
     headers, rows = wait_table(
         page,
-        lambda h, r: r and all(x["Setting"] == SUBMIT_SETTING for x in r) and row_for(r, model),
-        f"only setting {SUBMIT_SETTING} rows",
+        # the setting's rows and the task's reference lines (their own setting, in every view)
+        lambda h, r: (
+            r
+            and all(x["Setting"] in (SUBMIT_SETTING, "reference") for x in r)
+            and any(x["Setting"] == "reference" for x in r)
+            and row_for(r, model)
+        ),
+        f"only setting {SUBMIT_SETTING} rows and the reference lines",
     )
     choose(page, "filter-tier", "Preference form: Explicit")
     headers, rows = wait_table(
@@ -205,7 +211,10 @@ def test_submit_then_leaderboard_filters_and_downloads(ui, items, tmp_path):
     for fmt, frame in frames.items():
         verified = list(frame.loc[frame["row_kind"] == "computed", "model_name"])
         assert verified == shown_models, (fmt, verified, shown_models)
-        assert set(frame["setting"]) == {SUBMIT_SETTING} and set(frame["suite"]) == {SUITE}, fmt
+        # the setting's rows, and the task's reference lines (setting `reference`: every view's)
+        assert set(frame["setting"]) == {SUBMIT_SETTING, "reference"}, fmt
+        assert set(frame.loc[frame["setting"] == "reference", "row_kind"]) == {"reference"}, fmt
+        assert set(frame["suite"]) == {SUITE}, fmt
         tier_columns = [c for c in frame.columns if "/" in c]
         assert tier_columns == ["form/explicit"], (fmt, list(frame.columns))
         mine = frame[frame["model_name"] == model].iloc[0]

@@ -257,14 +257,17 @@ def test_filters(http, shared_live_service):
     assert_result(rag["result"], third)
     assert cot["result"]["total"]["accuracy"]["value"] == 2 / 3
 
-    # setting filter: only that setting's rows
+    # setting filter: only that setting's rows, and the task's reference lines (setting
+    # `reference`, computed from the split: they hold in every setting)
     only_cot = leaderboard(http, suite="prefeval", task="mcq", setting="cot")
-    assert set(only_cot["setting"]) == {"cot"}
+    assert set(only_cot["setting"]) == {"cot", "reference"}
+    lines = only_cot[only_cot["setting"] == "reference"]
+    assert set(lines["row_kind"]) == {"reference"} and len(lines) == 2
     assert sid_cot in set(only_cot["submission_id"]) and sid_rag not in set(
         only_cot["submission_id"]
     )
     only_rag = leaderboard(http, suite="prefeval", task="mcq", setting="rag")
-    assert set(only_rag["setting"]) == {"rag"}
+    assert set(only_rag["setting"]) == {"rag", "reference"}
     assert row_of(only_rag, sid_rag)["total"] == third.total
 
     everything = leaderboard(http, suite="prefeval", task="mcq")
@@ -291,12 +294,13 @@ def test_filters(http, shared_live_service):
     assert [c for c in topic.columns if "/" in c] == ["topic/travel_hotel"]
     assert row_of(topic, sid_rag)["topic/travel_hotel"] == third.tiers["topic"]["travel_hotel"]
 
-    # a filter that names a setting with no rows gives an empty table; an unknown suite is a 422
-    # naming the parameter and what it allows
+    # a filter that names a setting with no rows gives the reference lines only; an unknown suite
+    # is a 422 naming the parameter and what it allows
     empty = http.get(
         "/api/v1/leaderboard", params={"suite": "prefeval", "task": "mcq", "setting": "self_critic"}
     )
-    assert empty.status_code == 200 and empty.json() == [], empty.text
+    assert empty.status_code == 200, empty.text
+    assert {row["row_kind"] for row in empty.json()} == {"reference"}, empty.text
     unknown = http.get("/api/v1/leaderboard", params={"suite": "nope"})
     assert unknown.status_code == 422 and "suite" in unknown.text and "prefeval" in unknown.text
 
