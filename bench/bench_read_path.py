@@ -65,6 +65,7 @@ from backend.processes import (  # noqa: E402
     wait_http,
 )
 from leaderboard.boards import BOARDS_EVERY_S  # noqa: E402
+from leaderboard.result_record import KIND_COMPUTED  # noqa: E402
 from leaderboard.store import LocalDatasetStore  # noqa: E402
 
 SUITE, TASK = "prefeval", "mcq"
@@ -105,7 +106,7 @@ def make_record(i: int, groups: dict[str, list[str]], rng: random.Random) -> dic
         "model_name": f"bench-model-{i}",
         "model_link": "",
         "source": "predictions",
-        "row_kind": "computed",
+        "row_kind": KIND_COMPUTED,
         "submitted_at": f"2026-01-01T00:00:00.{i:06d}+00:00",
         "metrics": {
             "metric": "accuracy",

@@ -47,6 +47,7 @@ from leaderboard.columns import (
     board_download_columns,
 )
 from leaderboard.reported import comparable_paper_rows
+from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL, KIND_REFERENCE, KIND_REPORTED
 from leaderboard.table import (
     PROVENANCE_MISSING,
     TOTAL,
@@ -57,9 +58,9 @@ from leaderboard.table import (
     wide_view,
 )
 
-RANKED_KIND = "computed"
-REFERENCE_KIND = "reference"
-SECTION_ORDER = ("computed", "reference", "partial", "reported")
+RANKED_KIND = KIND_COMPUTED
+REFERENCE_KIND = KIND_REFERENCE
+SECTION_ORDER = (KIND_COMPUTED, KIND_REFERENCE, KIND_PARTIAL, KIND_REPORTED)
 SIZE_BUCKETS = ((1e9, "< 1B"), (1e10, "1B-10B"), (1e11, "10B-100B"), (float("inf"), "100B +"))
 
 
@@ -315,7 +316,7 @@ def ranked_on(board: pd.DataFrame) -> pd.Series:
     else:
         pairs = board[["suite", "task"]].astype(str)
         keys = pd.MultiIndex.from_frame(pairs).isin(list(divided)) if divided else False
-    scored_here = (board["row_kind"] != "reported").to_numpy()  # a paper's row: its own test set
+    scored_here = (board["row_kind"] != KIND_REPORTED).to_numpy()  # a paper's row: its own test set
     on[keys & scored_here] = PUBLIC_PART
     if PRIVATE_COLUMN in board:
         on[board[PRIVATE_COLUMN].notna()] = PRIVATE_PART

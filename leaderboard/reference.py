@@ -13,7 +13,7 @@ from typing import Any
 
 from evaluator.baselines import reference_lines
 from evaluator.registry import all_suites
-from leaderboard.result_record import REFERENCE_SETTING, make_record
+from leaderboard.result_record import KIND_REFERENCE, REFERENCE_SETTING, make_record
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def _row(task, line: dict[str, Any], split_sha: str) -> dict[str, Any]:
             "model_link": "",
             "description": description,
             "source": "reference line (computed from the split)",
-            "row_kind": "reference",
+            "row_kind": KIND_REFERENCE,
             "submitted_at": "",
             "provenance": {
                 "suite_version": task.suite.version,

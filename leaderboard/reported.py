@@ -21,7 +21,7 @@ import pandas as pd
 
 from evaluator.registry import all_suites
 from evaluator.yaml_files import read_yaml
-from leaderboard.result_record import make_record
+from leaderboard.result_record import KIND_REFERENCE, KIND_REPORTED, make_record
 from leaderboard.table import TOTAL
 
 REPORTED_PREFIX = "reported-"
@@ -88,7 +88,7 @@ def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
                         "model_link": "",
                         "description": row.get("note", ""),
                         "source": f"reported (paper), {table['id'].replace('table', 'Table ')}",
-                        "row_kind": "reported",
+                        "row_kind": KIND_REPORTED,
                         "submitted_at": "",
                         "provenance": {
                             "citation": citation,
@@ -141,7 +141,7 @@ def comparable_paper_rows(board: pd.DataFrame, protocols: dict[str, str]) -> pd.
     if board.empty:
         return found
     protocol = board["submission_id"].map(protocols).fillna("")
-    reported = board["row_kind"] == "reported"
+    reported = board["row_kind"] == KIND_REPORTED
     # read once, not per row: a board of 20,000 rows took 35 s with a papers.iterrows() per row
     papers = [
         (f"{name} ({str(source).removeprefix('reported (paper), ')})", paper_protocol, setting)
@@ -154,7 +154,7 @@ def comparable_paper_rows(board: pd.DataFrame, protocols: dict[str, str]) -> pd.
     ]
     if not papers:
         return found
-    others = ~board["row_kind"].isin(("reported", "reference"))
+    others = ~board["row_kind"].isin((KIND_REPORTED, KIND_REFERENCE))
     pairs = list(zip(protocol[others], board.loc[others, "setting"]))
     # once per (protocol, setting), of which a board has a few, not once per row
     named = {

@@ -9,7 +9,7 @@ before the field existed has the same shape and reads as version 1. The JSON Sch
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -105,6 +105,16 @@ def provenance_of(record: dict[str, Any]) -> Provenance:
     return cast(Provenance, provenance)
 
 
+# The kinds of a leaderboard row (a record's `row_kind`), named here once: a full run scored here
+# (the only kind ranked), a partial run (a smoke test, an n/a configuration), a paper's reported
+# number, a chance or majority line computed from the split (tests/unit/test_row_kind_literals.py).
+KIND_COMPUTED: Final = "computed"
+KIND_PARTIAL: Final = "partial"
+KIND_REPORTED: Final = "reported"
+KIND_REFERENCE: Final = "reference"
+ROW_KINDS = (KIND_COMPUTED, KIND_PARTIAL, KIND_REPORTED, KIND_REFERENCE)
+RowKind = Literal["computed", "partial", "reported", "reference"]  # ROW_KINDS, for the schema
+
 # The setting of the chance and majority rows (row_kind `reference`): they are computed from the split,
 # not from a model, so they hold in every setting of their task and every setting's view lists them.
 REFERENCE_SETTING = "reference"
@@ -122,9 +132,7 @@ class ResultRecord(BaseModel):
     model_link: str = ""
     description: str = ""
     source: str  # "predictions file", "model run (PROTOCOL)", "reported (paper), Table N", "reference line ..."
-    row_kind: Literal["computed", "partial", "reported", "reference"] = (
-        "computed"  # reference: chance/majority lines
-    )
+    row_kind: RowKind = KIND_COMPUTED
     submitted_at: str
     provenance: dict[str, Any] = {}  # everything needed to reproduce or audit the number
     timings: dict[str, Any] | None = None

@@ -24,6 +24,10 @@ from leaderboard.columns import (
     TOTAL_CI_LOW,
 )
 from leaderboard.result_record import (
+    KIND_COMPUTED,
+    KIND_PARTIAL,
+    KIND_REFERENCE,
+    KIND_REPORTED,
     REFERENCE_SETTING,
     JudgeProvenance,
     ModelProvenance,
@@ -87,18 +91,18 @@ SCORE_COLUMNS = [
 ID_COLUMNS = ["model_name", "suite", "task", "setting", "source", "row_kind", "metric"]
 TRAILING_COLUMNS = ["n_items", "submitted_at", "submission_id", "model_link"]
 ROW_KIND_RANK = {
-    "computed": 0,
-    "partial": 1,
-    "reference": 2,
-    "reported": 3,
+    KIND_COMPUTED: 0,
+    KIND_PARTIAL: 1,
+    KIND_REFERENCE: 2,
+    KIND_REPORTED: 3,
 }  # the papers' rows last
 
 
 def model_type_of(record: dict[str, Any], model: ModelProvenance) -> str:
     """generative | reward for a model run (from the resolved model); what the row is otherwise."""
     kind = record.get("row_kind")
-    if kind in ("reported", "reference"):
-        return "paper" if kind == "reported" else "reference line"
+    if kind in (KIND_REPORTED, KIND_REFERENCE):
+        return "paper" if kind == KIND_REPORTED else "reference line"
     if model:
         return model.get("model_type") or UNKNOWN
     return "predictions file"
@@ -181,7 +185,7 @@ def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "model_name": record["model_name"],
             "model_link": record.get("model_link") or "",
             "source": record["source"],
-            "row_kind": record.get("row_kind", "computed"),
+            "row_kind": record.get("row_kind", KIND_COMPUTED),
             "submitted_at": record["submitted_at"],
             **provenance_columns(record),
         }

@@ -23,6 +23,7 @@ from leaderboard.columns import (
     registry,
 )
 from leaderboard.overview import SIZE_CHOICES, TYPE_CHOICES
+from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL, KIND_REFERENCE, KIND_REPORTED
 from leaderboard.table import UNKNOWN
 
 # A board's model types: the overview's, and what a paper's and a reference row are.
@@ -40,7 +41,7 @@ DIRECTIONS = ("asc", "desc")
 SORT_ALIASES: dict[str, str | None] = {"ci": None, "reference": ABOVE_REFERENCE}
 SORT_SOURCE = {SIZE: "parameters"}
 # The sections the board draws (space/display.py SECTION_TITLES); any other kind is a paper's row.
-SECTIONS = ("computed", "reference", "partial", "reported")
+SECTIONS = (KIND_COMPUTED, KIND_REFERENCE, KIND_PARTIAL, KIND_REPORTED)
 
 
 def parse_columns(text: str | None) -> tuple[str, ...] | None:

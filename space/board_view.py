@@ -27,6 +27,7 @@ from leaderboard.columns import (
     default_chooser,
     registry,
 )
+from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL
 from leaderboard.table import TOTAL
 from space.display import (
     MIN_CELL_ITEMS,
@@ -216,7 +217,7 @@ def _cell(
         return _model_cell(row, distinct or {})
     if column in ("reference", "ci"):
         low, high, n = cells.get((row["submission_id"], ranked_by), (None, None, 0))
-        hidden = row.get("row_kind") == "partial" and n and n < MIN_CELL_ITEMS  # too few items
+        hidden = row.get("row_kind") == KIND_PARTIAL and n and n < MIN_CELL_ITEMS  # too few items
         if column == "reference":  # a hidden score has no verdict either
             if hidden:
                 return "", "", "pb-text"
@@ -244,7 +245,7 @@ def _rank_cell(row) -> Cell:
             "",
             "pb-rank",
         )
-    if _missing(rank) and row.get("row_kind") == "computed" and _above_reference(row) is False:
+    if _missing(rank) and row.get("row_kind") == KIND_COMPUTED and _above_reference(row) is False:
         return (
             '<span class="pb-below-ref" title="not ranked: its 95% interval does not clear the reference line">'
             "–</span>",
@@ -347,7 +348,7 @@ def _score_cell(row, column: str, cells: dict, ranked_by: str) -> Cell:
     title = f"95% CI {interval}; " if interval else ""
     title += f"{n} items" if n else "item count not reported"
     css = "pb-main" if column == ranked_by else ""
-    if row.get("row_kind") == "partial":
+    if row.get("row_kind") == KIND_PARTIAL:
         if n and n < MIN_CELL_ITEMS:  # the ranking column too: too few items to mean anything
             return (
                 f'<span title="only {n} items: too few to show a score">– <span class="pb-n">n={n}</span></span>',
@@ -446,7 +447,9 @@ def render_board(
             rank: i for i, rank in enumerate(sorted({r for r in section[RANK] if not _missing(r)}))
         }
         title = (
-            UNRANKED_COMPUTED_TITLE if kind == "computed" and not groups else SECTION_TITLES[kind]
+            UNRANKED_COMPUTED_TITLE
+            if kind == KIND_COMPUTED and not groups
+            else SECTION_TITLES[kind]
         )
         rows = [
             f'<tr class="pb-section-head"><th colspan="{len(columns)}">{html.escape(title)}</th></tr>'

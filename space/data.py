@@ -12,6 +12,7 @@ from evaluator.registry import all_suites
 from evaluator.splits import SplitNotInstalled, split_files
 from leaderboard.board import manifest_tier_order, table_facts  # noqa: F401  (re-exported)
 from leaderboard.boards import BOARDS_MESSAGE
+from leaderboard.result_record import KIND_COMPUTED, KIND_REFERENCE
 from leaderboard.table import result_summaries as table_result_summaries
 
 if TYPE_CHECKING:
@@ -154,9 +155,9 @@ def default_board(
     pairs = [(s, t) for s in suites for t in all_suites()[s].tasks if task in (None, t)]
     if not pairs:
         return None, None, None
-    rows = scores[scores["row_kind"] != "reference"] if "row_kind" in scores else scores
+    rows = scores[scores["row_kind"] != KIND_REFERENCE] if "row_kind" in scores else scores
     per_result = rows.drop_duplicates("submission_id") if "submission_id" in rows else rows
-    verified = per_result[per_result["row_kind"] == "computed"]
+    verified = per_result[per_result["row_kind"] == KIND_COMPUTED]
 
     def counts(frame, keys):
         return frame.groupby(keys).size().to_dict() if not frame.empty else {}
@@ -183,7 +184,7 @@ def default_board(
     here = per_result[(per_result["suite"] == chosen[0]) & (per_result["task"] == chosen[1])]
     if not here.empty:
         by_setting = (
-            counts(here[here["row_kind"] == "computed"], "setting"),
+            counts(here[here["row_kind"] == KIND_COMPUTED], "setting"),
             counts(here, "setting"),
         )
         present = list(dict.fromkeys(here["setting"]))

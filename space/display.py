@@ -14,19 +14,20 @@ from evaluator.metrics import get_metric, metric_labels, metric_scale
 from evaluator.registry import all_suites
 from evaluator.splits import release_tier_columns
 from leaderboard.columns import fixed_labels
+from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL, KIND_REFERENCE, KIND_REPORTED
 from space.choices import pretty
 
 ROW_KINDS = {
-    "computed": "verified",
-    "reported": "reported (paper)",
-    "partial": "partial run (not ranked)",
-    "reference": "reference line (chance / majority)",
+    KIND_COMPUTED: "verified",
+    KIND_REPORTED: "reported (paper)",
+    KIND_PARTIAL: "partial run (not ranked)",
+    KIND_REFERENCE: "reference line (chance / majority)",
 }
 SECTION_TITLES = {
-    "computed": "Verified here (ranked)",
-    "reference": "Reference lines: chance and majority (not ranked)",
-    "partial": "Partial runs (not ranked)",
-    "reported": "Papers' own numbers (not verified here, not ranked)",
+    KIND_COMPUTED: "Verified here (ranked)",
+    KIND_REFERENCE: "Reference lines: chance and majority (not ranked)",
+    KIND_PARTIAL: "Partial runs (not ranked)",
+    KIND_REPORTED: "Papers' own numbers (not verified here, not ranked)",
 }
 # The verified section when none of its rows has a rank (each fails to clear the reference line).
 UNRANKED_COMPUTED_TITLE = "Verified here (none ranked yet: none clears the reference line)"

@@ -29,6 +29,7 @@ import pandas as pd
 from evaluator.registry import all_suites
 from leaderboard.board import best_line
 from leaderboard.columns import TOTAL_CI_HIGH, TOTAL_CI_LOW
+from leaderboard.result_record import KIND_PARTIAL
 from leaderboard.table import TOTAL
 from space.display import (
     MIN_CELL_ITEMS,
@@ -265,7 +266,7 @@ def tier_figures(
             for column in shown:
                 low, high, n = stats.get((row["submission_id"], column), (None, None, 0))
                 value = row.get(column)
-                if row.get("row_kind") == "partial" and n and n < MIN_CELL_ITEMS:
+                if row.get("row_kind") == KIND_PARTIAL and n and n < MIN_CELL_ITEMS:
                     value = None  # too few items to show, as in the table
                 points.append((value, low, high, n))
             ticks = [wrap(labels.get(c, c)) if c != TOTAL else "Total" for c in shown]

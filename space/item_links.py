@@ -15,13 +15,14 @@ from urllib.parse import urlencode
 
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.release import item_details_allowed
+from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL
 
 ITEMS_TAB = "items"
 RESULT_PARAM = "submission"  # the tab's result parameter (not `result`: the tab's own name for it)
 PAGE_PARAM = "pg"  # not `page`: Gradio's page route reads that (space/page_param.py)
 PAGE_ITEMS = 50
 # row kinds scored here, item by item; `reported` (a paper's) and `reference` rows have no items
-DETAILED_KINDS = frozenset({"computed", "partial"})
+DETAILED_KINDS = frozenset({KIND_COMPUTED, KIND_PARTIAL})
 LINK_TITLE = "Its answers item by item: inputs, gold, answer, right or wrong (the Items tab)"
 
 

@@ -24,7 +24,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from evaluator.metrics import get_metric
 from evaluator.registry import all_suites
 from leaderboard.board import ranked_board
-from leaderboard.result_record import provenance_of
+from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL, KIND_REFERENCE, provenance_of
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.turns_plot import TURNS_TASK, accuracy_by_turns, plot_accuracy_by_turns
 from space import interactive_plots, plots
@@ -223,7 +223,7 @@ def _comparable(suite: str, task: str) -> str | None:
 
 def _result_label(summary: dict) -> str:
     """A result as a list of results names it (`summary`: a leaderboard/table.py result_summaries row)."""
-    kind = " · partial" if summary["row_kind"] == "partial" else ""
+    kind = " · partial" if summary["row_kind"] == KIND_PARTIAL else ""
     return (
         f"{summary['model_name']} · {format_value(summary['value'], summary['metric'])}{kind}"
         f" · {(summary['submitted_at'] or '')[:16].replace('T', ' ')} · {summary['submission_id']}"
@@ -640,7 +640,7 @@ def _plot_routes(router: APIRouter, services: Services) -> None:
         revision: str | None = Query(None, max_length=100),
     ):
         board, _ = board_of(services, suite, task, revision)
-        board = board[~board["row_kind"].isin(["partial", "reference"])]
+        board = board[~board["row_kind"].isin([KIND_PARTIAL, KIND_REFERENCE])]
         return {"figures": interactive_plots.setting_figure(board, "Total by setting")}
 
     @router.get("/plots/size.json")
@@ -650,7 +650,7 @@ def _plot_routes(router: APIRouter, services: Services) -> None:
         revision: str | None = Query(None, max_length=100),
     ):
         board, _ = board_of(services, suite, task, revision)
-        board = board[board["row_kind"] == "computed"]
+        board = board[board["row_kind"] == KIND_COMPUTED]
         return {"figures": interactive_plots.size_figure(board, "Total against model size")}
 
     @router.get("/plots/turns.svg")

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from evaluator.registry import all_suites
-from leaderboard.result_record import provenance_of
+from leaderboard.result_record import KIND_REFERENCE, KIND_REPORTED, provenance_of
 from space.display import format_value, metric_label
 
 LIMITED = re.compile(r"\[(\d+) of \d+\]")  # a --limit run's split name: "test[30 of 3000]"
@@ -93,9 +93,9 @@ def _model_words(record: dict[str, Any]) -> list[str]:
 def reproduce_command(record: dict[str, Any]) -> str:
     """The one shell command that re-runs (or re-scores) this row; a comment where none can."""
     provenance = provenance_of(record)
-    if record.get("row_kind") == "reported":
+    if record.get("row_kind") == KIND_REPORTED:
         return f"# Reported in the paper ({provenance.get('table', '')}); not run here."
-    if record.get("row_kind") == "reference":
+    if record.get("row_kind") == KIND_REFERENCE:
         return "# A reference line computed from the split's gold answers; not a run."
     if "model" in provenance:
         words = _model_words(record)
@@ -119,7 +119,7 @@ def _expected_score(record: dict[str, Any]) -> str:
 
 def reproduce_checks(record: dict[str, Any]) -> list[tuple[str, str]]:
     """What the command's output must match, as (what, text) pairs; none for papers' rows."""
-    if record.get("row_kind") in ("reported", "reference"):
+    if record.get("row_kind") in (KIND_REPORTED, KIND_REFERENCE):
         return []
     provenance, extra = provenance_of(record), _extra(record)
     split = provenance.get("split") or {}

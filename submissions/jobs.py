@@ -28,7 +28,7 @@ from evaluator.settings import EvaluatorSettings, load_evaluator_settings
 from evaluator.suite import Task
 from leaderboard.head_signal import RedisHeadSignal
 from leaderboard.outbox import OnPublished, Outbox, Withhold
-from leaderboard.result_record import ResultRecord, new_record
+from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL, ResultRecord, new_record
 from leaderboard.results import open_outbox
 from leaderboard.store import StoreUnavailable
 from submissions import queue
@@ -191,7 +191,7 @@ def result_record(
         ) and metrics["n_items"] < metrics["split"]["full_n_items"]
         source, row_kind = (
             f"model run ({provenance.get('protocol')})",
-            "partial" if partial else "computed",
+            KIND_PARTIAL if partial else KIND_COMPUTED,
         )
     else:
         provenance.update(
@@ -201,7 +201,7 @@ def result_record(
                 "protocol": "uploaded predictions",
             }
         )
-        source, row_kind = "predictions file", "computed"
+        source, row_kind = "predictions file", KIND_COMPUTED
     return new_record(
         submission_id=submission.id,
         suite=submission.suite,

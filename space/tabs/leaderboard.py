@@ -23,6 +23,7 @@ import pandas as pd
 from evaluator.registry import all_suites
 from evaluator.splits import install_command
 from leaderboard.board import UNKNOWN, ranked_board
+from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL, KIND_REFERENCE, KIND_REPORTED
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.view_query import columns_text, keep_rows
 from space.board_view import DEFAULT_COLUMNS, OPTIONAL_COLUMNS, SORT_JS, render_board
@@ -202,9 +203,9 @@ def empty_reason(suite: str, task: str, board: pd.DataFrame) -> str:
 
 # what a board's unranked rows are, by row kind, in the order the board lists them
 UNRANKED_KINDS = {
-    "reference": "reference lines (chance and majority)",
-    "partial": "partial runs",
-    "reported": "the papers' own numbers",
+    KIND_REFERENCE: "reference lines (chance and majority)",
+    KIND_PARTIAL: "partial runs",
+    KIND_REPORTED: "the papers' own numbers",
 }
 
 
@@ -455,7 +456,7 @@ def board_table(board: pd.DataFrame, cells: pd.DataFrame, c: BoardControls) -> s
     shown = filter_board(board, c.model_type, c.size, c.license, c.search)
     columns = None if c.columns is None else list(c.columns)
     table = render_board(shown, cells, columns, empty=empty_reason(c.suite, c.task, board))
-    if not board.empty and not (board["row_kind"] == "computed").any():
+    if not board.empty and not (board["row_kind"] == KIND_COMPUTED).any():
         table = no_verified_note(c.suite, c.task, board["row_kind"].unique()) + table
     if c.highlight and (shown["submission_id"] == c.highlight).any():
         table = table.replace(
@@ -478,7 +479,9 @@ def board_choices(board: pd.DataFrame) -> BoardChoices:
     """The fact filters' choices, and the rows the plot may compare (distinct labels: two rows of
     one model never read the same), the first few results (no reference line) chosen."""
     names = row_labels(board)
-    worth = [i for i, kind in zip(board["submission_id"], board["row_kind"]) if kind != "reference"]
+    worth = [
+        i for i, kind in zip(board["submission_id"], board["row_kind"]) if kind != KIND_REFERENCE
+    ]
     return BoardChoices(
         model_types=fact_choices(board, "model_type"),
         sizes=fact_choices(board, "size"),

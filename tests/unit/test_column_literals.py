@@ -8,7 +8,8 @@ The lint parses every module of the repository (tests aside) with ast.
 Not checked:
 - the names of the result record's fields (leaderboard/result_record.py; `model_name`, `row_kind`,
   `total`, `protocol` ...): the record's schema spells them, and the same words are the keys of
-  records, API bodies and the dataset's long table, where they are no board column;
+  records, API bodies and the dataset's long table, where they are no board column (the values
+  of `row_kind` go through their constants: tests/unit/test_row_kind_literals.py);
 - the tests: they state the published downloads' columns as a reader spells them;
 - the NOT_COLUMN_ONLY names below, ordinary words with other meanings in the code.
 """
