@@ -22,12 +22,15 @@ def login_button(page):
 
 
 def on_board(page) -> None:
-    """Back on the board (the callback's redirect to "/"), its page drawn."""
+    """Back on the app (the redirect to "/"), its page drawn, then on the Submit tab. Gradio's
+    LoginButton sends the page's query along (`window.location.search`, read half a second after
+    the click), so the redirect lands on the board, or on the Submit tab once the page's URL names
+    it (`?tab=submit`): which one depends on how soon the URL was updated, so either is awaited."""
     from browser_helpers import open_tab
     from playwright.sync_api import expect
 
-    page.wait_for_url(re.compile(r"^http://[^/?#]+/(\?.*)?$"))  # the board, on whichever host
-    expect(page.locator("#leaderboard-table")).to_be_visible()
+    page.wait_for_url(re.compile(r"^http://[^/?#]+/(\?.*)?$"))  # the app, on whichever host
+    expect(page.locator("[role='tab'][aria-selected='true']").first).to_be_visible()
     open_tab(page, "Submit predictions")
 
 

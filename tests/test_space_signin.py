@@ -281,8 +281,10 @@ def test_sign_in_submit_as_hf_user_new_account_budget_and_sign_out(browser, spac
         assert _session_data(context)["oauth_info"]["userinfo"]["preferred_username"] == VETERAN
         screenshot(page, tmp_path, "space-signed-in-submitted")
 
-        # Signing out: the button offers sign-in again, and a submission is refused.
-        login_button(page).click()
+        # Signing out: the button offers sign-in again, and a submission is refused. The logout
+        # comes back to "/" with this page's query, maybe this very URL: wait for the new page.
+        with page.expect_navigation(url=re.compile(r"^http://[^/?#]+/(\?.*)?$")):
+            login_button(page).click()
         on_board(page)
         expect(login_button(page)).to_have_text(re.compile("Sign in with Hugging Face"))
         page.locator("#submit-model textarea, #submit-model input").first.fill("after-logout")
