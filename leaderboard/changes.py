@@ -26,12 +26,13 @@ from __future__ import annotations
 import functools
 import io
 import json
+import logging
 import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence, cast
 
 import pandas as pd
 
@@ -53,6 +54,7 @@ from leaderboard.layout import (
     SCORES_DIR,
     SHARD_MESSAGE,
     SPLIT_MESSAGE,
+    RequestRecord,
     as_json,
     dataset_card,
     details_path,
@@ -72,8 +74,10 @@ from leaderboard.layout import (
     submission_of_path,
     supersedes,
 )
-from leaderboard.result_record import validate_record
+from leaderboard.result_record import ResultRecord, checked_record, validate_record
 from leaderboard.table import WideRows, records_to_scores, wide_rows
+
+LOG = logging.getLogger(__name__)
 
 PART_CACHE = 128  # parsed table parts kept per store object (immutable, keyed by blob id): the
 # whole table up to ~55,000 results in parts of 500 (and at most ~22 smaller parts)
@@ -268,11 +272,23 @@ def records(view: DatasetView) -> list[dict[str, Any]]:
 
 def records_of(
     view: DatasetView, keys: Sequence[tuple[str, str, str]]
-) -> list[dict[str, Any] | None]:
-    """The result records of (suite, task, submission id) keys, by path (None where the view holds
-    no such result): a page about a few results reads those, not every record."""
-    found = view.read_many([result_path(suite, task, sid) for suite, task, sid in keys])
-    return [json.loads(data) if data else None for data in found]
+) -> list[ResultRecord | None]:
+    """The result records of (suite, task, submission id) keys, by path, typed (None where the view
+    holds no such result): a page about a few results reads those, not every record. A file there
+    that is no result record (edited by hand: the stores write only checked ones) reads as none,
+    with a warning naming it."""
+    paths = [result_path(suite, task, sid) for suite, task, sid in keys]
+    return [_typed(path, data) for path, data in zip(paths, view.read_many(paths), strict=True)]
+
+
+def _typed(path: str, data: bytes | None) -> ResultRecord | None:
+    if not data:
+        return None
+    try:
+        return checked_record(json.loads(data))
+    except ValueError as exc:  # RecordError, or a file that is no JSON
+        LOG.warning("%s is not a result record, read as none: %s", path, exc)
+        return None
 
 
 def current_record(view: DatasetView, submission_id: str) -> dict[str, Any] | None:
@@ -435,10 +451,10 @@ def _run_to_merge(tail: list[int], tiers: list[int]) -> int:
     return 0
 
 
-def _request_file(view: DatasetView, request: dict[str, Any]) -> dict[str, bytes]:
+def _request_file(view: DatasetView, request: RequestRecord) -> dict[str, bytes]:
     """The request record's file, if it supersedes the one the view holds (a status never goes back)."""
-    if supersedes(request, read_json(view, request_path(request))):
-        return {request_path(request): as_json(request).encode()}
+    if supersedes(request, cast(RequestRecord | None, read_json(view, request_path(request)))):
+        return {request_path(request): as_json(dict(request)).encode()}
     return {}
 
 
@@ -446,7 +462,7 @@ def publish(
     view: DatasetView,
     record: dict[str, Any],
     part_size: int,
-    request: dict[str, Any] | None = None,
+    request: RequestRecord | None = None,
     details: bytes | None = None,
 ) -> Change | None:
     """Add a result: its record, its rows as a new table part (with the newest small parts merged
@@ -492,7 +508,7 @@ def withdrawal(view: DatasetView, submission_id: str, message: str) -> Change | 
     return Change(message, files, tuple(removed))
 
 
-def request_records(view: DatasetView, requests: list[dict[str, Any]]) -> Change | None:
+def request_records(view: DatasetView, requests: list[RequestRecord]) -> Change | None:
     """The request records that supersede the head's, in one change (None: none does)."""
     files: dict[str, bytes] = {}
     for request in requests:

@@ -28,7 +28,7 @@ import logging
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal, TypedDict
 
 import pandas as pd
 
@@ -135,7 +135,7 @@ def record_path(record: dict[str, Any]) -> str:
     return result_path(record["suite"], record["task"], record["submission_id"])
 
 
-def request_path(request: dict[str, Any]) -> str:
+def request_path(request: RequestRecord) -> str:
     return result_path(request["suite"], request["task"], request["submission_id"], "requests")
 
 
@@ -226,10 +226,41 @@ def release_note(name: str, notes: str, table_revision: str) -> dict[str, Any]:
 
 
 # -- request records --------------------------------------------------------------------------------
-STATUS_RANK = {"queued": 0, "finished": 1, "failed": 1, "cancelled": 1}
+RequestStatus = Literal["queued", "finished", "failed", "cancelled"]
+STATUS_RANK: dict[str, int] = {"queued": 0, "finished": 1, "failed": 1, "cancelled": 1}
 
 
-def supersedes(request: dict[str, Any], current: dict[str, Any] | None) -> bool:
+class RequestModel(TypedDict):
+    """A model run's model as a request record shows it (no server-side path)."""
+
+    source: str | None
+    revision: str | None
+    model_type: str | None
+    parameters: int | float | None
+    license: str | None
+
+
+class RequestRecord(TypedDict):
+    """The `requests/` record the dataset keeps of every submission, as the Open LLM Leaderboard's
+    requests dataset does: public metadata and status only (submissions/records.py
+    Submission.request_record writes it; it reaches the store as JSON, through the outbox)."""
+
+    submission_id: str
+    submitted_at: str
+    status: RequestStatus
+    kind: str  # "predictions" | "model"
+    suite: str
+    task: str
+    setting: str
+    model_name: str
+    model_link: str
+    model: RequestModel | None  # model runs only
+    protocol: str | None
+    limit: int | None
+    predictions_sha256: str | None  # uploads only
+
+
+def supersedes(request: RequestRecord, current: RequestRecord | None) -> bool:
     """Whether `request` should replace the stored record: it changed, and its status is not older."""
     if current == request:
         return False
@@ -243,7 +274,7 @@ def publish_message(record: dict[str, Any]) -> str:
     return f"Add result {record['submission_id']} ({record['suite']}/{record['task']})"
 
 
-def requests_message(requests: list[dict[str, Any]]) -> str:
+def requests_message(requests: list[RequestRecord]) -> str:
     shown = ", ".join(f"{r['submission_id']} {r.get('status')}" for r in requests[:5])
     return f"Requests: {shown}" + (f" and {len(requests) - 5} more" if len(requests) > 5 else "")
 

@@ -9,7 +9,7 @@ before the field existed has the same shape and reads as version 1. The JSON Sch
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, Literal, Mapping, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -94,10 +94,11 @@ class Provenance(TypedDict, total=False):
     judge_unparsed: int
 
 
-def provenance_of(record: dict[str, Any]) -> Provenance:
-    """A record's provenance, typed; the nested parts that must be objects are dropped when a
-    record (an old or hand-made one) holds something else there, so readers need no checks."""
-    raw = record.get("provenance")
+def provenance_of(record: ResultRecord | Mapping[str, Any]) -> Provenance:
+    """A record's provenance (a typed record's or a record dict's), typed; the nested parts that
+    must be objects are dropped when a record (an old or hand-made one) holds something else
+    there, so readers need no checks."""
+    raw = record.provenance if isinstance(record, ResultRecord) else record.get("provenance")
     provenance = dict(raw) if isinstance(raw, dict) else {}
     for key in ("model", "split", "judge"):
         if key in provenance and not isinstance(provenance[key], dict):
@@ -163,7 +164,8 @@ def checked_record(data: dict[str, Any]) -> ResultRecord:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
         )
-        raise RecordError(f"result record {data.get('submission_id', '?')!r}: {problems}") from None
+        name = data.get("submission_id", "?") if isinstance(data, dict) else "?"
+        raise RecordError(f"result record {name!r}: {problems}") from None
 
 
 def validate_record(data: dict[str, Any]) -> dict[str, Any]:

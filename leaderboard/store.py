@@ -37,6 +37,7 @@ from leaderboard.layout import (  # noqa: F401  (re-exported: the stores' caller
     RELEASE_NAME,
     SCORES_DIR,
     SCORES_GLOB,
+    RequestRecord,
     StoreError,
     StoreUnavailable,
     as_json,
@@ -55,6 +56,7 @@ from leaderboard.layout import (  # noqa: F401  (re-exported: the stores' caller
     result_glob,
     result_path,
 )
+from leaderboard.result_record import ResultRecord
 from leaderboard.table import WideRows
 
 # results in a full table part: a publish writes a part of one result, merged in tiers of 10, 100
@@ -97,7 +99,7 @@ class ResultsStore(Protocol):
     def publish(
         self,
         record: dict[str, Any],
-        request: dict[str, Any] | None = None,
+        request: RequestRecord | None = None,
         details: bytes | None = None,
     ) -> str: ...
     def published_details(
@@ -106,7 +108,7 @@ class ResultsStore(Protocol):
     def withdraw(self, submission_id: str, message: str) -> str | None: ...
     def refresh_boards(self, older_than_s: float = 0.0, added_share: float = 0.0) -> str | None: ...
     def current_record(self, submission_id: str) -> dict[str, Any] | None: ...
-    def publish_requests(self, requests: list[dict[str, Any]]) -> str | None: ...
+    def publish_requests(self, requests: list[RequestRecord]) -> str | None: ...
     def sync_group(
         self, prefix: str, records: list[dict[str, Any]], message: str
     ) -> str | None: ...
@@ -120,7 +122,7 @@ class ResultsStore(Protocol):
     def records(self, revision: str | None = None) -> list[dict[str, Any]]: ...
     def records_of(
         self, keys: Sequence[tuple[str, str, str]], revision: str | None = None
-    ) -> list[dict[str, Any] | None]: ...
+    ) -> list[ResultRecord | None]: ...
 
 
 class CoreStore:
@@ -155,7 +157,7 @@ class CoreStore:
     def publish(
         self,
         record: dict[str, Any],
-        request: dict[str, Any] | None = None,
+        request: RequestRecord | None = None,
         details: bytes | None = None,
     ) -> str:
         """Add one result record (and its submission's request record, and its per-item details
@@ -197,7 +199,7 @@ class CoreStore:
                 return None
         return self._change(lambda view: changes.board_refresh(view, older_than_s, added_share))
 
-    def publish_requests(self, requests: list[dict[str, Any]]) -> str | None:
+    def publish_requests(self, requests: list[RequestRecord]) -> str | None:
         """Write submissions' request records (public metadata and status) in one version; None if
         nothing changed. A status never goes back (a late "queued" does not undo "finished")."""
         return self._change(lambda view: changes.request_records(view, requests))
@@ -233,9 +235,9 @@ class CoreStore:
 
     def records_of(
         self, keys: Sequence[tuple[str, str, str]], revision: str | None = None
-    ) -> list[dict[str, Any] | None]:
+    ) -> list[ResultRecord | None]:
         """The result records of (suite, task, submission id) keys at a revision (default: the
-        newest), each None where that version holds no such result."""
+        newest), typed (checked once, here), each None where that version holds no such result."""
         with self._reading(self.resolve_revision(revision)) as view:
             return changes.records_of(view, keys)
 

@@ -1,6 +1,6 @@
 """PrefEval's headline axis as data and as a picture: accuracy against the number of distractor turns.
 
-`accuracy_by_turns(records)` reads published mcq_turns rows (their `turns` tier blocks) into one
+`accuracy_by_turns(records)` reads published mcq_turns rows (typed records) (their `turns` tier blocks) into one
 series per row; `plot_accuracy_by_turns(series, path)` draws them (PNG) with their 95 % intervals.
 A turn count a model could not run (its window is too short) is absent from its series, never
 drawn as zero. The model page (space/) shows the picture or the data.
@@ -11,37 +11,32 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from leaderboard.result_record import ResultRecord
+
 TURNS_TASK = ("prefeval", "mcq_turns")
 
 
-def accuracy_by_turns(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    series = []
+def accuracy_by_turns(records: Iterable[ResultRecord]) -> list[dict[str, Any]]:
+    series: list[dict[str, Any]] = []
     for record in records:
-        if (record.get("suite"), record.get("task")) != TURNS_TASK:
+        if (record.suite, record.task) != TURNS_TASK:
             continue
-        metrics = record.get("metrics") or {}
-        metric = metrics.get("metric", "accuracy")
-        by_turns = (metrics.get("tiers") or {}).get("turns") or {}
-        points = []
-        for turns, block in by_turns.items():
-            stats = block.get(metric) or {}
-            if stats.get("value") is None:
+        metric = record.metrics.metric or "accuracy"
+        points: list[dict[str, Any]] = []
+        for turns, block in record.metrics.tiers.get("turns", {}).items():
+            stats = block.get(metric)
+            if stats is None or stats.value is None:
                 continue
-            low, high = (stats.get("ci95") or [None, None])[:2]
+            low, high = (stats.ci95 or [None, None])[:2]
             points.append(
-                {
-                    "turns": int(turns),
-                    "value": stats["value"],
-                    "ci95": [low, high],
-                    "n": stats.get("n"),
-                }
+                {"turns": int(turns), "value": stats.value, "ci95": [low, high], "n": stats.n}
             )
         if points:
             series.append(
                 {
-                    "submission_id": record.get("submission_id"),
-                    "model_name": record.get("model_name"),
-                    "setting": record.get("setting"),
+                    "submission_id": record.submission_id,
+                    "model_name": record.model_name,
+                    "setting": record.setting,
                     "metric": metric,
                     "points": sorted(points, key=lambda p: p["turns"]),
                 }

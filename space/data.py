@@ -12,7 +12,7 @@ from evaluator.registry import all_suites
 from evaluator.splits import SplitNotInstalled, split_files
 from leaderboard.board import manifest_tier_order, table_facts  # noqa: F401  (re-exported)
 from leaderboard.boards import BOARDS_MESSAGE
-from leaderboard.result_record import KIND_COMPUTED, KIND_REFERENCE
+from leaderboard.result_record import KIND_COMPUTED, KIND_REFERENCE, ResultRecord
 from leaderboard.table import result_summaries as table_result_summaries
 
 if TYPE_CHECKING:
@@ -46,9 +46,9 @@ def per_head(services, name: str, build):
     return value
 
 
-def result_records(services, submission_ids: Iterable[str]) -> list[dict]:
-    """The newest version's records of these results (those it holds), read by path: the table
-    says each one's suite and task. The web process keeps no parsed record between requests: at
+def result_records(services, submission_ids: Iterable[str]) -> list[ResultRecord]:
+    """The newest version's records of these results (those it holds), typed, read by path: the
+    table says each one's suite and task. The web process keeps no parsed record between requests: at
     20,000 results they were 1.9 million Python objects, and each full garbage collection paused
     every request for 0.3-0.7 s (bench/bench_read_path.py's p99 and health under load)."""
     wanted = list(dict.fromkeys(submission_ids))

@@ -24,7 +24,13 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from evaluator.metrics import get_metric
 from evaluator.registry import all_suites
 from leaderboard.board import ranked_board
-from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL, KIND_REFERENCE, provenance_of
+from leaderboard.result_record import (
+    KIND_COMPUTED,
+    KIND_PARTIAL,
+    KIND_REFERENCE,
+    ResultRecord,
+    provenance_of,
+)
 from leaderboard.store import StoreError, StoreUnavailable
 from leaderboard.turns_plot import TURNS_TASK, accuracy_by_turns, plot_accuracy_by_turns
 from space import interactive_plots, plots
@@ -85,10 +91,9 @@ def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def _kind(record: dict) -> str:
+def _kind(record: ResultRecord) -> str:
     """A row kind as readers know it ("verified", "reported (paper)")."""
-    kind = str(record.get("row_kind") or "")
-    return ROW_KINDS.get(kind, kind)
+    return ROW_KINDS.get(record.row_kind, record.row_kind)
 
 
 def _interval(low_high, metric: str | None) -> str:
@@ -137,33 +142,33 @@ def _published(services: Services) -> dict[str, tuple[str, str]]:
     return per_head(services, "published", build)
 
 
-def hub_link(record: dict) -> str | None:
+def hub_link(record: ResultRecord) -> str | None:
     model = provenance_of(record).get("model") or {}
     if model.get("source") == "hub" and model.get("name"):
         return HUB_URL + quote(str(model["name"]), safe="/")
     return None
 
 
-def _score_rows(record: dict) -> str:
+def _score_rows(record: ResultRecord) -> str:
     """Total and every tier: value, 95% interval, item count, in the task's labels and formats."""
-    metrics = record["metrics"]
-    primary = metrics.get("metric")
+    metrics = record.metrics
+    primary = metrics.metric
     labels = column_labels()
-    suite = all_suites().get(record["suite"])
-    task = suite.tasks.get(record["task"]) if suite else None
+    suite = all_suites().get(record.suite)
+    task = suite.tasks.get(record.task) if suite else None
     rows = []
-    for metric, stats in metrics["total"].items():
+    for metric, stats in metrics.total.items():
         rows.append(
             ("Total" if metric == primary else f"Total · {metric_label(metric)}", metric, stats)
         )
-    for group, tiers in metrics.get("tiers", {}).items():
+    for group, tiers in metrics.tiers.items():
         group_label = (
             task.tier_group(group).label
             if task and group in {g.name for g in task.tier_groups}
             else group
         )
         for tier, values in tiers.items():
-            if primary in values:
+            if primary is not None and primary in values:
                 rows.append(
                     (
                         f"{group_label}: {labels.get(f'{group}/{tier}', tier)}",
@@ -172,8 +177,8 @@ def _score_rows(record: dict) -> str:
                     )
                 )
     body = "".join(
-        f"<tr><td>{_e(name)}</td><td>{_e(metric_label(metric))}</td><td class=num>{format_value(s.get('value'), metric)}</td>"
-        f"<td class=num>{_interval(s.get('ci95'), metric)}</td><td class=num>{_e(s.get('n') or '')}</td></tr>"
+        f"<tr><td>{_e(name)}</td><td>{_e(metric_label(metric))}</td><td class=num>{format_value(s.value, metric)}</td>"
+        f"<td class=num>{_interval(s.ci95, metric)}</td><td class=num>{_e(s.n or '')}</td></tr>"
         for name, metric, s in rows
     )
     return (
@@ -182,13 +187,13 @@ def _score_rows(record: dict) -> str:
     )
 
 
-def _links(record: dict) -> str:
+def _links(record: ResultRecord) -> str:
     links = []
     if hub := hub_link(record):
         links.append(
             f'<a class="hub-link" href="{_e(hub)}" rel="noopener nofollow">Model on the Hugging Face Hub</a>'
         )
-    link = str(record.get("model_link") or "")
+    link = record.model_link
     if link.startswith(("https://", "http://")):
         links.append(
             f'<a class="submitter-link" href="{_e(link)}" rel="noopener nofollow ugc">Submitter\'s link</a>'
@@ -231,45 +236,46 @@ def _result_label(summary: dict) -> str:
 
 
 def _comparison_forms(
-    name: str, mine: list[dict], every: pd.DataFrame, chosen: tuple[str, str] | None
+    name: str, mine: list[ResultRecord], every: pd.DataFrame, chosen: tuple[str, str] | None
 ) -> str:
     """One form per result of this model: compare it with another result of the same suite/task/setting
     (`every`: one row per published result, leaderboard/table.py result_summaries)."""
     parts = []
     for record in mine:
-        if record.get("row_kind") not in COMPARABLE_KINDS:
+        if record.row_kind not in COMPARABLE_KINDS:
             continue
-        where = f"{suite_title(record['suite'])} / {record['task']} · {record['setting']}"
-        why_not = _comparable(record["suite"], record["task"])
+        sid = record.submission_id
+        where = f"{suite_title(record.suite)} / {record.task} · {record.setting}"
+        why_not = _comparable(record.suite, record.task)
         if why_not:
             parts.append(f"<p>{_e(where)}: no paired comparison ({_e(why_not)}).</p>")
             continue
         others = every[
-            (every["suite"] == record["suite"])
-            & (every["task"] == record["task"])
-            & (every["setting"] == record["setting"])
-            & (every["submission_id"] != record["submission_id"])
+            (every["suite"] == record.suite)
+            & (every["task"] == record.task)
+            & (every["setting"] == record.setting)
+            & (every["submission_id"] != sid)
             & every["row_kind"].isin(COMPARABLE_KINDS)
         ].to_dict("records")
         if not others:
             parts.append(
-                f"<p>{_e(where)} ({_e(record['submission_id'])}): no other result of this suite, task and "
+                f"<p>{_e(where)} ({_e(sid)}): no other result of this suite, task and "
                 "setting to compare with yet.</p>"
             )
             continue
         options = "".join(
-            f'<option value="{_e(r["submission_id"])}"{" selected" if chosen == (record["submission_id"], r["submission_id"]) else ""}>'
+            f'<option value="{_e(r["submission_id"])}"{" selected" if chosen == (sid, r["submission_id"]) else ""}>'
             f"{_e(_result_label(r))}</option>"
             for r in others
         )
-        hidden = _split_hidden(record["suite"])
+        hidden = _split_hidden(record.suite)
         parts.append(
             # a hidden split's comparison is metered per identity: the token goes in a POST body,
             # never in the page's address (history, logs, Referer)
             f'<form class="pb-compare" method="{"post" if hidden else "get"}" '
             f'action="/model/{_e(quote(name, safe=""))}#comparison" '
-            f'data-a="{_e(record["submission_id"])}"><input type="hidden" name="a" value="{_e(record["submission_id"])}">'
-            f"<label>{_e(where)} · this result ({_e(record['submission_id'])}) against "
+            f'data-a="{_e(sid)}"><input type="hidden" name="a" value="{_e(sid)}">'
+            f"<label>{_e(where)} · this result ({_e(sid)}) against "
             f'<select name="b" aria-label="result to compare with">{options}</select></label> '
             + (_hidden_compare_fields() if hidden else "")
             + '<button type="submit">Compare</button></form>'
@@ -364,7 +370,7 @@ def _comparison_result(
     )
 
 
-def _turns_section(name: str, mine: list[dict]) -> str:
+def _turns_section(name: str, mine: list[ResultRecord]) -> str:
     """PrefEval mcq_turns: accuracy against distractor turns, as an image and as a table (n/a counts
     are absent from the series: never drawn as zero)."""
     series = accuracy_by_turns(mine)
@@ -373,11 +379,11 @@ def _turns_section(name: str, mine: list[dict]) -> str:
     task = all_suites()[TURNS_TASK[0]].tasks[TURNS_TASK[1]]
     counts = list(task.tier_group("turns").tiers)
     head = "".join(f"<th>{_e(c)} turns</th>" for c in counts)
-    by_id = {r["submission_id"]: r for r in mine}
+    by_id = {r.submission_id: r for r in mine}
     body = ""
     for line in series:
         points = {str(p["turns"]): p for p in line["points"]}
-        skipped = (by_id[line["submission_id"]].get("provenance") or {}).get("not_applicable") or {}
+        skipped = by_id[line["submission_id"]].provenance.get("not_applicable") or {}
         cells = "".join(
             f'<td class=num title="95% CI {_e(_interval(points[c]["ci95"], line["metric"]))}; {_e(points[c]["n"])} items">'
             f"{format_value(points[c]['value'], line['metric'])}</td>"
@@ -400,7 +406,7 @@ def _turns_section(name: str, mine: list[dict]) -> str:
 # -- the pages: the services and the request's values in, the page out (tests/unit/test_tab_handlers.py)
 
 
-def find_record(services: Services, submission_id: str) -> dict | None:
+def find_record(services: Services, submission_id: str) -> ResultRecord | None:
     found = result_records(services, [submission_id])
     return found[0] if found else None
 
@@ -411,23 +417,21 @@ def result_page(services: Services, submission_id: str) -> HTMLResponse:
     if record is None:
         return _not_found(f"No published result with id {submission_id!r}.")
     published = _published(services).get(submission_id)
-    provenance = _flatten(record.get("provenance") or {}) + _flatten(
-        record.get("timings") or {}, "timings"
-    )
-    name = record["model_name"]
+    provenance = _flatten(record.provenance) + _flatten(record.timings or {}, "timings")
+    name = record.model_name
     facts = [
         ("Model", f'<a href="/model/{quote(name, safe="")}">{_e(name)}</a>'),
-        ("Suite / task", f"{_e(suite_title(record['suite']))} / {_e(record['task'])}"),
-        ("Setting", _e(record["setting"])),
+        ("Suite / task", f"{_e(suite_title(record.suite))} / {_e(record.task)}"),
+        ("Setting", _e(record.setting)),
         ("Kind", _e(_kind(record))),
-        ("Source", _e(record.get("source"))),
-        ("Submitted", _e(record.get("submitted_at"))),
-        ("Items", _e(record.get("n_items"))),
-        ("Description", _e(record.get("description"))),
+        ("Source", _e(record.source)),
+        ("Submitted", _e(record.submitted_at)),
+        ("Items", _e(record.n_items)),
+        ("Description", _e(record.description)),
         ("Published in results revision", _e(published[0] if published else "")),
         ("Published at", _e(published[1] if published else "")),
     ]
-    where = {"suite": record["suite"], "task": record["task"]}
+    where = {"suite": record.suite, "task": record.task}
     board = "/?" + urlencode({**where, "highlight": submission_id})
     body = (
         f"<h1>Result {_e(submission_id)}</h1><p>{_links(record)}</p>"
@@ -452,39 +456,38 @@ def result_page(services: Services, submission_id: str) -> HTMLResponse:
     return _page(f"Result {submission_id}", body)
 
 
-def _history_row(record: dict, published: dict[str, tuple[str, str]]) -> str:
+def _history_row(r: ResultRecord, published: dict[str, tuple[str, str]]) -> str:
     """A result in the model page's history: when, where, its score and interval, the model
     revision it ran at and the results revision that published it."""
-    r, metric = record, record["metrics"].get("metric")
-    total = r["metrics"]["total"].get(metric) or {}
-    model = (r.get("provenance") or {}).get("model")
-    revision = str(model.get("revision", "")) if isinstance(model, dict) else ""
+    metric = r.metrics.metric
+    total = r.metrics.total.get(metric) if metric else None
+    revision = str((provenance_of(r).get("model") or {}).get("revision", ""))
     return (
-        f'<tr class="kind-{_e(r.get("row_kind"))}">'
-        f"<td>{_e((r.get('submitted_at') or '')[:16].replace('T', ' '))}</td>"
-        f"<td>{_e(suite_title(r['suite']))} / {_e(r['task'])}</td><td>{_e(r['setting'])}</td>"
+        f'<tr class="kind-{_e(r.row_kind)}">'
+        f"<td>{_e(r.submitted_at[:16].replace('T', ' '))}</td>"
+        f"<td>{_e(suite_title(r.suite))} / {_e(r.task)}</td><td>{_e(r.setting)}</td>"
         f"<td>{_e(_kind(r))}</td>"
-        f"<td class=num>{format_value(total.get('value'), metric)}</td>"
-        f"<td class=num>{_interval(total.get('ci95'), metric)}</td>"
-        f"<td class=num>{_e(r.get('n_items'))}</td>"
+        f"<td class=num>{format_value(total.value if total else None, metric)}</td>"
+        f"<td class=num>{_interval(total.ci95 if total else None, metric)}</td>"
+        f"<td class=num>{_e(r.n_items)}</td>"
         f"<td>{_chip(revision[:16])}</td>"
-        f"<td>{_chip(published.get(r['submission_id'], ('',))[0][:12])}</td>"
-        f'<td><a href="/result/{_e(r["submission_id"])}">result</a>{_items_of(r, " · ")}</td></tr>'
+        f"<td>{_chip(published.get(r.submission_id, ('',))[0][:12])}</td>"
+        f'<td><a href="/result/{_e(r.submission_id)}">result</a>{_items_of(r, " · ")}</td></tr>'
     )
 
 
-def _items_of(record: dict, before: str, text: str = "items") -> str:
+def _items_of(record: ResultRecord, before: str, text: str = "items") -> str:
     """A link to the result's items in the Items tab, where it has any (space/item_links.py)."""
-    if not has_item_details(record.get("row_kind"), record.get("suite"), record.get("task")):
+    if not has_item_details(record.row_kind, record.suite, record.task):
         return ""
-    return before + items_link(str(record["submission_id"]), text)
+    return before + items_link(record.submission_id, text)
 
 
-def _tier_plots(name: str, mine: list[dict]) -> str:
+def _tier_plots(name: str, mine: list[ResultRecord]) -> str:
     """One per-tier plot per suite/task the model has results of, with all of them."""
     parts = []
-    for suite, task in dict.fromkeys((r["suite"], r["task"]) for r in mine):
-        ids = ",".join(r["submission_id"] for r in mine if (r["suite"], r["task"]) == (suite, task))
+    for suite, task in dict.fromkeys((r.suite, r.task) for r in mine):
+        ids = ",".join(r.submission_id for r in mine if (r.suite, r.task) == (suite, task))
         src = "/plots/tiers.json?" + urlencode({"suite": suite, "task": task, "ids": ids[:2000]})
         parts.append(
             f"<h3>{_e(suite_title(suite))} / {_e(task)}</h3>"
@@ -506,7 +509,7 @@ def model_page(
     every = result_summaries(services)
     mine = sorted(
         result_records(services, every.loc[every["model_name"] == name, "submission_id"]),
-        key=lambda r: (r.get("submitted_at") or "", r["submission_id"]),
+        key=lambda r: (r.submitted_at, r.submission_id),
     )
     if not mine:
         return _not_found(f"No published result for a model named {name!r}.")

@@ -1,7 +1,7 @@
 """A result page's "Reproduce" section: the one `personaboard` command that re-runs the row from
 its record's provenance, and what its output must match.
 
-Plain functions of a published record (no services): a model run gives `personaboard evaluate`
+Plain functions of a published record (the typed ResultRecord; no services): a model run gives `personaboard evaluate`
 with the model and its pinned revision, suite/task/setting, protocol, the item limit of a partial
 run, backend and device, the judge (and its protocol) and retriever as environment variables, and
 `--details` where the split is public (the per-item answers, to compare with the details
@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from evaluator.registry import all_suites
-from leaderboard.result_record import KIND_REFERENCE, KIND_REPORTED, provenance_of
+from leaderboard.result_record import KIND_REFERENCE, KIND_REPORTED, ResultRecord, provenance_of
 from space.display import format_value, metric_label
 
 LIMITED = re.compile(r"\[(\d+) of \d+\]")  # a --limit run's split name: "test[30 of 3000]"
@@ -27,33 +27,32 @@ OFFLINE_RETRIEVER = "sentence-transformers/all-MiniLM-L6-v2 (offline default"
 DETAILS_API = "/api/v1/submissions/{}/details?format=parquet"
 
 
-def _extra(record: dict[str, Any]) -> dict[str, Any]:
+def _extra(record: ResultRecord) -> dict[str, Any]:
     """The provenance keys the typed Provenance leaves open (a run's stats: device, versions, seeds)."""
-    raw = record.get("provenance")
-    return raw if isinstance(raw, dict) else {}
+    return record.provenance
 
 
 def _shell(word: Any) -> str:
     return shlex.quote(str(word))
 
 
-def _public_split(record: dict[str, Any]) -> bool:
+def _public_split(record: ResultRecord) -> bool:
     """Whether the row's per-item answers may be written and shown (a public split)."""
     from evaluator.release import item_details_allowed
 
-    suite = all_suites().get(str(record.get("suite")))
-    task = suite.tasks.get(str(record.get("task"))) if suite else None
+    suite = all_suites().get(record.suite)
+    task = suite.tasks.get(record.task) if suite else None
     return bool(task and item_details_allowed(task))
 
 
-def run_limit(record: dict[str, Any]) -> int | None:
+def run_limit(record: ResultRecord) -> int | None:
     """The `--limit` a partial run was given: its split name says `[N of M]`; None otherwise."""
     name = str((provenance_of(record).get("split") or {}).get("name") or "")
     found = LIMITED.search(name)
     return int(found.group(1)) if found else None
 
 
-def _environment(record: dict[str, Any]) -> list[str]:
+def _environment(record: ResultRecord) -> list[str]:
     """`NAME=value` words the run needs before the command: the judge, its protocol, a retriever."""
     judge = _extra(record).get("judge")
     judge = judge if isinstance(judge, dict) else {}
@@ -68,15 +67,15 @@ def _environment(record: dict[str, Any]) -> list[str]:
     return words
 
 
-def _model_words(record: dict[str, Any]) -> list[str]:
+def _model_words(record: ResultRecord) -> list[str]:
     """`personaboard evaluate ...` of a model run, as words (unquoted)."""
     provenance, extra = provenance_of(record), _extra(record)
     model = provenance.get("model") or {}
-    words = ["personaboard", "evaluate", "--model", model.get("name") or record["model_name"]]
+    words = ["personaboard", "evaluate", "--model", model.get("name") or record.model_name]
     if model.get("revision") and model.get("source") in ("hub", "local"):
         words += ["--revision", model["revision"]]  # a local folder's content hash is checked too
-    setting = str(record["setting"]).split("+judge:", 1)[0]
-    words += ["--suite", record["suite"], "--task", record["task"], "--setting", setting]
+    setting = record.setting.split("+judge:", 1)[0]
+    words += ["--suite", record.suite, "--task", record.task, "--setting", setting]
     if provenance.get("protocol"):
         words += ["--protocol", provenance["protocol"]]
     if limit := run_limit(record):
@@ -86,40 +85,40 @@ def _model_words(record: dict[str, Any]) -> list[str]:
         if extra["backend"] == "transformers" and extra.get("device") in ("cpu", "cuda"):
             words += ["--device", extra["device"]]  # the dtype follows the device
     if _public_split(record):
-        words += ["--details", f"{record['submission_id']}-details.parquet"]
+        words += ["--details", f"{record.submission_id}-details.parquet"]
     return words
 
 
-def reproduce_command(record: dict[str, Any]) -> str:
+def reproduce_command(record: ResultRecord) -> str:
     """The one shell command that re-runs (or re-scores) this row; a comment where none can."""
     provenance = provenance_of(record)
-    if record.get("row_kind") == KIND_REPORTED:
+    if record.row_kind == KIND_REPORTED:
         return f"# Reported in the paper ({provenance.get('table', '')}); not run here."
-    if record.get("row_kind") == KIND_REFERENCE:
+    if record.row_kind == KIND_REFERENCE:
         return "# A reference line computed from the split's gold answers; not a run."
     if "model" in provenance:
         words = _model_words(record)
     else:
-        words = ["personaboard", "score", "--suite", record["suite"], "--task", record["task"]]
+        words = ["personaboard", "score", "--suite", record.suite, "--task", record.task]
         words.append("predictions.jsonl")
     return " ".join([*_environment(record), *(_shell(w) for w in words)])
 
 
-def _expected_score(record: dict[str, Any]) -> str:
-    metrics = record.get("metrics") or {}
-    metric = metrics.get("metric")
-    stats = (metrics.get("total") or {}).get(metric) or {}
-    value = stats.get("value")
+def _expected_score(record: ResultRecord) -> str:
+    metrics = record.metrics
+    metric = metrics.metric
+    stats = metrics.total.get(metric) if metric else None
+    value = stats.value if stats else None
     text = f"total.{metric}.value = {value!r} ({metric_label(metric or '')} {format_value(value, metric)})"
-    text += f" on {stats.get('n') or record.get('n_items')} items"
-    if metrics.get("release"):
+    text += f" on {(stats.n if stats else 0) or record.n_items} items"
+    if metrics.release:
         text += "; a hidden split's published number is released rounded: the run prints it whole"
     return text
 
 
-def reproduce_checks(record: dict[str, Any]) -> list[tuple[str, str]]:
+def reproduce_checks(record: ResultRecord) -> list[tuple[str, str]]:
     """What the command's output must match, as (what, text) pairs; none for papers' rows."""
-    if record.get("row_kind") in (KIND_REPORTED, KIND_REFERENCE):
+    if record.row_kind in (KIND_REPORTED, KIND_REFERENCE):
         return []
     provenance, extra = provenance_of(record), _extra(record)
     split = provenance.get("split") or {}
@@ -135,7 +134,7 @@ def reproduce_checks(record: dict[str, Any]) -> list[tuple[str, str]]:
     else:
         checks.append(("Answers", f"answers_sha256 {provenance.get('answers_sha256', '?')}"))
         if _public_split(record):
-            where = DETAILS_API.format(quote(str(record["submission_id"]), safe=""))
+            where = DETAILS_API.format(quote(record.submission_id, safe=""))
             checks.append(("Per item", f"the --details file against {where}"))
     versions = [
         f"personaboard {extra.get('package_version', '(not recorded)')}",
@@ -177,7 +176,7 @@ def _model_source_note(model: Mapping[str, object]) -> list[tuple[str, str]]:
     return []
 
 
-def reproduce_section(record: dict[str, Any]) -> str:
+def reproduce_section(record: ResultRecord) -> str:
     """The result page's Reproduce section: the command in a copyable block, then the checks."""
     checks = "".join(
         f"<li><b>{html.escape(what)}:</b> {html.escape(text)}</li>"

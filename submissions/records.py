@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypedDict, cast
 
+from leaderboard.layout import RequestModel, RequestRecord, RequestStatus
+
 STATES = ("queued", "running", "finished", "failed", "cancelled")
 JSON_COLUMNS = ("result", "details")
 ACTIVE_STATES = ("queued", "running")
@@ -77,7 +79,7 @@ ADDED_COLUMNS = [
     ("raw_sha256", "TEXT"),  # an upload's bytes' sha256 (file_sha256: its answers', the identity)
 ]
 # what requests/ records show: queued (running included: a commit per start would be noise), finished, failed
-REQUEST_STATUS = {
+REQUEST_STATUS: dict[str, RequestStatus] = {
     "queued": "queued",
     "running": "queued",
     "finished": "finished",
@@ -224,7 +226,7 @@ class Submission:
     flag: str | None = None
     raw_sha256: str | None = None  # the uploaded bytes' sha256: the stored file's provenance
 
-    def request_record(self, status: str) -> dict[str, Any]:
+    def request_record(self, status: RequestStatus) -> RequestRecord:
         """The `requests/` record the results dataset keeps for every submission (as the Open LLM
         Leaderboard's requests dataset): public metadata and status only, never files, paths or errors."""
         details = self.details or {}
@@ -239,10 +241,13 @@ class Submission:
             "setting": self.setting,
             "model_name": self.model_name,
             "model_link": self.model_link,
-            "model": {
-                k: model.get(k)
-                for k in ("source", "revision", "model_type", "parameters", "license")
-            }
+            "model": RequestModel(
+                source=model.get("source"),
+                revision=model.get("revision"),
+                model_type=model.get("model_type"),
+                parameters=model.get("parameters"),
+                license=model.get("license"),
+            )
             if model
             else None,
             "protocol": details.get("protocol"),

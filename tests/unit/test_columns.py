@@ -161,17 +161,19 @@ def test_both_stores_offer_the_declared_interface(tmp_path):
 
 
 def test_the_pages_read_the_typed_provenance():
+    from leaderboard.result_record import checked_record
     from space.pages import hub_link
     from space.reproduce import reproduce_command
 
     run = board_record("run", "org/run", 0.5, 0.4, 0.6, parameters=135e6, license="mit")
     run["provenance"]["judge"] = {"model": "my-judge"}
-    command = reproduce_command(run)
+    command = reproduce_command(checked_record(run))
     assert command.startswith(
         "PERSONABOARD_JUDGE_MODEL=my-judge personaboard evaluate --model org/run"
     )
     assert "--revision 0123456789abcdef" in command and "--protocol generate_parse" in command
-    assert hub_link(run) == "https://huggingface.co/org/run"
+    assert hub_link(checked_record(run)) == "https://huggingface.co/org/run"
     odd = board_record("odd", "odd", 0.5, 0.4, 0.6)
     odd["provenance"].update(model="not an object", judge="nor this")
-    assert hub_link(odd) is None and "evaluate" not in reproduce_command(odd)
+    typed_odd = checked_record(odd)  # provenance is open: the store keeps what a job wrote
+    assert hub_link(typed_odd) is None and "evaluate" not in reproduce_command(typed_odd)

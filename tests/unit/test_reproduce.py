@@ -9,15 +9,23 @@ import re
 import shlex
 
 from backend.cli import build_parser
+from leaderboard.result_record import ResultRecord, checked_record
 from space.reproduce import reproduce_checks, reproduce_command, reproduce_section
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
+def typed(record: dict) -> ResultRecord:
+    """The record as the pages get it from the store (checked, typed)."""
+    return checked_record(record)
+
+
 def model_run(**changes) -> dict:
-    """A model run's record as submissions/jobs.py result_record writes it."""
+    """A model run's record as submissions/jobs.py result_record writes it (a dict, to change)."""
     record = {
         "submission_id": "run-1",
+        "source": "model run (generate_parse)",
+        "submitted_at": "2026-12-01T10:00:00+00:00",
         "suite": "prefeval",
         "task": "mcq",
         "setting": "zero_shot",
@@ -63,7 +71,7 @@ def parsed(command: str):
 
 
 def test_a_model_run_gives_every_part_of_its_provenance_to_evaluate():
-    env, args = parsed(reproduce_command(model_run()))
+    env, args = parsed(reproduce_command(typed(model_run())))
     assert env == {} and args.run.__name__ == "_evaluate"
     assert (args.model, args.revision) == ("org/model", SHA)
     assert (args.suite, args.task, args.setting) == ("prefeval", "mcq", "zero_shot")
@@ -74,10 +82,10 @@ def test_a_model_run_gives_every_part_of_its_provenance_to_evaluate():
 
 def test_a_partial_run_gives_its_limit_and_a_skipping_one_none():
     split = {"name": "test[30 of 3000]", "sha256": "ab" * 32, "n_items": 29, "full_n_items": 3000}
-    _, args = parsed(reproduce_command(model_run(row_kind="partial", split=split)))
+    _, args = parsed(reproduce_command(typed(model_run(row_kind="partial", split=split))))
     assert args.limit == 30  # the limit it was given, not the 29 left after an n/a item
     over = {**split, "name": "test[within the window]", "n_items": 2990}
-    _, args = parsed(reproduce_command(model_run(row_kind="partial", split=over)))
+    _, args = parsed(reproduce_command(typed(model_run(row_kind="partial", split=over))))
     assert args.limit is None  # partial only by the items over its window: the whole split again
 
 
@@ -93,7 +101,7 @@ def test_user_text_is_one_shell_word_and_inert_in_the_page():
         setting="zero_shot+judge:judge; rm -rf ~",
         model_name="<img src=x onerror=alert(1)>",
     )
-    command = reproduce_command(record)
+    command = reproduce_command(typed(record))
     env, args = parsed(command)
     assert args.model == name and args.revision == local["revision"]  # one word, exactly
     assert args.setting == "zero_shot"  # the judge is the environment's, not a setting
@@ -101,7 +109,7 @@ def test_user_text_is_one_shell_word_and_inert_in_the_page():
         "PERSONABOARD_JUDGE_MODEL": "judge; rm -rf ~",
         "PERSONABOARD_JUDGE_PROTOCOL": "pairwise",  # not the task's default judge protocol
     }
-    section = reproduce_section(record)
+    section = reproduce_section(typed(record))
     block = re.search(r"<pre class=reproduce><code>(.*?)</code></pre>", section, re.S)
     assert block and html.unescape(block.group(1)) == command
     assert "<script>" not in section and "<img" not in section and "&lt;script&gt;" in section
@@ -109,7 +117,7 @@ def test_user_text_is_one_shell_word_and_inert_in_the_page():
 
 
 def test_what_the_output_must_match():
-    checks = dict(reproduce_checks(model_run()))
+    checks = dict(reproduce_checks(typed(model_run())))
     assert checks["Score"] == "total.accuracy.value = 0.5 (Accuracy 50.0) on 3000 items"
     assert checks["Answers"] == "answers_sha256 " + "cd" * 32
     assert "/api/v1/submissions/run-1/details?format=parquet" in checks["Per item"]
@@ -122,21 +130,21 @@ def test_what_the_output_must_match():
 def test_a_hidden_split_writes_no_details_and_a_released_score_says_so():
     record = model_run(suite="personafeedback", task="binary_choice", setting="zero_shot")
     record["metrics"]["release"] = {"note": "rounded"}
-    _, args = parsed(reproduce_command(record))
+    _, args = parsed(reproduce_command(typed(record)))
     assert args.details is None
-    checks = dict(reproduce_checks(record))
+    checks = dict(reproduce_checks(typed(record)))
     assert "Per item" not in checks and "released rounded" in checks["Score"]
 
 
 def test_an_endpoint_and_a_configured_retriever():
     endpoint = {"name": "my-api", "source": "endpoint", "revision": "endpoint:gpt-x"}
     record = model_run(model=endpoint, backend="openai", retrieval_model="BAAI/bge-small")
-    env, args = parsed(reproduce_command(record))
+    env, args = parsed(reproduce_command(typed(record)))
     assert args.model == "my-api" and args.revision is None and args.device is None
     assert env == {"PERSONABOARD_EMBEDDING_MODEL": "BAAI/bge-small"}
-    assert "endpoints add" in dict(reproduce_checks(record))["Model"]
+    assert "endpoints add" in dict(reproduce_checks(typed(record)))["Model"]
     default = "sentence-transformers/all-MiniLM-L6-v2 (offline default: the gt package)"
-    assert parsed(reproduce_command(model_run(retrieval_model=default)))[0] == {}
+    assert parsed(reproduce_command(typed(model_run(retrieval_model=default))))[0] == {}
 
 
 def test_an_upload_is_re_scored_against_its_answers_hash():
@@ -148,20 +156,20 @@ def test_an_upload_is_re_scored_against_its_answers_hash():
         "predictions_sha256": "77" * 32,
         "protocol": "uploaded predictions",
     }
-    command = reproduce_command(record)
+    command = reproduce_command(typed(record))
     _, args = parsed(command)
     assert args.run.__name__ == "_score" and (args.suite, args.task) == ("prefeval", "mcq")
     assert args.file == "predictions.jsonl" and "evaluate" not in command
-    assert "predictions_sha256 " + "77" * 32 in dict(reproduce_checks(record))["Answers"]
+    assert "predictions_sha256 " + "77" * 32 in dict(reproduce_checks(typed(record)))["Answers"]
 
 
 def test_papers_rows_and_reference_lines_are_not_runs():
     paper = {**model_run(row_kind="reported"), "provenance": {"table": "Table 2"}}
-    assert reproduce_command(paper) == "# Reported in the paper (Table 2); not run here."
+    assert reproduce_command(typed(paper)) == "# Reported in the paper (Table 2); not run here."
     line = {**model_run(row_kind="reference"), "provenance": {"line": "chance"}}
-    assert reproduce_command(line).startswith("# A reference line")
-    assert reproduce_checks(paper) == reproduce_checks(line) == []
-    assert "must match" not in reproduce_section(paper)
+    assert reproduce_command(typed(line)).startswith("# A reference line")
+    assert reproduce_checks(typed(paper)) == reproduce_checks(typed(line)) == []
+    assert "must match" not in reproduce_section(typed(paper))
 
 
 def test_score_prints_the_hash_an_uploaded_row_records(tmp_path):
@@ -181,7 +189,7 @@ def test_score_prints_the_hash_an_uploaded_row_records(tmp_path):
     lines = [json.dumps({"answer": a, "id": i}) for i, a in reversed(answers.items())]
     path.write_bytes(("\r\n".join(lines) + "\r\n").encode())  # CRLF, reversed, keys reordered
     command = reproduce_command(
-        {**model_run(), "provenance": {"predictions_sha256": answers_sha256(answers)}}
+        typed({**model_run(), "provenance": {"predictions_sha256": answers_sha256(answers)}})
     )
     words = shlex.split(command)
     words[0] = str(Path(sys.executable).parent / "personaboard")

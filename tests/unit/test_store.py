@@ -669,10 +669,23 @@ def test_records_of_reads_the_named_results_at_a_revision(store):
     store.publish(make_record("r2", 0.7, suite="prefeval", task="mcq_turns"))
     keys = [("prefeval", "mcq", "r1"), ("prefeval", "mcq_turns", "r2"), ("prefeval", "mcq", "r2")]
     found = store.records_of(keys)
-    assert [r and r["submission_id"] for r in found] == ["r1", "r2", None]
-    assert found[1]["metrics"]["total"]["accuracy"]["value"] == 0.7
-    assert [r and r["submission_id"] for r in store.records_of(keys, first)] == ["r1", None, None]
+    assert [r and r.submission_id for r in found] == ["r1", "r2", None]
+    assert found[1] is not None and found[1].metrics.total["accuracy"].value == 0.7
+    assert found[1].published() == make_record("r2", 0.7, suite="prefeval", task="mcq_turns")
+    assert [r and r.submission_id for r in store.records_of(keys, first)] == ["r1", None, None]
     assert store.records_of([]) == []
+
+
+def test_records_of_reads_a_hand_edited_file_as_none_and_names_it(store, caplog):
+    """The stores write only checked records; a file someone edited into another shape reads as
+    no result (its page a 404), with a warning naming the file, not as a page's 500."""
+    store.publish(make_record("r1", 0.5))
+    path = store.root / result_path("prefeval", "mcq", "r1")
+    path.write_text('{"submission_id": "r1", "suite": "prefeval"}')
+    subprocess.run(["git", "-C", str(store.root), "commit", "-qam", "hand edit"], check=True)
+    with caplog.at_level("WARNING", logger="leaderboard.changes"):
+        assert store.records_of([("prefeval", "mcq", "r1")]) == [None]
+    assert "r1.json is not a result record" in caplog.text and "metrics" in caplog.text
 
 
 def test_a_change_of_many_files_asks_git_to_pack(store):

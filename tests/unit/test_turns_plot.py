@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+from leaderboard.result_record import ResultRecord, checked_record
 from leaderboard.turns_plot import accuracy_by_turns, plot_accuracy_by_turns
 
 
-def record(model, by_turns, task="mcq_turns"):
+def record(model, by_turns, task="mcq_turns") -> ResultRecord:
     tiers = {
         "turns": {
             t: {"accuracy": {"value": v, "ci95": [v - 0.05, v + 0.05], "n": 30}}
             for t, v in by_turns.items()
         }
     }
-    return {
-        "suite": "prefeval",
-        "task": task,
-        "submission_id": model,
-        "model_name": model,
-        "setting": "zero_shot",
-        "metrics": {"metric": "accuracy", "total": {}, "tiers": tiers},
-    }
+    return checked_record(
+        {
+            "suite": "prefeval",
+            "task": task,
+            "submission_id": model,
+            "model_name": model,
+            "setting": "zero_shot",
+            "source": "model run (generate_parse)",
+            "submitted_at": "2026-12-01T10:00:00+00:00",
+            "metrics": {"metric": "accuracy", "total": {}, "tiers": tiers},
+        }
+    )
 
 
 def test_series_per_row_sorted_by_turns_without_missing_counts(tmp_path):
