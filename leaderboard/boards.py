@@ -29,9 +29,9 @@ are different experiments): the rows of setting X are exactly the API's download
 `?suite=S&task=T&setting=X` less the task's reference rows, which that download lists in every
 setting and the file once, under setting `reference` (same values; the file's columns are the
 union over its settings, the API's `?suite=S&task=T` download's columns, so a column another
-setting lacks is empty). One file
-per task, not per setting: a judged setting's name holds its judge's model id ("zero_shot+judge:
-org/model"), no file name, and a reader filters one table by its `setting` column.
+setting lacks is empty). One file per task, not per setting: a judged setting's name holds its
+judge's model id ("zero_shot+judge:org/model"), no file name, and a reader filters one table by
+its `setting` column.
 """
 
 from __future__ import annotations
