@@ -32,7 +32,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Protocol, Sequence, cast
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import pandas as pd
 
@@ -278,10 +278,13 @@ def records_of(
     that is no result record (edited by hand: the stores write only checked ones) reads as none,
     with a warning naming it."""
     paths = [result_path(suite, task, sid) for suite, task, sid in keys]
-    return [_typed(path, data) for path, data in zip(paths, view.read_many(paths), strict=True)]
+    return [
+        _checked_or_none(path, data)
+        for path, data in zip(paths, view.read_many(paths), strict=True)
+    ]
 
 
-def _typed(path: str, data: bytes | None) -> ResultRecord | None:
+def _checked_or_none(path: str, data: bytes | None) -> ResultRecord | None:
     if not data:
         return None
     try:
@@ -453,8 +456,8 @@ def _run_to_merge(tail: list[int], tiers: list[int]) -> int:
 
 def _request_file(view: DatasetView, request: RequestRecord) -> dict[str, bytes]:
     """The request record's file, if it supersedes the one the view holds (a status never goes back)."""
-    if supersedes(request, cast(RequestRecord | None, read_json(view, request_path(request)))):
-        return {request_path(request): as_json(dict(request)).encode()}
+    if supersedes(request, read_json(view, request_path(request))):
+        return {request_path(request): as_json(request).encode()}
     return {}
 
 

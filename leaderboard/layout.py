@@ -28,7 +28,7 @@ import logging
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Literal, TypedDict
+from typing import Any, Iterable, Literal, Mapping, TypedDict
 
 import pandas as pd
 
@@ -260,8 +260,9 @@ class RequestRecord(TypedDict):
     predictions_sha256: str | None  # uploads only
 
 
-def supersedes(request: RequestRecord, current: RequestRecord | None) -> bool:
-    """Whether `request` should replace the stored record: it changed, and its status is not older."""
+def supersedes(request: RequestRecord, current: Mapping[str, Any] | None) -> bool:
+    """Whether `request` should replace the stored record (`current`, as read back: any JSON): it
+    changed, and its status is not older."""
     if current == request:
         return False
     return current is None or STATUS_RANK.get(str(request.get("status")), 0) >= STATUS_RANK.get(
@@ -285,7 +286,7 @@ SHARD_MESSAGE = "Shard the records folders by id (a commit rehashes small trees 
 
 
 # -- serialisation ----------------------------------------------------------------------------------
-def as_json(data: dict[str, Any]) -> str:
+def as_json(data: Mapping[str, Any]) -> str:
     """The one serialisation of a stored record (so an unchanged record is an unchanged file)."""
     return json.dumps(data, indent=1, sort_keys=True)
 
