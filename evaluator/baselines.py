@@ -58,15 +58,16 @@ def _mean_line(scores: list[Scores], metric: str) -> dict[str, Any]:
     return {"metric": metric, "total": total, "tiers": tiers}
 
 
+def has_reference_lines(task: Task) -> bool:
+    """Whether the task is of the kind that has the lines (a label task scored without a judge),
+    decided from its config alone: the split is not read."""
+    return task.answer_kind == "label" and len(task.answer_labels) >= 2 and not task.judge
+
+
 def reference_lines(task: Task) -> list[dict[str, Any]]:
     """[{"kind": "chance"|"majority", "label": ..., "metrics": {...}, "n_items": ...}] for a label task
     whose split is available; [] otherwise."""
-    if (
-        task.answer_kind != "label"
-        or len(task.answer_labels) < 2
-        or task.judge
-        or not task.split_available()
-    ):
+    if not has_reference_lines(task) or not task.split_available():
         return []
     from evaluator.scoring import score_answers, score_values
 

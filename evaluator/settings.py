@@ -13,11 +13,19 @@ from pathlib import Path
 
 DATA_DIR_ENV = "PERSONABOARD_DATA_DIR"
 JUDGE_ENV = "PERSONABOARD_JUDGE_MODEL"
+CACHE_DIR_ENV = "PERSONABOARD_CACHE_DIR"
 
 
 def data_dir() -> Path:
     """The service's data folder (splits, registered models, results, records, uploads)."""
     return Path(os.environ.get(DATA_DIR_ENV, "./var")).resolve()
+
+
+def cache_dir() -> Path:
+    """Where derived, content-addressed results are kept between starts (the reference lines):
+    data/cache unless PERSONABOARD_CACHE_DIR names another (the tests share one across services)."""
+    named = os.environ.get(CACHE_DIR_ENV)
+    return Path(named).resolve() if named else data_dir() / "cache"
 
 
 @dataclass(frozen=True)

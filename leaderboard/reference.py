@@ -3,16 +3,28 @@
 Computed by the evaluator from the installed split (evaluator/baselines.py) and published like the
 papers' reported rows: idempotently, in one version when anything changed, so they are filterable
 and downloadable with the rest, and never ranked above a model.
+
+Scoring the constant answers costs seconds of CPU at every start of the web app, for rows that
+change only with the split or the scoring code: the rows are kept in the cache folder
+(evaluator/settings.py cache_dir) under a key of both, the split's hash (its items and gold) and a
+digest of the evaluator's code and manifests, so any change to either computes them again.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import logging
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from evaluator.baselines import reference_lines
+import evaluator
+from evaluator.baselines import has_reference_lines, reference_lines
 from evaluator.registry import all_suites
+from evaluator.settings import cache_dir
 from leaderboard.result_record import KIND_REFERENCE, REFERENCE_SETTING, make_record
 
 log = logging.getLogger(__name__)
@@ -64,23 +76,67 @@ def _row(task, line: dict[str, Any], split_sha: str) -> dict[str, Any]:
     )
 
 
-def reference_records() -> list[dict[str, Any]]:
+def reference_records(cache: Path | None = None) -> list[dict[str, Any]]:
+    """Every task's reference rows; with `cache` (a folder), read from there when computed before
+    for the same split and code, and kept there when computed now."""
     records: list[dict[str, Any]] = []
     for suite in all_suites().values():
         for task in suite.tasks.values():
             try:
-                lines = reference_lines(task)
+                if has_reference_lines(task) and task.split_available():
+                    records.extend(_task_rows(task, cache))
             except Exception as exc:  # a broken split must not stop the service from starting
                 log.warning("no reference lines for %s: %s", task.key, exc)
-                continue
-            if lines:
-                sha = task.load_split().sha256
-                records.extend(_row(task, line, sha) for line in lines)
     return records
 
 
-def publish_reference(store) -> str | None:
-    """Bring the store's reference rows in line with the installed splits (a version only on change)."""
-    return store.sync_group(
-        REFERENCE_PREFIX, reference_records(), "Update the chance and majority lines"
-    )
+def _task_rows(task, cache: Path | None) -> list[dict[str, Any]]:
+    sha = task.load_split().sha256
+    path = None if cache is None else cache / "reference-rows" / f"{_cache_key(task, sha)}.json"
+    if path is not None:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # not computed yet, or a torn file: compute it
+            pass
+    rows = [_row(task, line, sha) for line in reference_lines(task)]
+    if path is not None:
+        try:
+            _write_atomically(path, json.dumps(rows, sort_keys=True))
+        except OSError as exc:  # a read-only cache only costs the next start the same seconds
+            log.warning("reference rows not cached in %s: %s", path.parent, exc)
+    return rows
+
+
+def _cache_key(task, split_sha: str) -> str:
+    parts = [task.key, task.suite.version, split_sha, _evaluator_digest()]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+@functools.cache
+def _evaluator_digest() -> str:
+    """A digest of the evaluator's code and the suites' manifests (what the lines are scored by)."""
+    root = Path(evaluator.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.yaml")]):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the whole new one: services starting at once share the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def publish_reference(store, cache: Path | None = None) -> str | None:
+    """Bring the store's reference rows in line with the installed splits (a version only on change);
+    `cache`: the folder the rows are kept in between starts (default: the service's cache_dir)."""
+    rows = reference_records(cache_dir() if cache is None else cache)
+    return store.sync_group(REFERENCE_PREFIX, rows, "Update the chance and majority lines")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,6 +37,11 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 # its last heartbeat instead of RQ's 60 (submissions/worker.py): the fault tests wait less.
 os.environ.setdefault("PERSONABOARD_WORKER_TTL", "16")
 os.environ.setdefault("PERSONABOARD_JOB_HEARTBEAT_GRACE_S", "15")
+# Every service this process starts reads the chance and majority rows from one cache folder
+# (leaderboard/reference.py): scored once per test process, not at each of ~50 web app starts;
+# the unit tests' stores write there too, never into the checkout's ./var.
+_REFERENCE_CACHE = tempfile.TemporaryDirectory(prefix="personaboard-test-cache-")
+os.environ.setdefault("PERSONABOARD_CACHE_DIR", _REFERENCE_CACHE.name)
 
 from live_service import (  # noqa: E402
     LIVE_SERVICE_STARTUPS,

@@ -111,3 +111,40 @@ def test_score_values_are_score_answers_without_the_intervals(answer):
         for group, by_tier in full["tiers"].items()
     }
     assert points["total"]["accuracy"]["value"] > 0  # not an empty comparison
+
+
+def test_reference_rows_are_kept_in_the_cache_under_the_split_and_the_code(tmp_path, skewed_task):
+    """A start reads the rows an earlier one scored for the same split and code (the web app's
+    start-up saves seconds of scoring), and scores them again once the split changes."""
+    import dataclasses
+    import json
+
+    from leaderboard.reference import _task_rows
+
+    cache = tmp_path / "cache"
+    computed = _task_rows(skewed_task, cache)
+    assert [r["model_name"] for r in computed] == ["Chance (uniform over 4)", "Majority (always C)"]
+    (kept,) = (cache / "reference-rows").iterdir()
+    assert json.loads(kept.read_text()) == computed
+    assert _task_rows(skewed_task, None) == computed  # no cache: the same rows, scored
+
+    # read from there, not scored again: an edit of the kept file shows
+    edited = [{**row, "model_name": "edited"} for row in computed]
+    kept.write_text(json.dumps(edited))
+    assert [r["model_name"] for r in _task_rows(skewed_task, cache)] == ["edited", "edited"]
+
+    # a torn file is scored again and replaced
+    kept.write_text('[{"model_name": ')
+    assert _task_rows(skewed_task, cache) == computed
+    assert json.loads(kept.read_text()) == computed
+
+    # another split (one gold changed) has another key: scored, and kept beside the first
+    split = skewed_task.load_split()
+    items = [dataclasses.replace(split.items[0], gold="B"), *split.items[1:]]
+    suite_module._SPLIT_CACHE[skewed_task.key] = dataclasses.replace(split, items=items)
+    changed = _task_rows(skewed_task, cache)
+    assert changed != computed
+    assert (
+        changed[0]["provenance"]["split"]["sha256"] != computed[0]["provenance"]["split"]["sha256"]
+    )
+    assert len(list((cache / "reference-rows").iterdir())) == 2
