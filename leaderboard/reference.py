@@ -92,18 +92,18 @@ def reference_records(cache: Path | None = None) -> list[dict[str, Any]]:
 
 def _task_rows(task, cache: Path | None) -> list[dict[str, Any]]:
     sha = task.load_split().sha256
-    path = None if cache is None else cache / "reference-rows" / f"{_cache_key(task, sha)}.json"
-    if path is not None:
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # not computed yet, or a torn file: compute it
-            pass
-    rows = [_row(task, line, sha) for line in reference_lines(task)]
-    if path is not None:
-        try:
-            _write_atomically(path, json.dumps(rows, sort_keys=True))
-        except OSError as exc:  # a read-only cache only costs the next start the same seconds
-            log.warning("reference rows not cached in %s: %s", path.parent, exc)
+    if cache is None:
+        return [_row(task, line, sha) for line in reference_lines(task)]
+    path = cache / "reference-rows" / f"{_cache_key(task, sha)}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # not computed yet, or a torn file: compute it
+        pass
+    rows = _task_rows(task, None)
+    try:
+        _write_atomically(path, json.dumps(rows, sort_keys=True))
+    except OSError as exc:  # a read-only cache only costs the next start the same seconds
+        log.warning("reference rows not cached in %s: %s", path.parent, exc)
     return rows
 
 
@@ -135,8 +135,8 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def publish_reference(store, cache: Path | None = None) -> str | None:
-    """Bring the store's reference rows in line with the installed splits (a version only on change);
-    `cache`: the folder the rows are kept in between starts (default: the service's cache_dir)."""
-    rows = reference_records(cache_dir() if cache is None else cache)
+def publish_reference(store) -> str | None:
+    """Bring the store's reference rows in line with the installed splits (a version only on change),
+    read from the service's cache folder where they were scored before."""
+    rows = reference_records(cache_dir())
     return store.sync_group(REFERENCE_PREFIX, rows, "Update the chance and majority lines")
