@@ -305,6 +305,17 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
+def proc_stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name, state first (so ppid is [1], session
+    [3], utime and stime [11] and [12], start time [19]); None when the process is gone or there is
+    no /proc. The name is cut at the last ")": it may itself hold spaces and parentheses."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def session_members(sid: int) -> list[int]:
     """PIDs whose session ID is sid (from /proc; Linux only, else empty)."""
     members: list[int] = []
@@ -313,14 +324,9 @@ def session_members(sid: int) -> list[int]:
     except OSError:
         return members
     for entry in entries:
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid:  # state, ppid, pgrp, session
-                members.append(int(entry))
+        fields = proc_stat(entry) if entry.isdigit() else None
+        if fields and int(fields[3]) == sid:
+            members.append(int(entry))
     return members
 
 
@@ -412,8 +418,5 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
+    fields = proc_stat(pid)
+    return fields is None or fields[0] != "Z"

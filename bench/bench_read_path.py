@@ -59,6 +59,7 @@ from backend.processes import (  # noqa: E402
     child_env,
     free_port,
     http_status,
+    proc_stat,
     start_redis,
     start_web,
     stop_process,
@@ -263,7 +264,9 @@ def percentile(values: list[float], q: float) -> float:
 
 def process_cpu_s(pid: int) -> float:
     """CPU seconds (user + system) a process has used so far, all its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    fields = proc_stat(pid)
+    if fields is None:
+        raise ProcessLookupError(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

@@ -19,6 +19,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from backend.processes import proc_stat  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -44,7 +49,6 @@ class Seen:
     ppid: int
     own_s: float  # utime + stime
     reaped_children_s: float  # cutime + cstime: children it has waited for
-    alive: bool = True
 
 
 def kind_of(cmdline: str) -> str:
@@ -61,14 +65,14 @@ def sample(seen: dict[tuple[int, int], Seen], since_ticks: float) -> None:
         if not entry.isdigit():
             continue
         pid = int(entry)
+        fields = proc_stat(pid)
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # gone between listdir and open
+        except OSError:
+            fields = None
+        if fields is None:  # gone between listdir and open
             continue
-        fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)"; comm may hold spaces
         ppid, started = int(fields[1]), int(fields[19])
         if started < since_ticks:
             continue
@@ -76,7 +80,7 @@ def sample(seen: dict[tuple[int, int], Seen], since_ticks: float) -> None:
         key = (pid, started)
         previous = seen.get(key)
         # a forked child has its parent's command line; a zombie has none: keep the first kind
-        kind = previous.kind if previous else kind_of(cmdline or stat)
+        kind = previous.kind if previous else kind_of(cmdline)
         seen[key] = Seen(kind, ppid, (utime + stime) / TICKS, (cutime + cstime) / TICKS)
 
 

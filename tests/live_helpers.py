@@ -220,16 +220,13 @@ def _pid_alive(pid: int) -> bool:
 
 def descendants(pid: int) -> set[int]:
     """All live descendants of pid, read from /proc."""
+    from backend.processes import proc_stat
+
     parents: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        parents.setdefault(ppid, []).append(int(entry))
+        fields = proc_stat(entry) if entry.isdigit() else None
+        if fields:
+            parents.setdefault(int(fields[1]), []).append(int(entry))
     found: set[int] = set()
     todo = [pid]
     while todo:
