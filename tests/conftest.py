@@ -242,7 +242,7 @@ def service_env(tmp_path, redis_server) -> dict:
 
 @pytest.fixture
 def live_service(tmp_path):
-    """Redis + 2 RQ workers + the web app (backend.app:create_app) on free ports; stopped at teardown."""
+    """Redis + an RQ worker + the web app (backend.app:create_app) on free ports; stopped at teardown."""
     svc = start_live_service(tmp_path / "service")
     try:
         yield svc
@@ -252,8 +252,9 @@ def live_service(tmp_path):
 
 @pytest.fixture(scope="session")
 def shared_live_service(tmp_path_factory):
-    """One live service for the whole session, for tests that only submit and read."""
-    svc = start_live_service(tmp_path_factory.mktemp("shared-service"))
+    """One live service for the whole session, for tests that only submit and read. Two workers: a
+    model run one test leaves behind (or kills a worker of) does not hold the next test's jobs."""
+    svc = start_live_service(tmp_path_factory.mktemp("shared-service"), n_workers=2)
     try:
         yield svc
     finally:
@@ -272,12 +273,12 @@ def module_live_service(tmp_path_factory):
 
 @pytest.fixture
 def start_service():
-    """start(root, n_workers, extra_env) -> LiveService, stopped at teardown (e.g. a web node with no
-    worker of its own, or one with a Space's environment)."""
+    """start(root, n_workers=1, extra_env) -> LiveService, stopped at teardown (e.g. a web node with
+    no worker of its own, or one with a Space's environment)."""
     started: list[LiveService] = []
 
     def start(
-        root: Path, n_workers: int = 2, extra_env: dict[str, str] | None = None
+        root: Path, n_workers: int = 1, extra_env: dict[str, str] | None = None
     ) -> LiveService:
         started.append(start_live_service(root, n_workers, extra_env))
         return started[-1]

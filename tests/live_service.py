@@ -148,10 +148,13 @@ LIVE_SERVICE_STARTUPS: list[float] = []
 
 
 def start_live_service(
-    root: Path, n_workers: int = 2, extra_env: dict[str, str] | None = None
+    root: Path, n_workers: int = 1, extra_env: dict[str, str] | None = None
 ) -> LiveService:
     """Redis + workers + web app under `root` (data in root/data, logs in root/logs); `extra_env`
-    is added to every process's environment (e.g. a Space's variables, a policy's budget)."""
+    is added to every process's environment (e.g. a Space's variables, a policy's budget).
+
+    One worker unless a test asks for more: each costs ~2 CPU s to start (imports, split preload)
+    on a 2-core machine whose suite is CPU-bound, and a test's jobs run one after another anyway."""
     started = time.monotonic()
     data_dir = root / "data"
     log_dir = root / "logs"

@@ -29,10 +29,10 @@ expect = sync_api.expect
 from browser_helpers import DEADLINE_MS, launch_chromium, open_page, open_tab  # noqa: E402
 
 
-def test_a_file_chosen_before_the_token_reads_as_a_sentence(module_live_service, tmp_path):
+def test_a_file_chosen_before_the_token_reads_as_a_sentence(shared_live_service, tmp_path):
     predictions = tmp_path / "predictions.jsonl"
     predictions.write_text('{"id": "x", "answer": "A"}\n')
-    with launch_chromium() as browser, open_page(browser, module_live_service.base_url) as page:
+    with launch_chromium() as browser, open_page(browser, shared_live_service.base_url) as page:
         open_tab(page, "Submit predictions")
         expect(page.locator("#api-token input")).to_have_value("")
         page.set_input_files("#submit-file input[type='file']", str(predictions))
@@ -45,8 +45,8 @@ def test_a_file_chosen_before_the_token_reads_as_a_sentence(module_live_service,
         expect(page.locator(f"#submit-file a[href$='/{predictions.name}']")).to_have_count(0)
 
 
-def test_the_model_tab_has_a_setting_chosen_and_a_bad_link_is_named(module_live_service):
-    with launch_chromium() as browser, open_page(browser, module_live_service.base_url) as page:
+def test_the_model_tab_has_a_setting_chosen_and_a_bad_link_is_named(shared_live_service):
+    with launch_chromium() as browser, open_page(browser, shared_live_service.base_url) as page:
         open_tab(page, "Submit a model")
         settings = page.locator("#model-settings input[type='checkbox']:checked")
         expect(settings).to_have_count(1)

@@ -160,9 +160,15 @@ class Stack:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.override = tmp / "compose.test.yaml"
+        # the suite's shorter worker TTL and job-heartbeat grace (tests/conftest.py): the killed
+        # worker's job is retried ~20 s after the kill instead of ~70
+        timings = "".join(
+            f'      {name}: "{os.environ[name]}"\n'
+            for name in ("PERSONABOARD_WORKER_TTL", "PERSONABOARD_JOB_HEARTBEAT_GRACE_S")
+        )
         self.override.write_text(
             "services:\n  worker-cpu:\n    environment:\n"
-            f"      PERSONABOARD_TEST_JOB_GATE: {GATE}\n",
+            f"      PERSONABOARD_TEST_JOB_GATE: {GATE}\n{timings}",
             encoding="utf-8",
         )
         self.env = {

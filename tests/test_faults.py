@@ -63,12 +63,11 @@ def assert_published_once(svc, http, submission_id: str) -> None:
     assert len(rows) == 1, rows
 
 
-def test_worker_sigkill_mid_job_is_retried_and_published_once(live_service, tmp_path):
-    svc = live_service
+def test_worker_sigkill_mid_job_is_retried_and_published_once(start_service, tmp_path):
+    svc = start_service(tmp_path / "service", n_workers=0)
     expected = explicit_only()
     # Workers whose jobs, once marked running, wait at a gate (a file) this test opens after the kill.
     gate = tmp_path / "gate"
-    kill_all_workers(svc)
     svc.env[FAULT_GATE_ENV] = str(gate)
     svc.start_worker()
     svc.start_worker()
@@ -139,11 +138,10 @@ def test_web_restart_loses_no_submission(live_service):
         assert ids == {done, in_flight, *queued}
 
 
-def test_redis_restart_with_queued_submissions(live_service):
-    svc = live_service
+def test_redis_restart_with_queued_submissions(start_service, tmp_path):
+    svc = start_service(tmp_path / "service", n_workers=0)  # its workers come later
     expected = make_predictions(lambda item: item.tiers["form"] != "explicit")  # 2/3
     with svc.http() as http:
-        kill_all_workers(svc)
         queued = [
             submit_ok(http, reordered(expected.body, i), model_name=f"queued-{i}") for i in range(2)
         ]
@@ -181,11 +179,10 @@ def test_redis_restart_with_queued_submissions(live_service):
         assert_published_once(svc, http, during_id)
 
 
-def test_redis_data_wiped_then_reconciled(live_service):
-    svc = live_service
+def test_redis_data_wiped_then_reconciled(start_service, tmp_path):
+    svc = start_service(tmp_path / "service", n_workers=0)  # its workers come later
     expected = explicit_only()
     with svc.http() as http:
-        kill_all_workers(svc)
         queued = [
             submit_ok(http, reordered(expected.body, i), model_name=f"wiped-{i}") for i in range(3)
         ]

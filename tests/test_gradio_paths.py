@@ -40,8 +40,9 @@ def call(http: httpx.Client, name: str, data: list) -> str:
 
 
 @pytest.fixture(scope="module")
-def svc(module_live_service):
-    return module_live_service
+def svc(shared_live_service):
+    """The session's service: the test counts submissions before and after, so others' do no harm."""
+    return shared_live_service
 
 
 def test_every_event_refuses_foreign_paths(svc):

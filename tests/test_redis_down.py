@@ -13,10 +13,10 @@ pytestmark = pytest.mark.service
 
 
 @pytest.fixture
-def service_without_redis(live_service):
-    svc = live_service
-    for _ in range(len(svc.workers)):  # nothing runs the submission: it stays queued
-        svc.kill_worker(0)
+def service_without_redis(start_service, tmp_path):
+    svc = start_service(
+        tmp_path / "service", n_workers=0
+    )  # nothing runs the submission: it stays queued
     with svc.http() as http:
         accepted = submit(http, explicit_only().body, model_name="before-redis-stops")
         assert accepted.status_code == 201, accepted.text
