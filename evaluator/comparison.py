@@ -17,7 +17,7 @@ import numpy as np
 
 from evaluator.metrics import get_metric
 from evaluator.scoring import BOOTSTRAP_SEED, item_arrays, item_units
-from evaluator.statistics import paired_comparison
+from evaluator.statistics import PairedComparison, paired_comparison
 from evaluator.suite import Split, Task
 
 
@@ -25,9 +25,18 @@ class ComparisonError(ValueError):
     pass
 
 
+class RowComparison(PairedComparison, total=False):
+    """compare_answers: the paired comparison of two rows, with what it was over."""
+
+    metric: str
+    unit: str  # the level resampled
+    split_items: int
+    release: dict[str, float | str]  # a hidden split's: the step its numbers were rounded to
+
+
 def compare_answers(
     task: Task, answers_a: dict[str, Any], answers_b: dict[str, Any]
-) -> dict[str, Any]:
+) -> RowComparison:
     if task.judge:
         raise ComparisonError(
             f"{task.key} is scored by a judge model; its rows are compared by their intervals only"
@@ -52,24 +61,23 @@ def compare_answers(
     keep = ~(np.isnan(a) | np.isnan(b))
     kept = Split(split.name, [item for item, k in zip(common, keep) if k])
     units = item_units(task, kept)
-    result = paired_comparison(a[keep], b[keep], units, np.random.default_rng(BOOTSTRAP_SEED))
-    result.update(
-        {
-            "metric": task.metric,
-            "unit": units.name,  # the level resampled (nested units: the outermost)
-            "split_items": len(split.items),
-        }
-    )
+    result: RowComparison = {
+        **paired_comparison(a[keep], b[keep], units, np.random.default_rng(BOOTSTRAP_SEED)),
+        "metric": task.metric,
+        "unit": units.name,  # the level resampled (nested units: the outermost)
+        "split_items": len(split.items),
+    }
     return _released(task, result) if task.suite.split_hidden else result
 
 
-def _released(task: Task, result: dict[str, Any]) -> dict[str, Any]:
+def _released(task: Task, result: RowComparison) -> RowComparison:
     from evaluator.release import noise_step, round_to
 
     step = noise_step(result["n"], task.metric)
-    rounded = dict(result)
-    for key in ("difference", "a_mean", "b_mean"):
-        rounded[key] = round_to(result[key], step)
+    rounded = result.copy()
+    rounded["difference"] = round_to(result["difference"], step)
+    rounded["a_mean"] = round_to(result["a_mean"], step)
+    rounded["b_mean"] = round_to(result["b_mean"], step)
     rounded["ci95"] = [round_to(v, step) for v in result["ci95"]]
     rounded["p_value"] = None if result["p_value"] is None else round(result["p_value"], 2)
     rounded["release"] = {"step": step, "note": "hidden split: rounded to its noise level"}

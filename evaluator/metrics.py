@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-from evaluator.statistics import Units, mean_stats, share_stats, statistic_interval
+from evaluator.statistics import MetricStats, Units, mean_stats, share_stats, statistic_interval
 from evaluator.yaml_files import read_yaml
 
 Arrays = dict[str, np.ndarray]
@@ -190,7 +190,7 @@ def spearman(a: Arrays, idx: np.ndarray) -> float:
 
 def _mean_stats(
     metric: str, values: np.ndarray, units: Units, rng: np.random.Generator
-) -> dict[str, Any]:
+) -> MetricStats:
     if values.dtype.kind == "f":
         keep = ~np.isnan(values)
         values, units = values[keep], units.subset(np.flatnonzero(keep))
@@ -207,7 +207,7 @@ def metric_stats(
     idx: np.ndarray,
     rng: np.random.Generator,
     units: Units | None = None,
-) -> dict[str, Any]:
+) -> MetricStats:
     """The metric over the items at `idx`, with its 95 % interval over the units those items
     belong to (`units` covers all items; None: every item is its own unit)."""
     n = len(idx)
@@ -226,7 +226,7 @@ def metric_stats(
         lambda positions: function(arrays, idx[positions]), here, rng, RESAMPLE_SAMPLES
     )
     clean = lambda x: None if np.isnan(x) else float(x)  # noqa: E731
-    stats = {
+    stats: MetricStats = {
         "value": clean(value),
         "ci95": [clean(low), clean(high)],
         "n": n,
@@ -237,7 +237,7 @@ def metric_stats(
     return stats
 
 
-def metric_value(metric: str, arrays: Arrays, idx: np.ndarray) -> dict[str, Any]:
+def metric_value(metric: str, arrays: Arrays, idx: np.ndarray) -> MetricStats:
     """metric_stats' value and item count over the items at `idx`, without the interval (no
     resampling): {"value": ..., "n": ...}, equal to those two fields of metric_stats."""
     spec = get_metric(metric)

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from evaluator.metrics import metric_scale
+from evaluator.statistics import MetricStats
 
 if TYPE_CHECKING:
     from evaluator.scoring import Scores
@@ -270,13 +271,13 @@ def _changed_ranks(base: np.ndarray, changed_to: np.ndarray, gold_ranks: np.ndar
     return out
 
 
-def _one_number(stats: Mapping[str, Any], metric: str, n: int, offset: float) -> dict[str, Any]:
+def _one_number(stats: MetricStats, metric: str, n: int, offset: float) -> MetricStats:
     step = noise_step(n, metric)
     value = round_to(stats.get("value"), step, offset)
     return {
         "value": value,
         "ci95": live_band(value, step, metric),
-        "n": stats.get("n"),
+        "n": stats["n"],
         "step": step,
     }
 
@@ -288,7 +289,7 @@ def released_metrics(metrics: Mapping[str, Any], offset: float = 0.0) -> Scores:
     and every tier is listed as withheld, so a metric or tier added later is withheld too."""
     primary = metrics["metric"]
     stats = metrics["total"].get(primary)
-    total = {}
+    total: dict[str, MetricStats] = {}
     if stats is not None and (stats.get("n") or 0) >= MIN_ITEMS:
         total[primary] = _one_number(stats, primary, stats.get("n") or metrics["n_items"], offset)
     released = cast(
@@ -319,8 +320,8 @@ def released_metrics(metrics: Mapping[str, Any], offset: float = 0.0) -> Scores:
 
 
 def release_private(
-    stats: Mapping[str, Any], metric: str, n: int, offsets: tuple[float, float, float]
-) -> dict[str, Any]:
+    stats: MetricStats, metric: str, n: int, offsets: tuple[float, float, float]
+) -> MetricStats:
     """A result's private-part score at a named release: its value and interval bounds, each
     rounded to the private part's step with its own dither (`offsets`: value, low, high)."""
     step = noise_step(n, metric)
@@ -328,7 +329,7 @@ def release_private(
     return {
         "value": round_to(stats.get("value"), step, offsets[0]),
         "ci95": [round_to(low, step, offsets[1]), round_to(high, step, offsets[2])],
-        "n": stats.get("n"),
+        "n": stats["n"],
         "step": step,
     }
 

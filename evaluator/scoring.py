@@ -18,8 +18,8 @@ from evaluator.judge import Judge, judge_unavailable_reason
 from evaluator.metrics import available, metric_stats, metric_value
 from evaluator.predictions import iter_lines, read_predictions
 from evaluator.splits import PRIVATE_PART, PUBLIC_PART, SplitNotInstalled, private_item_ids
-from evaluator.statistics import Units, crossed_units, nested_units
-from evaluator.suite import Split, Task
+from evaluator.statistics import MetricStats, Units, crossed_units, nested_units
+from evaluator.suite import Split, SplitInfo, Task
 
 SCORER_VERSION = "1.0.0"
 BOOTSTRAP_SEED = 20251122
@@ -28,9 +28,17 @@ BOOTSTRAP_SEED = 20251122
 class SplitFields(TypedDict):
     """split_provenance(): what a result records of the split it was scored on."""
 
-    split: dict[str, Any]  # name, sha256 (of the whole split), n_items (scored), full_n_items
+    split: SplitInfo
     suite_version: str
     scorer_version: str
+
+
+class PrivatePart(TypedDict):
+    """Scores.private: the private part's primary metric, kept by the service, never published."""
+
+    metric: str
+    total: dict[str, MetricStats]
+    n_items: int
 
 
 class Scores(TypedDict, total=False):
@@ -40,14 +48,14 @@ class Scores(TypedDict, total=False):
 
     metric: Required[str]  # the primary metric
     interval_unit: str  # what the bootstrap resamples (items, or the task's units)
-    total: Required[dict[str, dict[str, Any]]]  # metric -> {value, ci95, n} on all items
+    total: Required[dict[str, MetricStats]]  # metric -> {value, ci95, n} on all items
     # tier group -> tier -> the primary metric (and any the task reports per tier) -> stats
-    tiers: Required[dict[str, dict[str, dict[str, dict[str, Any]]]]]
+    tiers: Required[dict[str, dict[str, dict[str, MetricStats]]]]
     n_items: Required[int]
     scoring_provenance: dict[str, Any]  # a judge-scored task: its judge
     parts: dict[str, int]  # a split with a private part: the items of each part
-    private: dict[str, Any]  # the private part's primary metric: kept, never published
-    split: dict[str, Any]
+    private: PrivatePart  # the private part's primary metric: kept, never published
+    split: SplitInfo
     suite_version: str
     scorer_version: str
     scoring_seconds: float
@@ -96,15 +104,16 @@ def item_units(task: Task, split: Split) -> Units:
 
 # What one cell of a result holds: a metric over some items (metric_stats, with its interval; or
 # metric_value, the point and count alone)
-CellStats = Callable[[str, Any, np.ndarray], dict[str, Any]]
+CellStats = Callable[[str, Any, np.ndarray], MetricStats]
+TierCells = dict[str, dict[str, dict[str, MetricStats]]]  # tier group -> tier -> metric -> stats
 
 
 def _aggregate(
     task: Task, split: Split, arrays, idx: np.ndarray, stats: CellStats
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+) -> tuple[dict[str, MetricStats], TierCells]:
     """Every metric on the items at `idx`, and the primary metric on every tier of them."""
     total = {m: stats(m, arrays, idx) for m in task.metrics if available(m, arrays)}
-    tiers: dict[str, dict[str, Any]] = {}
+    tiers: TierCells = {}
     for group in task.tier_groups:
         position = {tier: i for i, tier in enumerate(group.tiers)}  # a dict lookup per item
         name = group.name

@@ -44,13 +44,42 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable, Required, TypedDict
 
 import numpy as np
 
 Z95 = 1.959963984540054
 BOOTSTRAP_SAMPLES = 2000
 EXACT_SIGN_FLIP_MAX_UNITS = 16
+
+
+class MetricStats(TypedDict, total=False):
+    """One metric over some items: one cell of a result (its total, a tier), from the scorer to the
+    results store and the board (leaderboard/result_record.py's Stats validates it on the way in).
+    metric_value's cells carry the value and count only."""
+
+    value: Required[float | None]  # None: no item to take it over (or a statistic undefined there)
+    ci95: list[float | None]  # the 95 % interval, [None, None] without items
+    n: Required[int]  # the items it is over
+    interval: str  # how ci95 was made: "wilson" | "bootstrap"
+    n_effective: float  # the effective sample size, where clustering makes it differ from n
+    n_units: int  # the units resampled, where items are not independent
+    n_units_by: dict[str, int]  # crossed units: each factor's count
+    step: float  # a hidden split's released number: the noise step it was rounded to
+
+
+class PairedComparison(TypedDict, total=False):
+    """paired_comparison: row A against row B on the same items."""
+
+    difference: Required[float | None]  # mean(A) - mean(B); None without items
+    ci95: Required[list[float | None]]
+    p_value: Required[float | None]
+    test: str  # which test gave p_value
+    n: Required[int]
+    n_units: Required[int]
+    n_units_by: dict[str, int]
+    a_mean: float | None  # None: rounded away (a hidden split's, evaluator/comparison.py)
+    b_mean: float | None
 
 
 @dataclass(frozen=True)
@@ -244,7 +273,7 @@ def cluster_variance(values: np.ndarray, units: Units, rng: np.random.Generator)
     return max(variances)
 
 
-def share_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
+def share_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> MetricStats:
     """A mean of values in [0, 1] (a share, or a mean of halves) with its Wilson interval at the
     effective sample size: n for independent 0/1 items; otherwise p(1-p) over the variance over
     units (cluster_variance), at most n for 0/1 values."""
@@ -266,14 +295,14 @@ def share_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> d
     if binary:
         n_effective = min(n_effective, float(n))
     low, high = wilson_interval(share, n_effective)
-    stats = {"value": share, "ci95": [low, high], "n": n, "interval": "wilson"}
+    stats: MetricStats = {"value": share, "ci95": [low, high], "n": n, "interval": "wilson"}
     _count_units(stats, units)
     if n_effective != n:
         stats["n_effective"] = round(float(n_effective), 2)
     return stats
 
 
-def _count_units(stats: dict[str, Any], units: Units) -> None:
+def _count_units(stats: MetricStats, units: Units) -> None:
     """`n_units` (crossed units: the first factor's count, and every factor's in `n_units_by`)."""
     if not units.independent:
         stats["n_units"] = units.n_units
@@ -303,7 +332,7 @@ def pigeonhole_means(
     return (weights[kept] @ values.astype(float)) / totals[kept]
 
 
-def mean_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> dict[str, Any]:
+def mean_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> MetricStats:
     """A mean of non-binary values (ratings) with its percentile bootstrap interval over units
     (nested units: the level whose draws vary most, as in cluster_variance; crossed units: the
     pigeonhole bootstrap)."""
@@ -316,7 +345,7 @@ def mean_stats(values: np.ndarray, units: Units, rng: np.random.Generator) -> di
         )
     )
     low, high = np.quantile(draws, [0.025, 0.975])
-    stats = {
+    stats: MetricStats = {
         "value": float(values.mean()),
         "ci95": [float(low), float(high)],
         "n": len(values),
@@ -433,7 +462,7 @@ def sign_flip_p_value(
 
 def paired_comparison(
     a: np.ndarray, b: np.ndarray, units: Units, rng: np.random.Generator
-) -> dict[str, Any]:
+) -> PairedComparison:
     """Row A against row B on the same items: mean(A) - mean(B), its interval over units, p-value."""
     if len(a) != len(b) or len(a) != len(units.codes):
         raise ValueError("a paired comparison needs both rows' outcomes on the same items")
@@ -447,7 +476,7 @@ def paired_comparison(
     low, high = np.quantile(draws, [0.025, 0.975])
     sums, _ = _unit_sums(difference, units)
     binary = set(np.unique(a)).issubset({0, 1}) and set(np.unique(b)).issubset({0, 1})
-    result = {
+    result: PairedComparison = {
         "difference": float(difference.mean()),
         "ci95": [float(low), float(high)],
         "p_value": sign_flip_p_value(sums, rng),
@@ -463,7 +492,7 @@ def paired_comparison(
 
 def _crossed_comparison(
     a: np.ndarray, b: np.ndarray, difference: np.ndarray, units: Units
-) -> dict[str, Any]:
+) -> PairedComparison:
     """The paired comparison over crossed units: normal interval and two-sided z-test with the
     two-way variance of the mean difference (floored as in two_way_variance)."""
     mean = float(difference.mean())

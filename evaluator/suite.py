@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evaluator.hooks import GENERIC_HOOKS, TaskHooks, bind_hooks
 from evaluator.manifest import SuiteManifest, read_manifest
@@ -53,6 +53,16 @@ class TierGroup:
 
     def label_of(self, tier: str) -> str:
         return self.labels.get(tier, tier)
+
+
+class SplitInfo(TypedDict, total=False):
+    """What a result records of the split it was scored on (provenance.split; made by
+    evaluator/scoring.py split_provenance)."""
+
+    name: str
+    sha256: str  # of the whole split, whatever part of it was scored
+    n_items: int  # the items scored
+    full_n_items: int  # the whole split's
 
 
 @dataclass

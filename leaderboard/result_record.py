@@ -13,6 +13,8 @@ from typing import Any, Final, Literal, Mapping, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from evaluator.suite import SplitInfo
+
 SCHEMA_VERSION = 1
 
 
@@ -56,11 +58,8 @@ class ModelProvenance(TypedDict, total=False):
     parameters: int | float | None
 
 
-class SplitProvenance(TypedDict, total=False):
-    name: str
-    sha256: str
-    n_items: int
-    full_n_items: int
+# the scorer's record of the split (evaluator/suite.py), under the name provenance reads it by
+SplitProvenance = SplitInfo
 
 
 class JudgeProvenance(TypedDict, total=False):

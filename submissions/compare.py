@@ -22,6 +22,7 @@ by hand from the board. Public splits stay open to anyone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from evaluator.comparison import ComparisonError, compare_answers
@@ -161,7 +162,9 @@ def compare_submissions(
 
     if task.suite.split_hidden:
         caller = require_submitter(submitter)
-        result = hidden_split_comparison(a, b)  # refuses partial runs before a comparison is taken
+        result: Mapping[str, Any] = hidden_split_comparison(
+            a, b
+        )  # refuses partial runs before a comparison is taken
         take_comparison(records, caller, a.suite)
     else:
         try:

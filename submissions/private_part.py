@@ -27,7 +27,9 @@ from typing import Any
 
 from evaluator import release
 from evaluator.registry import get_task
+from evaluator.scoring import PrivatePart
 from evaluator.splits import PRIVATE_PART, PRIVATE_TIER_GROUP, PUBLIC_PART
+from evaluator.statistics import MetricStats
 from leaderboard.store import ResultsStore
 from submissions.records import SubmissionStore, utc_now
 
@@ -51,7 +53,7 @@ def _connect(records: SubmissionStore):
     return db
 
 
-def keep(records: SubmissionStore, submission_id: str, private: dict[str, Any]) -> None:
+def keep(records: SubmissionStore, submission_id: str, private: PrivatePart) -> None:
     """Keep a released result's private-part score (the scorer's `private` block)."""
     metric = private["metric"]
     stats = private["total"].get(metric)
@@ -72,7 +74,7 @@ def pending(records: SubmissionStore) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
-def with_private_score(record: dict[str, Any], private: dict[str, Any], release_name: str) -> dict:
+def with_private_score(record: dict[str, Any], private: MetricStats, release_name: str) -> dict:
     """The published record ranked by its private part: the private score as the total, the live
     public number beside it as the tier `part/public`. `private`: the stats block released
     (release.release_private)."""

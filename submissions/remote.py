@@ -29,7 +29,7 @@ import json
 import logging
 import socket
 from dataclasses import fields
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from redis import Redis
 from redis.exceptions import RedisError, ResponseError
@@ -37,6 +37,9 @@ from redis.exceptions import RedisError, ResponseError
 from leaderboard.outbox import Outbox
 from submissions.moderation import keep_withheld, shared_visibility, withdraw_result
 from submissions.records import Decide, Submission, SubmissionStore, utc_now
+
+if TYPE_CHECKING:
+    from evaluator.scoring import PrivatePart
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +137,7 @@ class RemoteLedger:
         )
         return released, shown
 
-    def keep_private(self, submission_id: str, private: dict[str, Any]) -> None:
+    def keep_private(self, submission_id: str, private: PrivatePart) -> None:
         """A released result's private-part score (submissions/private_part.py), for the web node
         to keep: sent as its own event, which the web node deletes from the stream once kept.
         Never in a record, a log line or an error: Redis is as private as the workers, which hold
