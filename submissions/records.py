@@ -13,7 +13,7 @@ import sqlite3
 import uuid
 from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypedDict, cast
@@ -260,8 +260,10 @@ class Submission:
         return asdict(self)
 
     def public(self) -> PublicSubmission:
-        """What the API and the UI show: no server-side paths."""
-        data = asdict(self)
+        """What the API and the UI show: no server-side paths. A shallow copy, to be read (and sent)
+        only: its nested values are the record's own. asdict's deep copy of the result's tiers cost
+        half of a status request's ~5 ms, the request every waiting client polls."""
+        data: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         data.pop("file_path")
         data.pop("dedup_key")
         data.pop("request_status")

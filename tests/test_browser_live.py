@@ -26,6 +26,9 @@ from browser_helpers import (  # noqa: E402
     wait_table,
 )
 from live_helpers import register_model, wait_finished, wait_until  # noqa: E402
+from live_service import start_live_service  # noqa: E402
+
+from submissions.settings import FAULT_GATE_ENV  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
@@ -55,6 +58,19 @@ def no_horizontal_overflow(page, selector: str) -> None:
     assert not overflow, f"{selector} runs past {width} px: {overflow[:3]}"
 
 
+@pytest.fixture(scope="module")
+def module_live_service(tmp_path_factory):
+    """This module's service, whose worker holds each job once it is running until the test opens
+    a gate (creates the file in FAULT_GATE_ENV): the run stays "busy" for as long as the test looks
+    at it, without a long run to keep it busy."""
+    root = tmp_path_factory.mktemp("module-service")
+    svc = start_live_service(root, extra_env={FAULT_GATE_ENV: str(root / "job-gate")})
+    try:
+        yield svc
+    finally:
+        svc.stop()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("viewport", list(WIDTHS))
 def test_status_line_and_queue_follow_a_run_without_a_click(
@@ -63,6 +79,8 @@ def test_status_line_and_queue_follow_a_run_without_a_click(
     from tiny_models import build_tiny_model
 
     svc = module_live_service
+    gate = Path(svc.env[FAULT_GATE_ENV])
+    gate.unlink(missing_ok=True)  # closed: the run waits, marked running, until it is opened
     svc.wait_workers_registered()
     model = f"tiny-live-{viewport}"
     register_model(svc, model, build_tiny_model(tmp_path / "tiny", "generative"))
@@ -96,7 +114,7 @@ def test_status_line_and_queue_follow_a_run_without_a_click(
                     "suite": "prefeval",
                     "task": "mcq",
                     "setting": "zero_shot",
-                    "limit": 200,
+                    "limit": 6,
                 },
             )
             assert answer.status_code == 201, answer.text
@@ -116,6 +134,7 @@ def test_status_line_and_queue_follow_a_run_without_a_click(
             assert cells["Position"] in ("running now", "1"), cells
             id_link = row.locator("a.pb-submission")
             assert id_link.inner_text() == submission_id
+            gate.touch()  # the run goes on and finishes
             final = wait_finished(http, submission_id, timeout=300, logs=svc.logs)
             # the queue row moves on by itself
             expect(row.locator("td").nth(5)).to_have_text("finished", timeout=DEADLINE_MS)
