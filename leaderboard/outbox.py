@@ -31,9 +31,10 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Required, TypedDict
 
 from leaderboard.boards import BOARDS_ADDED_SHARE, BOARDS_EVERY_S
+from leaderboard.layout import RequestRecord
 from leaderboard.store import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -41,12 +42,30 @@ log = logging.getLogger(__name__)
 DONE_KEPT_S = 24 * 3600
 KINDS = ("result", "requests", "withdraw")
 
+
+class OutboxPayload(TypedDict, total=False):
+    """What one queued publish carries, by kind (Outbox.put)."""
+
+    record: dict[str, Any]  # "result": the result record, as the store writes it (JSON)
+    request: RequestRecord | None  # "result": its request record
+    details: str  # "result", public splits: base64 of the per-item details parquet
+    requests: list[RequestRecord]  # "requests"
+    submission_id: str  # "withdraw"
+    message: str  # "withdraw": the commit's message
+
+
+class OutboxEntry(OutboxPayload, total=False):
+    """A queued publish as its file holds it: the payload and its kind (one of KINDS)."""
+
+    kind: Required[str]
+
+
 # called after an entry went out: (entry, revision or None if it changed nothing)
-OnPublished = Callable[[dict[str, Any], "str | None"], None]
+OnPublished = Callable[[OutboxEntry, "str | None"], None]
 # asked right before a result entry goes out: True = do not publish it (e.g. an operator hid the
 # submission after its job put it here); it then takes care of the record. May raise StoreUnavailable
 # (it cannot tell now): the entry waits, in order, like any other.
-Withhold = Callable[[dict[str, Any]], bool]
+Withhold = Callable[[OutboxEntry], bool]
 
 
 class Outbox:
@@ -69,7 +88,7 @@ class Outbox:
             (self.folder / name).mkdir(parents=True, exist_ok=True)
 
     # -- writing ------------------------------------------------------------------------------------
-    def put(self, kind: str, payload: dict[str, Any]) -> str:
+    def put(self, kind: str, payload: OutboxPayload) -> str:
         """Queue a publish durably; returns the entry's name.
 
         kind "result": {"record": ..., "request": ... or None, "details": base64 of the per-item
@@ -79,9 +98,12 @@ class Outbox:
         """
         if kind not in KINDS:
             raise ValueError(f"unknown outbox entry kind {kind!r}")
-        submission_id = payload.get("submission_id") or (
-            payload.get("record") or (payload.get("requests") or [{}])[0]
-        ).get("submission_id", "-")
+        requests = payload.get("requests") or []
+        submission_id = (
+            payload.get("submission_id")
+            or (payload.get("record") or {}).get("submission_id")
+            or (requests[0]["submission_id"] if requests else "-")
+        )
         # time first, so names sort in the order entries were written (a counter would need a lock)
         name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:6]}-{submission_id}-{kind}.json"
         tmp = self.folder / f".{name}.tmp"
@@ -147,7 +169,7 @@ class Outbox:
                     boards_checked = time.monotonic()
                 path = self.folder / "pending" / name
                 try:
-                    entry = json.loads(path.read_text(encoding="utf-8"))
+                    entry: OutboxEntry = json.loads(path.read_text(encoding="utf-8"))
                 except FileNotFoundError:
                     continue
                 try:
@@ -205,7 +227,7 @@ class Outbox:
             log.exception("outbox: refreshing the boards failed; the next pass tries again")
 
     def publish_now(
-        self, kind: str, payload: dict[str, Any], wait_s: float = 30.0
+        self, kind: str, payload: OutboxPayload, wait_s: float = 30.0
     ) -> tuple[str, str | None]:
         """put, then drain up to and including this entry: (name, revision or None if it is still
         waiting, the store being unavailable or another publisher busy for longer than wait_s)."""
@@ -213,7 +235,7 @@ class Outbox:
         self.drain(wait_s=wait_s, until=name)
         return name, self.revision_of(name)
 
-    def _publish(self, entry: dict[str, Any]) -> str | None:
+    def _publish(self, entry: OutboxEntry) -> str | None:
         if entry["kind"] == "result":
             details = entry.get("details")  # a public split's per-item file, base64 (JSON entry)
             return self.store.publish(

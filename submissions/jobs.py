@@ -27,7 +27,7 @@ from evaluator.scoring import Scores, score_predictions_file
 from evaluator.settings import EvaluatorSettings, load_evaluator_settings
 from evaluator.suite import Task
 from leaderboard.head_signal import RedisHeadSignal
-from leaderboard.outbox import OnPublished, Outbox, Withhold
+from leaderboard.outbox import OnPublished, Outbox, OutboxEntry, OutboxPayload, Withhold
 from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL, ResultRecord, new_record
 from leaderboard.results import open_outbox
 from leaderboard.store import StoreUnavailable
@@ -99,7 +99,7 @@ def withhold_hidden(records: SubmissionStore) -> Withhold:
     """The outbox's last check before a result goes out, where the records are: a submission an
     operator hid or deleted since its job started is not published; its record is kept for unhide."""
 
-    def withhold(entry: dict[str, Any]) -> bool:
+    def withhold(entry: OutboxEntry) -> bool:
         record = entry["record"]
         current = records.get(record["submission_id"])
         if current is None or current.visibility == "public":
@@ -114,7 +114,7 @@ def withhold_hidden_remote(redis: Redis) -> Withhold:
     record goes to the web node (an event), which keeps it for unhide. Redis unreachable: the entry
     waits in the outbox (never published without the check)."""
 
-    def withhold(entry: dict[str, Any]) -> bool:
+    def withhold(entry: OutboxEntry) -> bool:
         record = entry["record"]
         submission_id = record["submission_id"]
         try:
@@ -140,7 +140,7 @@ def head_signal(redis_url: str) -> RedisHeadSignal:
 def record_published(report: Callable[[str, str], None]) -> OnPublished:
     """The outbox's report: a result that went out gets its revision on the submission record."""
 
-    def on_published(entry: dict[str, Any], revision: str | None) -> None:
+    def on_published(entry: OutboxEntry, revision: str | None) -> None:
         if entry.get("kind") == "result" and revision:
             report(entry["record"]["submission_id"], revision)
 
@@ -369,7 +369,7 @@ def evaluate_submission(
         return None
     # Durable in the outbox first; published now unless the store is down (then it waits, in order).
     publish_started = time.time()
-    entry: dict[str, Any] = {"record": record, "request": submission.request_record("finished")}
+    entry: OutboxPayload = {"record": record, "request": submission.request_record("finished")}
     if (details := details_file(task, submission)) is not None:  # public splits only
         entry["details"] = base64.b64encode(details).decode("ascii")  # in the result's commit
     _, revision = results.publish_now("result", entry, wait_s=PUBLISH_WAIT_S)

@@ -29,7 +29,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 from redis.typing import EncodableT
 
-from leaderboard.outbox import Outbox
+from leaderboard.outbox import Outbox, OutboxPayload
 from leaderboard.store import StoreError
 from submissions import queue
 from submissions.records import ACTIVE_STATES, SubmissionStore
@@ -163,7 +163,7 @@ def apply(
 
 def withdraw_result(outbox: Outbox, submission_id: str, why: str) -> str | None:
     """Through the outbox, so a withdrawal is never overtaken by the result's own pending publish."""
-    payload = {
+    payload: OutboxPayload = {
         "submission_id": submission_id,
         "message": f"Withdraw result {submission_id} ({why} by an operator)",
     }
