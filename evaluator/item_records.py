@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Required, TypedDict
 
 TEXT_CHARS = 4000  # a generation, a judge reply or one prompt message, stored up to this length
 # A prompt longer than PROMPT_CHARS characters, or of more than PROMPT_MESSAGES messages, is stored
@@ -27,6 +27,32 @@ PROMPT_CHARS = 6000
 PROMPT_MESSAGES = 24
 PROMPT_HEAD, PROMPT_TAIL = 16, 6
 ELIDED_ROLE = "elided"  # the role of the note message that stands for the messages left out
+
+
+class PromptFields(TypedDict):
+    """A prompt as a checkpoint keeps it (prompt_fields)."""
+
+    messages: list[dict[str, str]]  # role and content, capped and elided
+    prompt_messages: int  # of the whole prompt as sent
+    prompt_chars: int
+    prompt_sha256: str
+
+
+class CheckpointEntry(TypedDict, total=False):
+    """One request's line in a model run's checkpoint (checkpoint_entry): what scoring and a
+    resumed run read, then what the per-item details show, each only where the protocol has it."""
+
+    id: Required[str]  # the item's id (`item::order` for a request of several orders)
+    answer: Required[Any]  # the answer read (None: none could be read)
+    prompt_tokens: Required[int | None]
+    rule: str  # the rule that read the answer, or `unparsed`
+    raw: str  # the generation, capped at TEXT_CHARS
+    raw_chars: int  # its whole length
+    logprobs: dict[str, float]  # label -> log-probability
+    messages: list[dict[str, str]]  # PromptFields'
+    prompt_messages: int
+    prompt_chars: int
+    prompt_sha256: str
 
 
 def cap_text(text: str, limit: int = TEXT_CHARS) -> str:
@@ -68,7 +94,7 @@ def capped_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [*kept[:head], note, *kept[len(kept) - tail :]]
 
 
-def prompt_fields(messages: list[dict[str, Any]]) -> dict[str, Any]:
+def prompt_fields(messages: list[dict[str, Any]]) -> PromptFields:
     """A prompt's stored form and what describes the whole of it."""
     whole = json.dumps(messages, ensure_ascii=False, sort_keys=True)
     return {
@@ -79,10 +105,10 @@ def prompt_fields(messages: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def checkpoint_entry(decision: Any) -> dict[str, Any]:
+def checkpoint_entry(decision: Any) -> CheckpointEntry:
     """One decision as the checkpoint keeps it: id, answer and prompt tokens (what scoring and a
     resumed run read), then what the details show, each only where the protocol has it."""
-    entry: dict[str, Any] = {
+    entry: CheckpointEntry = {
         "id": decision.id,
         "answer": decision.answer,
         "prompt_tokens": decision.prompt_tokens,

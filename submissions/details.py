@@ -23,10 +23,11 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import pandas as pd
 
+from evaluator.item_records import CheckpointEntry
 from evaluator.metrics import get_metric
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import item_arrays
@@ -115,7 +116,7 @@ RUN_COLUMNS = [
 INT_COLUMNS = ("prompt_tokens", "prompt_messages", "raw_chars")
 
 
-def _run_fields(records: list[dict[str, Any]]) -> dict[str, Any]:
+def _run_fields(records: list[CheckpointEntry]) -> dict[str, Any]:
     """The RUN_COLUMNS of one item from its checkpoint records (one per request)."""
     if not records:
         return {}
@@ -138,7 +139,7 @@ def _run_fields(records: list[dict[str, Any]]) -> dict[str, Any]:
         return _text(values) if any(v is not None for v in values.values()) else None
 
     def total(key: str, pick=sum) -> int | None:
-        values = [r[key] for r in records if r.get(key) is not None]
+        values = [v for r in records if (v := r.get(key)) is not None]
         return pick(values) if values else None
 
     return {
@@ -157,7 +158,7 @@ def _run_fields(records: list[dict[str, Any]]) -> dict[str, Any]:
 def build_details(
     task: Task,
     answers: dict[str, Any],
-    runs: dict[str, list[dict[str, Any]]] | None = None,
+    runs: dict[str, list[CheckpointEntry]] | None = None,
     judged: dict[str, list[dict[str, Any]]] | None = None,
 ) -> pd.DataFrame:
     """One row per answered item: `item_id`, one column per tier group, `input` (the public fields
@@ -226,23 +227,27 @@ def _jsonl(path) -> list[dict[str, Any]]:
 
 def item_runs(
     submission: Submission,
-) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]]:
+) -> tuple[dict[str, list[CheckpointEntry]], dict[str, list[dict[str, Any]]]]:
     """What the service keeps of each item beyond its answer, by item id: a model run's checkpoint
     records (prompt, raw output, rule, log-probabilities) and the judge's transcript (its prompts
     and replies, for a judge-scored task, an upload's too)."""
     from evaluator.settings import load_evaluator_settings
 
     folder = load_evaluator_settings().checkpoints_dir
-    runs: dict[str, list[dict[str, Any]]] = {}
+    runs: dict[str, list[CheckpointEntry]] = {}
     if submission.kind == "model":
-        latest = {r["id"]: r for r in _jsonl(folder / f"{submission.id}.jsonl") if "id" in r}
+        latest = {
+            r["id"]: cast(CheckpointEntry, r)  # the run's own lines (evaluator/item_records.py)
+            for r in _jsonl(folder / f"{submission.id}.jsonl")
+            if "id" in r
+        }
         for record in latest.values():  # a resumed run's later record of a request wins
             runs.setdefault(record["id"].partition("::")[0], []).append(record)
     judged: dict[str, list[dict[str, Any]]] = {}
-    for record in _jsonl(folder / f"{submission.id}.judge.jsonl"):
-        if isinstance(record, dict) and "id" in record:
-            judged.setdefault(str(record["id"]), []).append(
-                {k: v for k, v in record.items() if k != "id"}
+    for call in _jsonl(folder / f"{submission.id}.judge.jsonl"):
+        if isinstance(call, dict) and "id" in call:
+            judged.setdefault(str(call["id"]), []).append(
+                {k: v for k, v in call.items() if k != "id"}
             )
     return runs, judged
 
