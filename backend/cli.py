@@ -7,7 +7,6 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import cast
 
 from evaluator.backends.base import BackendError
 from evaluator.judge import judge_for
@@ -145,20 +144,10 @@ def _evaluated_model(args: argparse.Namespace):
 def _write_details(task, answers: dict, kept: Path, out: Path) -> None:
     """The per-item answers of this run as the published details file holds them (parquet, the
     split's inputs left out): its rows compare one for one with the result's details download."""
-    from evaluator.item_records import CheckpointEntry
-    from evaluator.model_eval import Checkpoint
-    from submissions.details import build_details
+    from submissions.details import build_details, judge_calls_by_item, runs_by_item
 
-    runs: dict[str, list[CheckpointEntry]] = {}
-    for record in Checkpoint(kept / "run.jsonl").load().values():
-        runs.setdefault(record["id"].partition("::")[0], []).append(cast(CheckpointEntry, record))
-    judged: dict[str, list[dict]] = {}  # every call of the judge on an item (several per item)
-    transcript = kept / "judge.jsonl"
-    lines = transcript.read_text(encoding="utf-8").splitlines() if transcript.exists() else []
-    for record in map(json.loads, filter(None, lines)):
-        judged.setdefault(str(record["id"]), []).append(
-            {k: v for k, v in record.items() if k != "id"}
-        )
+    runs = runs_by_item(kept / "run.jsonl")
+    judged = judge_calls_by_item(kept / "judge.jsonl")
     frame = build_details(task, answers, runs, judged).drop(columns=["input"])
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(out, index=False, compression="zstd")

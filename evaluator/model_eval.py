@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypedDict
 
 from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
-from evaluator.item_records import checkpoint_entry
+from evaluator.item_records import CheckpointEntry, checkpoint_entry
 from evaluator.package import package_version
 from evaluator.phases import ITEMS, WARMING, report_phase
 from evaluator.protocols import (
@@ -85,8 +85,9 @@ class Checkpoint:
     def __init__(self, path: Path):
         self.path = Path(path)
 
-    def load(self) -> dict[str, dict]:
-        done: dict[str, dict] = {}
+    def load(self) -> dict[str, CheckpointEntry]:
+        """The finished requests by id; a request's later line (a resumed run's) wins."""
+        done: dict[str, CheckpointEntry] = {}
         if not self.path.exists():
             return done
         with open(self.path, encoding="utf-8") as stream:

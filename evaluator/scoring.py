@@ -33,6 +33,9 @@ class SplitFields(TypedDict):
     scorer_version: str
 
 
+TierCells = dict[str, dict[str, dict[str, MetricStats]]]  # tier group -> tier -> metric -> stats
+
+
 class PrivatePart(TypedDict):
     """Scores.private: the private part's primary metric, kept by the service, never published."""
 
@@ -50,7 +53,7 @@ class Scores(TypedDict, total=False):
     interval_unit: str  # what the bootstrap resamples (items, or the task's units)
     total: Required[dict[str, MetricStats]]  # metric -> {value, ci95, n} on all items
     # tier group -> tier -> the primary metric (and any the task reports per tier) -> stats
-    tiers: Required[dict[str, dict[str, dict[str, MetricStats]]]]
+    tiers: Required[TierCells]
     n_items: Required[int]
     scoring_provenance: dict[str, Any]  # a judge-scored task: its judge
     parts: dict[str, int]  # a split with a private part: the items of each part
@@ -105,7 +108,6 @@ def item_units(task: Task, split: Split) -> Units:
 # What one cell of a result holds: a metric over some items (metric_stats, with its interval; or
 # metric_value, the point and count alone)
 CellStats = Callable[[str, Any, np.ndarray], MetricStats]
-TierCells = dict[str, dict[str, dict[str, MetricStats]]]  # tier group -> tier -> metric -> stats
 
 
 def _aggregate(

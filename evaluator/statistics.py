@@ -78,7 +78,7 @@ class PairedComparison(TypedDict, total=False):
     n: Required[int]
     n_units: Required[int]
     n_units_by: dict[str, int]
-    a_mean: float | None  # None: rounded away (a hidden split's, evaluator/comparison.py)
+    a_mean: float | None  # None only once rounded (comparison.py, a hidden split's) from a NaN
     b_mean: float | None
 
 

@@ -162,9 +162,8 @@ def compare_submissions(
 
     if task.suite.split_hidden:
         caller = require_submitter(submitter)
-        result: Mapping[str, Any] = hidden_split_comparison(
-            a, b
-        )  # refuses partial runs before a comparison is taken
+        # refuses partial runs before a comparison is taken
+        result: Mapping[str, Any] = hidden_split_comparison(a, b)
         take_comparison(records, caller, a.suite)
     else:
         try:

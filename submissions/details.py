@@ -23,7 +23,8 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, cast
+from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -225,6 +226,29 @@ def _jsonl(path) -> list[dict[str, Any]]:
     return records
 
 
+def runs_by_item(checkpoint: Path) -> dict[str, list[CheckpointEntry]]:
+    """A model run's checkpoint lines by item id (a request of several orders is `item::order`;
+    a resumed run's later line of a request wins, evaluator/model_eval.py Checkpoint)."""
+    from evaluator.model_eval import Checkpoint
+
+    runs: dict[str, list[CheckpointEntry]] = {}
+    for record in Checkpoint(checkpoint).load().values():
+        runs.setdefault(record["id"].partition("::")[0], []).append(record)
+    return runs
+
+
+def judge_calls_by_item(transcript: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every call of the judge on each item (several per item), from its transcript; a torn last
+    line is ignored."""
+    judged: dict[str, list[dict[str, Any]]] = {}
+    for call in _jsonl(transcript):
+        if isinstance(call, dict) and "id" in call:
+            judged.setdefault(str(call["id"]), []).append(
+                {k: v for k, v in call.items() if k != "id"}
+            )
+    return judged
+
+
 def item_runs(
     submission: Submission,
 ) -> tuple[dict[str, list[CheckpointEntry]], dict[str, list[dict[str, Any]]]]:
@@ -234,22 +258,8 @@ def item_runs(
     from evaluator.settings import load_evaluator_settings
 
     folder = load_evaluator_settings().checkpoints_dir
-    runs: dict[str, list[CheckpointEntry]] = {}
-    if submission.kind == "model":
-        latest = {
-            r["id"]: cast(CheckpointEntry, r)  # the run's own lines (evaluator/item_records.py)
-            for r in _jsonl(folder / f"{submission.id}.jsonl")
-            if "id" in r
-        }
-        for record in latest.values():  # a resumed run's later record of a request wins
-            runs.setdefault(record["id"].partition("::")[0], []).append(record)
-    judged: dict[str, list[dict[str, Any]]] = {}
-    for call in _jsonl(folder / f"{submission.id}.judge.jsonl"):
-        if isinstance(call, dict) and "id" in call:
-            judged.setdefault(str(call["id"]), []).append(
-                {k: v for k, v in call.items() if k != "id"}
-            )
-    return runs, judged
+    runs = runs_by_item(folder / f"{submission.id}.jsonl") if submission.kind == "model" else {}
+    return runs, judge_calls_by_item(folder / f"{submission.id}.judge.jsonl")
 
 
 def details_file(task: Task, submission: Submission) -> bytes | None:

@@ -153,7 +153,7 @@ def wait_state(
     logs: Callable[[], str] | None = None,
 ) -> dict:
     """Poll the submission's status until it is in `states`. Every 0.25 s: each poll costs the web
-    app ~2.5 ms of CPU, and the suite's waits add up on a 2-core machine (a test that times a
+    app ~5 ms of CPU, and the suite's waits add up on a 2-core machine (a test that times a
     recovery passes a shorter interval)."""
     deadline = time.monotonic() + timeout
     last = None

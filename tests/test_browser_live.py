@@ -59,7 +59,7 @@ def no_horizontal_overflow(page, selector: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def module_live_service(tmp_path_factory):
+def gated_service(tmp_path_factory):
     """This module's service, whose worker holds each job once it is running until the test opens
     a gate (creates the file in FAULT_GATE_ENV): the run stays "busy" for as long as the test looks
     at it, without a long run to keep it busy."""
@@ -74,11 +74,11 @@ def module_live_service(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("viewport", list(WIDTHS))
 def test_status_line_and_queue_follow_a_run_without_a_click(
-    browser, module_live_service, tmp_path, viewport
+    browser, gated_service, tmp_path, viewport
 ):
     from tiny_models import build_tiny_model
 
-    svc = module_live_service
+    svc = gated_service
     gate = Path(svc.env[FAULT_GATE_ENV])
     gate.unlink(missing_ok=True)  # closed: the run waits, marked running, until it is opened
     svc.wait_workers_registered()

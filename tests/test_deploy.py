@@ -161,7 +161,7 @@ class Stack:
         self.url = f"http://127.0.0.1:{self.port}"
         self.override = tmp / "compose.test.yaml"
         # the suite's shorter worker TTL and job-heartbeat grace (tests/conftest.py): the killed
-        # worker's job is retried ~20 s after the kill instead of ~70
+        # worker's job finishes ~15 s after the restart instead of ~70
         timings = "".join(
             f'      {name}: "{os.environ[name]}"\n'
             for name in ("PERSONABOARD_WORKER_TTL", "PERSONABOARD_JOB_HEARTBEAT_GRACE_S")

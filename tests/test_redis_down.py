@@ -14,9 +14,8 @@ pytestmark = pytest.mark.service
 
 @pytest.fixture
 def service_without_redis(start_service, tmp_path):
-    svc = start_service(
-        tmp_path / "service", n_workers=0
-    )  # nothing runs the submission: it stays queued
+    # no worker: nothing runs the submission, it stays queued
+    svc = start_service(tmp_path / "service", n_workers=0)
     with svc.http() as http:
         accepted = submit(http, explicit_only().body, model_name="before-redis-stops")
         assert accepted.status_code == 201, accepted.text
