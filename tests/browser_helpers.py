@@ -171,6 +171,22 @@ def set_checkboxes(page, elem_id: str, wanted: list[str]) -> None:
 
 
 # -- the leaderboard grid -------------------------------------------------------------------------
+def draw_plots(page, selector: str) -> None:
+    """Every plot box under `selector` drawn: the page draws a box as it comes into view
+    (space/interactive_plots.py DRAW_JS), so each is scrolled to in turn (a drawn box grows and
+    moves the next) and waited on until Plotly is done with it."""
+    page.wait_for_function(
+        "sel => document.querySelectorAll(sel + ' .pb-plot').length",
+        arg=selector,
+        timeout=DEADLINE_MS,
+    )
+    boxes = page.locator(f"{selector} .pb-plot")
+    for i in range(boxes.count()):
+        box = boxes.nth(i)
+        box.evaluate("box => box.scrollIntoView({block: 'center'})")  # an undrawn box has no height
+        expect(box).to_have_attribute("data-done", "1", timeout=DEADLINE_MS)
+
+
 def read_table(page) -> tuple[list[str], list[dict[str, str]]]:
     """Headers and rendered rows of the leaderboard grid, read in one go (it is a virtual table:
     header cells are [role=columnheader], body rows [role=row] of [role=gridcell])."""

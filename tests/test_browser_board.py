@@ -24,6 +24,7 @@ from browser_helpers import (  # noqa: E402
     DEADLINE_MS,
     api_get,
     choose,
+    draw_plots,
     expect,
     launch_chromium,
     open_page,
@@ -279,12 +280,7 @@ def test_version_selector_opens_a_release_and_an_older_revision(page, service, t
 def plot_texts(page, selector: str) -> dict:
     """Once Plotly has drawn every figure under `selector`: per figure its title, legend entries,
     axis tick labels, and every text element whose box leaves the figure's own box (clipped)."""
-    page.wait_for_function(
-        """sel => { const boxes = [...document.querySelectorAll(sel + ' .pb-plot')];
-            return boxes.length && boxes.every(b => b.dataset.done === '1'); }""",
-        arg=selector,
-        timeout=DEADLINE_MS,
-    )
+    draw_plots(page, selector)
     return page.locator(selector).evaluate("""root => [...root.querySelectorAll('.js-plotly-plot')]
         .map(fig => {
           const box = fig.getBoundingClientRect();

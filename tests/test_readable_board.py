@@ -25,6 +25,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (python) is not in
 from browser_helpers import (  # noqa: E402
     CHROMIUM,
     DEADLINE_MS,
+    draw_plots,
     expect,
     launch_chromium,
     open_tab,
@@ -244,13 +245,9 @@ def board_page(browser, base_url: str, width: int, scheme: str = "light", path: 
 
 
 def plots_drawn(page) -> None:
-    """Every plot box of the Leaderboard tab drawn (DRAW_JS marks each done)."""
-    page.locator("#plots").scroll_into_view_if_needed()
-    page.wait_for_function(
-        """() => { const boxes = [...document.querySelectorAll('#plots .pb-plot')];
-            return boxes.length && boxes.every(b => b.dataset.done)
-                && document.querySelector('#plots .js-plotly-plot'); }"""
-    )
+    """Every plot box of the Leaderboard tab drawn, and one figure at least."""
+    draw_plots(page, "#plots")
+    expect(page.locator("#plots .js-plotly-plot").first).to_be_attached()
 
 
 @pytest.mark.parametrize("width", WIDTHS)
