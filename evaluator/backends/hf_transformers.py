@@ -168,15 +168,16 @@ class TransformersBackend(Backend):
         self.spec = spec
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
-        kwargs = {"gguf_file": spec.gguf_file} if spec.gguf_file else {}
-        self.tokenizer = AutoTokenizer.from_pretrained(spec.path, **kwargs)
+        # gguf_file=None is transformers' own default (a folder of safetensors); passed by name, as
+        # transformers 5.25 types from_pretrained's keywords and a splatted dict no longer checks
+        self.tokenizer = AutoTokenizer.from_pretrained(spec.path, gguf_file=spec.gguf_file or None)
         model_class = (
             AutoModelForSequenceClassification
             if spec.model_type == "reward"
             else AutoModelForCausalLM
         )
         self.model = (
-            model_class.from_pretrained(spec.path, dtype=dtype, **kwargs)
+            model_class.from_pretrained(spec.path, dtype=dtype, gguf_file=spec.gguf_file or None)
             .to(self.device)  # type: ignore[arg-type]  # transformers types .to as a wrapper
             .eval()
         )
