@@ -32,7 +32,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, cast
 
 import pandas as pd
 
@@ -74,7 +74,7 @@ from leaderboard.layout import (
     submission_of_path,
     supersedes,
 )
-from leaderboard.result_record import ResultRecord, checked_record, validate_record
+from leaderboard.result_record import RecordData, ResultRecord, checked_record, validate_record
 from leaderboard.table import WideRows, records_to_scores, wide_rows
 
 LOG = logging.getLogger(__name__)
@@ -264,10 +264,10 @@ def creation(view: DatasetView) -> Change | None:
     return Change(CREATE_MESSAGE, files)
 
 
-def records(view: DatasetView) -> list[dict[str, Any]]:
+def records(view: DatasetView) -> list[RecordData]:
     """Every result record, in path order (suite, task, id)."""
     paths = sorted((p for p in view.files("results") if p.endswith(".json")), key=record_order)
-    return [json.loads(data or b"{}") for data in view.read_many(paths)]
+    return [cast(RecordData, json.loads(data or b"{}")) for data in view.read_many(paths)]
 
 
 def records_of(
@@ -294,15 +294,15 @@ def _checked_or_none(path: str, data: bytes | None) -> ResultRecord | None:
         return None
 
 
-def current_record(view: DatasetView, submission_id: str) -> dict[str, Any] | None:
+def current_record(view: DatasetView, submission_id: str) -> RecordData | None:
     """A submission's result record, if the view holds it (whatever its suite and task)."""
     for path in view.files("results"):
         if path.endswith(".json") and submission_of_path(path) == submission_id:
-            return read_json(view, path)
+            return cast(RecordData | None, read_json(view, path))
     return None
 
 
-def table_files(records: list[dict[str, Any]], part_size: int) -> dict[str, bytes]:
+def table_files(records: list[RecordData], part_size: int) -> dict[str, bytes]:
     """The whole table from records, in parts of `part_size` results (creation, repair)."""
     chunks = [records[i : i + part_size] for i in range(0, len(records), part_size)] or [[]]
     return {
@@ -377,7 +377,7 @@ def split_by_results(rows: pd.DataFrame, part_size: int) -> list[pd.DataFrame]:
 
 def _appended(
     view: DatasetView,
-    records: list[dict[str, Any]],
+    records: list[RecordData],
     part_size: int,
     changed: dict[str, pd.DataFrame] | None = None,
 ) -> tuple[dict[str, pd.DataFrame], list[str]]:
@@ -463,7 +463,7 @@ def _request_file(view: DatasetView, request: RequestRecord) -> dict[str, bytes]
 
 def publish(
     view: DatasetView,
-    record: dict[str, Any],
+    given: Mapping[str, Any],
     part_size: int,
     request: RequestRecord | None = None,
     details: bytes | None = None,
@@ -472,7 +472,7 @@ def publish(
     when their tier is complete: _appended), its details on a public split, its request record if that
     changed, and its task's board marked lagging with the bytes it adds. None if the record is at
     the head already (a retried job: the first result stands)."""
-    record = validate_record(record)
+    record = validate_record(given)
     suite, task, sid = record["suite"], record["task"], record["submission_id"]
     # the sharded path only: both stores move flat records before any change (their `ensure`)
     if view.read(result_path(suite, task, sid)) is not None:
@@ -520,13 +520,13 @@ def request_records(view: DatasetView, requests: list[RequestRecord]) -> Change 
 
 
 def group_sync(
-    view: DatasetView, prefix: str, records: list[dict[str, Any]], message: str, part_size: int
+    view: DatasetView, prefix: str, given: Sequence[Mapping[str, Any]], message: str, part_size: int
 ) -> Change | None:
     """Make the records whose id starts with `prefix` exactly `records`: new ones added, changed
     ones rewritten, unlisted ones removed (the papers' reported rows: a corrected transcription
     replaces the old rows, in history). The group's rows leave every part they are in and its
     current rows are appended as new parts (_appended). None if nothing changed."""
-    records = [validate_record(r) for r in records]
+    records = [validate_record(r) for r in given]
     present = [
         p
         for p in view.files("results")

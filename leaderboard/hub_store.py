@@ -26,7 +26,7 @@ import random
 import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from evaluator.hub import DatasetRepo, HubCommitConflict, HubNotFound, HubUnavailable
 from leaderboard import changes
@@ -40,6 +40,7 @@ from leaderboard.layout import (
     record_files,
     release_path,
 )
+from leaderboard.result_record import RecordData
 from leaderboard.store import CoreStore, Release, Version
 
 HEAD_TTL_S = 2.0
@@ -228,8 +229,11 @@ class HubDatasetStore(CoreStore):
             )
         return sorted(found, key=lambda r: r.created_at, reverse=True)
 
-    def records(self, revision: str | None = None) -> list[dict[str, Any]]:
+    def records(self, revision: str | None = None) -> list[RecordData]:
         """Every result record at a revision: the repo's snapshot at it, downloaded in parallel
         (the library's cache keeps the files, so a later revision fetches the new ones only)."""
         folder = self._hub(self.repo.download, self.resolve_revision(revision))
-        return [json.loads(p.read_text(encoding="utf-8")) for p in record_files(folder / "results")]
+        return [
+            cast(RecordData, json.loads(p.read_text(encoding="utf-8")))
+            for p in record_files(folder / "results")
+        ]

@@ -131,7 +131,7 @@ def details_glob(submission_id: str) -> str:
     return f"{DETAILS_DIR}/*/*/{id_shard(submission_id)}/{submission_id}.parquet"
 
 
-def record_path(record: dict[str, Any]) -> str:
+def record_path(record: Mapping[str, Any]) -> str:
     return result_path(record["suite"], record["task"], record["submission_id"])
 
 
@@ -178,7 +178,7 @@ def is_part_path(path: str) -> bool:
     )
 
 
-def details_to_publish(record: dict[str, Any], details: bytes | None) -> bytes | None:
+def details_to_publish(record: Mapping[str, Any], details: bytes | None) -> bytes | None:
     """`details` if the record's task may show anything per item (a public split), else None.
 
     The job builds details only for public splits; this is the store's own check of the same rule
@@ -271,7 +271,7 @@ def supersedes(request: RequestRecord, current: Mapping[str, Any] | None) -> boo
 
 
 # -- commit messages (the history's titles; nothing is decided by reading them back) -----------------
-def publish_message(record: dict[str, Any]) -> str:
+def publish_message(record: Mapping[str, Any]) -> str:
     return f"Add result {record['submission_id']} ({record['suite']}/{record['task']})"
 
 

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator, Required, TypedDict
 
 from leaderboard.boards import BOARDS_ADDED_SHARE, BOARDS_EVERY_S
 from leaderboard.layout import RequestRecord
+from leaderboard.result_record import RecordData
 from leaderboard.store import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ KINDS = ("result", "requests", "withdraw")
 class OutboxPayload(TypedDict, total=False):
     """What one queued publish carries, by kind (Outbox.put)."""
 
-    record: dict[str, Any]  # "result": the result record, as the store writes it (JSON)
+    record: RecordData  # "result": the result record, as the store writes it (JSON)
     request: RequestRecord | None  # "result": its request record
     details: str  # "result", public splits: base64 of the per-item details parquet
     requests: list[RequestRecord]  # "requests"
@@ -101,7 +102,7 @@ class Outbox:
         requests = payload.get("requests") or []
         submission_id = (
             payload.get("submission_id")
-            or (payload.get("record") or {}).get("submission_id")
+            or (record["submission_id"] if (record := payload.get("record")) else None)
             or (requests[0]["submission_id"] if requests else "-")
         )
         # time first, so names sort in the order entries were written (a counter would need a lock)

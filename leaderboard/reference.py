@@ -19,13 +19,13 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import evaluator
 from evaluator.baselines import has_reference_lines, reference_lines
 from evaluator.registry import all_suites
 from evaluator.settings import cache_dir
-from leaderboard.result_record import KIND_REFERENCE, REFERENCE_SETTING, make_record
+from leaderboard.result_record import KIND_REFERENCE, REFERENCE_SETTING, RecordData, make_record
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def _released(task, line: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in released.items() if k != "n_items"}
 
 
-def _row(task, line: dict[str, Any], split_sha: str) -> dict[str, Any]:
+def _row(task, line: dict[str, Any], split_sha: str) -> RecordData:
     if line["kind"] == "chance":
         name = f"Chance (uniform over {len(task.answer_labels)})"
         description = "Expected score of answering uniformly at random: the mean of the constant answers' scores."
@@ -76,10 +76,10 @@ def _row(task, line: dict[str, Any], split_sha: str) -> dict[str, Any]:
     )
 
 
-def reference_records(cache: Path | None = None) -> list[dict[str, Any]]:
+def reference_records(cache: Path | None = None) -> list[RecordData]:
     """Every task's reference rows; with `cache` (a folder), read from there when computed before
     for the same split and code, and kept there when computed now."""
-    records: list[dict[str, Any]] = []
+    records: list[RecordData] = []
     for suite in all_suites().values():
         for task in suite.tasks.values():
             try:
@@ -90,13 +90,13 @@ def reference_records(cache: Path | None = None) -> list[dict[str, Any]]:
     return records
 
 
-def _task_rows(task, cache: Path | None) -> list[dict[str, Any]]:
+def _task_rows(task, cache: Path | None) -> list[RecordData]:
     sha = task.load_split().sha256
     if cache is None:
         return [_row(task, line, sha) for line in reference_lines(task)]
     path = cache / "reference-rows" / f"{_cache_key(task, sha)}.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return cast(list[RecordData], json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):  # not computed yet, or a torn file: compute it
         pass
     rows = _task_rows(task, None)

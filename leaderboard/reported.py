@@ -21,7 +21,7 @@ import pandas as pd
 
 from evaluator.registry import all_suites
 from evaluator.yaml_files import read_yaml
-from leaderboard.result_record import KIND_REFERENCE, KIND_REPORTED, make_record
+from leaderboard.result_record import KIND_REFERENCE, KIND_REPORTED, RecordData, make_record
 from leaderboard.table import TOTAL
 
 REPORTED_PREFIX = "reported-"
@@ -48,7 +48,7 @@ def _row_id(suite: str, table: str, row: dict) -> str:
     return REPORTED_PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
+def reported_records(suite_name: str, folder: Path) -> list[RecordData]:
     path = folder / "reported.yaml"
     if not path.exists():
         return []
@@ -107,7 +107,7 @@ def reported_records(suite_name: str, folder: Path) -> list[dict[str, Any]]:
     return records
 
 
-def all_reported_records() -> list[dict[str, Any]]:
+def all_reported_records() -> list[RecordData]:
     from evaluator.registry import SUITES_DIR
 
     records = []

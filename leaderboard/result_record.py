@@ -9,10 +9,11 @@ before the field existed has the same shape and reads as version 1. The JSON Sch
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, Mapping, TypedDict, cast
+from typing import Any, Final, Literal, Mapping, Required, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from evaluator.statistics import MetricStats
 from evaluator.suite import SplitInfo
 
 SCHEMA_VERSION = 1
@@ -139,9 +140,40 @@ class ResultRecord(BaseModel):
     n_items: int = 0  # 0: not known (a paper that gives no count)
     metrics: Metrics
 
-    def published(self) -> dict[str, Any]:
+    def published(self) -> RecordData:
         """The JSON-ready dict the store writes: what was given, no optional field added as null."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        return cast(RecordData, self.model_dump(mode="json", exclude_unset=True))
+
+
+class MetricsData(TypedDict, total=False):
+    """A record's `metrics` as JSON (Metrics): the cells are the scorer's MetricStats."""
+
+    metric: str | None
+    total: Required[dict[str, MetricStats]]
+    tiers: Required[dict[str, dict[str, dict[str, MetricStats]]]]
+    release: dict[str, Any] | None
+
+
+class RecordData(TypedDict, total=False):
+    """A result record as the store writes and reads it (ResultRecord.published(), one JSON file):
+    what the outbox carries, the store's core lays out and the moderation and private-part code
+    read back. Fields with a default may be absent (schema_version: a record older than it)."""
+
+    schema_version: int
+    submission_id: Required[str]
+    suite: Required[str]
+    task: Required[str]
+    setting: Required[str]
+    model_name: Required[str]
+    model_link: str
+    description: str
+    source: Required[str]
+    row_kind: RowKind
+    submitted_at: Required[str]
+    provenance: Provenance
+    timings: dict[str, Any] | None
+    n_items: int
+    metrics: Required[MetricsData]
 
 
 def new_record(**fields: Any) -> ResultRecord:
@@ -150,12 +182,12 @@ def new_record(**fields: Any) -> ResultRecord:
     return checked_record({"schema_version": SCHEMA_VERSION, **fields})
 
 
-def make_record(**fields: Any) -> dict[str, Any]:
+def make_record(**fields: Any) -> RecordData:
     """new_record's record as the JSON-ready dict the store writes."""
     return new_record(**fields).published()
 
 
-def checked_record(data: dict[str, Any]) -> ResultRecord:
+def checked_record(data: Mapping[str, Any]) -> ResultRecord:
     """`data` as the typed result record; RecordError naming the field when it is not one."""
     try:
         return ResultRecord.model_validate(data)
@@ -167,7 +199,7 @@ def checked_record(data: dict[str, Any]) -> ResultRecord:
         raise RecordError(f"result record {name!r}: {problems}") from None
 
 
-def validate_record(data: dict[str, Any]) -> dict[str, Any]:
+def validate_record(data: Mapping[str, Any]) -> RecordData:
     """`data` checked against the result record (RecordError naming the field), as a plain dict."""
     return checked_record(data).published()
 

@@ -24,7 +24,7 @@ import subprocess
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import IO, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 import pandas as pd
 
@@ -56,7 +56,7 @@ from leaderboard.layout import (  # noqa: F401  (re-exported: the stores' caller
     result_glob,
     result_path,
 )
-from leaderboard.result_record import ResultRecord
+from leaderboard.result_record import RecordData, ResultRecord
 from leaderboard.table import WideRows
 
 # results in a full table part: a publish writes a part of one result, merged in tiers of 10, 100
@@ -98,7 +98,7 @@ class ResultsStore(Protocol):
     def ensure(self) -> None: ...
     def publish(
         self,
-        record: dict[str, Any],
+        record: RecordData,
         request: RequestRecord | None = None,
         details: bytes | None = None,
     ) -> str: ...
@@ -107,10 +107,10 @@ class ResultsStore(Protocol):
     ) -> bytes | None: ...
     def withdraw(self, submission_id: str, message: str) -> str | None: ...
     def refresh_boards(self, older_than_s: float = 0.0, added_share: float = 0.0) -> str | None: ...
-    def current_record(self, submission_id: str) -> dict[str, Any] | None: ...
+    def current_record(self, submission_id: str) -> RecordData | None: ...
     def publish_requests(self, requests: list[RequestRecord]) -> str | None: ...
     def sync_group(
-        self, prefix: str, records: list[dict[str, Any]], message: str
+        self, prefix: str, records: Sequence[RecordData], message: str
     ) -> str | None: ...
     def release(self, name: str, notes: str = "") -> Release: ...
     def releases(self) -> list[Release]: ...
@@ -119,7 +119,7 @@ class ResultsStore(Protocol):
     def versions(self) -> list[Version]: ...
     def scores(self, revision: str | None = None) -> pd.DataFrame: ...
     def score_parts(self, revision: str | None = None) -> list[tuple[str, pd.DataFrame]]: ...
-    def records(self, revision: str | None = None) -> list[dict[str, Any]]: ...
+    def records(self, revision: str | None = None) -> list[RecordData]: ...
     def records_of(
         self, keys: Sequence[tuple[str, str, str]], revision: str | None = None
     ) -> list[ResultRecord | None]: ...
@@ -156,7 +156,7 @@ class CoreStore:
 
     def publish(
         self,
-        record: dict[str, Any],
+        record: RecordData,
         request: RequestRecord | None = None,
         details: bytes | None = None,
     ) -> str:
@@ -172,7 +172,7 @@ class CoreStore:
         )
         return revision if revision is not None else self._added_in(record)
 
-    def _added_in(self, record: dict[str, Any]) -> str:
+    def _added_in(self, record: RecordData) -> str:
         revisions = self._revisions()
 
         def holds(revision: str) -> bool:
@@ -204,7 +204,7 @@ class CoreStore:
         nothing changed. A status never goes back (a late "queued" does not undo "finished")."""
         return self._change(lambda view: changes.request_records(view, requests))
 
-    def sync_group(self, prefix: str, records: list[dict[str, Any]], message: str) -> str | None:
+    def sync_group(self, prefix: str, records: Sequence[RecordData], message: str) -> str | None:
         """Make the records whose id starts with `prefix` exactly `records` (changes.group_sync);
         one new version if anything changed, else None."""
         return self._change(
@@ -228,7 +228,7 @@ class CoreStore:
         refresh of one process share each part's pivot (and its memory)."""
         return self._parts.pivoted(blob, lambda: frame)
 
-    def records(self, revision: str | None = None) -> list[dict[str, Any]]:
+    def records(self, revision: str | None = None) -> list[RecordData]:
         """Every result record at a revision (default: the newest), in path order."""
         with self._reading(self.resolve_revision(revision)) as view:
             return changes.records(view)
@@ -241,7 +241,7 @@ class CoreStore:
         with self._reading(self.resolve_revision(revision)) as view:
             return changes.records_of(view, keys)
 
-    def current_record(self, submission_id: str) -> dict[str, Any] | None:
+    def current_record(self, submission_id: str) -> RecordData | None:
         """The result record of a submission in the current version, if it is there."""
         with self._reading(self._fresh_head()) as view:
             return changes.current_record(view, submission_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -98,7 +98,7 @@ ROW_KIND_RANK = {
 }  # the papers' rows last
 
 
-def model_type_of(record: dict[str, Any], model: ModelProvenance) -> str:
+def model_type_of(record: Mapping[str, Any], model: ModelProvenance) -> str:
     """generative | reward for a model run (from the resolved model); what the row is otherwise."""
     kind = record.get("row_kind")
     if kind in (KIND_REPORTED, KIND_REFERENCE):
@@ -112,7 +112,7 @@ def _count(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def parse_warning(record: dict[str, Any]) -> bool:
+def parse_warning(record: Mapping[str, Any]) -> bool:
     """More than PARSE_WARNING_SHARE of the run's answers, or of its judge's replies, could not
     be parsed."""
     provenance = provenance_of(record)
@@ -128,7 +128,7 @@ def parse_warning(record: dict[str, Any]) -> bool:
     )
 
 
-def provenance_columns(record: dict[str, Any]) -> dict[str, Any]:
+def provenance_columns(record: Mapping[str, Any]) -> dict[str, Any]:
     """The record's PROVENANCE_COLUMNS: the one reading of its provenance for the table, the board's
     model facts and the downloads."""
     provenance = provenance_of(record)
@@ -174,7 +174,7 @@ def result_summaries(scores: pd.DataFrame) -> pd.DataFrame:
     return first.drop_duplicates("submission_id").sort_index()[SUMMARY_COLUMNS]
 
 
-def records_to_scores(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def records_to_scores(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     rows = []
     for record in records:
         base = {

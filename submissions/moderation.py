@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 from redis.typing import EncodableT
 
 from leaderboard.outbox import Outbox, OutboxPayload
+from leaderboard.result_record import RecordData
 from leaderboard.store import StoreError
 from submissions import queue
 from submissions.records import ACTIVE_STATES, SubmissionStore
@@ -170,7 +171,7 @@ def withdraw_result(outbox: Outbox, submission_id: str, why: str) -> str | None:
     return outbox.publish_now("withdraw", payload)[1]
 
 
-def _current_record(outbox: Outbox, submission_id: str) -> dict[str, Any] | None:
+def _current_record(outbox: Outbox, submission_id: str) -> RecordData | None:
     """The published record (kept in the audit entry, so unhide can publish it again)."""
     try:
         return outbox.store.current_record(submission_id)
@@ -181,7 +182,7 @@ def _current_record(outbox: Outbox, submission_id: str) -> dict[str, Any] | None
 
 def _last_withdrawn_record(
     records: SubmissionStore, submission_id: str
-) -> tuple[dict[str, Any] | None, bool]:
+) -> tuple[RecordData | None, bool]:
     """The newest record taken off (hide) or kept back (withhold), and whether it is the latest run's
     own result (withheld after the last rerun)."""
     rerun_since = False
@@ -271,7 +272,7 @@ def mirror_visibility(redis: Redis, records: SubmissionStore) -> None:
 
 
 def keep_withheld(
-    records: SubmissionStore, submission_id: str, record: dict[str, Any], actor: str
+    records: SubmissionStore, submission_id: str, record: RecordData, actor: str
 ) -> bool:
     """A result not published because its submission was hidden: kept in the audit log, where unhide
     finds it. Returns False if the submission is public again by now (an unhide that came before

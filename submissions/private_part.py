@@ -30,6 +30,7 @@ from evaluator.registry import get_task
 from evaluator.scoring import PrivatePart
 from evaluator.splits import PRIVATE_PART, PRIVATE_TIER_GROUP, PUBLIC_PART
 from evaluator.statistics import MetricStats
+from leaderboard.result_record import RecordData
 from leaderboard.store import ResultsStore
 from submissions.records import SubmissionStore, utc_now
 
@@ -74,13 +75,13 @@ def pending(records: SubmissionStore) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
-def with_private_score(record: dict[str, Any], private: MetricStats, release_name: str) -> dict:
+def with_private_score(record: RecordData, private: MetricStats, release_name: str) -> RecordData:
     """The published record ranked by its private part: the private score as the total, the live
     public number beside it as the tier `part/public`. `private`: the stats block released
     (release.release_private)."""
     released = copy.deepcopy(record)
     metrics = released["metrics"]
-    metric = metrics["metric"]
+    metric = metrics.get("metric") or next(iter(metrics["total"]))  # None: the first of total
     public = metrics["total"].get(metric)
     metrics["total"] = {metric: private}
     metrics["tiers"] = {
@@ -96,7 +97,7 @@ def with_private_score(record: dict[str, Any], private: MetricStats, release_nam
         "step": private["step"],
         "interval": "the private part's 95% interval, bounds rounded to its step",
     }
-    released["n_items"] = private.get("n") or released.get("n_items")
+    released["n_items"] = private.get("n") or released.get("n_items", 0)
     return released
 
 
