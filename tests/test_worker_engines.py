@@ -16,6 +16,11 @@ from submissions.queue import connect
 from submissions.settings import QUEUE_NAME
 from submissions.worker import THREADS_ENV, WARM_ENV
 
+# How long a burst worker may take to drain its jobs: generous, as each model job forks a horse that
+# imports torch and transformers (~5 CPU s each; the torch-once test's five jobs took over 120 s on a
+# 2-core machine also running two busy loops), and under the suite's 600 s per-test timeout.
+BURST_TIMEOUT_S = 450
+
 
 def threads_in_job() -> dict:
     import torch
@@ -35,7 +40,7 @@ def test_each_worker_uses_its_share_of_the_cores(redis_server, service_env, work
     env = {**service_env, "PERSONABOARD_WORKERS": str(workers), "RQ_REDIS_URL": redis_server}
     env.pop("OMP_NUM_THREADS", None)
     env.pop(THREADS_ENV, None)
-    done = subprocess.run(argv, env=env, timeout=120, capture_output=True, text=True)
+    done = subprocess.run(argv, env=env, timeout=BURST_TIMEOUT_S, capture_output=True, text=True)
     job.refresh()
     assert job.get_status() == "finished", done.stdout[-2000:] + done.stderr[-2000:]
     expected = max(1, cores // workers)
@@ -68,7 +73,7 @@ def test_a_worker_imports_torch_only_once_it_ran_a_model_job(redis_server, servi
     argv.insert(-1, "--burst")
     env = {**service_env, "PERSONABOARD_WORKERS": "1", "RQ_REDIS_URL": redis_server}
     env.pop(THREADS_ENV, None)
-    done = subprocess.run(argv, env=env, timeout=120, capture_output=True, text=True)
+    done = subprocess.run(argv, env=env, timeout=BURST_TIMEOUT_S, capture_output=True, text=True)
     for job in jobs:
         job.refresh()
         assert job.get_status() == "finished", done.stdout[-2000:] + done.stderr[-2000:]
@@ -99,7 +104,7 @@ def test_a_second_job_gets_the_warm_engine(redis_server, service_env, tmp_path, 
     argv = processes.worker_argv()
     argv.insert(-1, "--burst")
     env = {**service_env, WARM_ENV: warm_engines, "RQ_REDIS_URL": redis_server}
-    done = subprocess.run(argv, env=env, timeout=180, capture_output=True, text=True)
+    done = subprocess.run(argv, env=env, timeout=BURST_TIMEOUT_S, capture_output=True, text=True)
     for job in jobs:
         job.refresh()
         assert job.get_status() == "finished", done.stdout[-2000:] + done.stderr[-2000:]
