@@ -103,3 +103,18 @@ def test_json_schema_names_the_required_fields():
         schema["required"]
     )
     assert schema["properties"]["schema_version"]["default"] == SCHEMA_VERSION
+
+
+def test_the_typed_json_record_names_every_field_of_the_validated_one():
+    """RecordData / MetricsData (the record as the store writes it) spell the same fields as the
+    pydantic ResultRecord / Metrics that validate it: a field added to one and not the other fails
+    here, and which fields are required agrees."""
+    from leaderboard.result_record import Metrics, MetricsData, RecordData, ResultRecord
+
+    for typed, model in ((RecordData, ResultRecord), (MetricsData, Metrics)):
+        assert set(typed.__annotations__) == set(model.model_fields), typed.__name__
+        required = {name for name, f in model.model_fields.items() if f.is_required()}
+        # the module's annotations are strings (from __future__), which __required_keys__ does not
+        # see through: read Required[...] from them
+        marked = {name for name, hint in typed.__annotations__.items() if "Required[" in str(hint)}
+        assert marked == required, typed.__name__
