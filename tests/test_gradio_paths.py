@@ -18,7 +18,7 @@ import pytest  # noqa: F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from live_helpers import explicit_only, submit_ok  # noqa: E402
+from live_helpers import explicit_only, reordered, submit_ok  # noqa: E402
 
 pytestmark = pytest.mark.service
 
@@ -47,7 +47,8 @@ def svc(shared_live_service):
 
 def test_every_event_refuses_foreign_paths(svc):
     with svc.http() as http:
-        stored_id = submit_ok(http, explicit_only().body, model_name="someone-else")
+        # answers of its own: the shared service may hold explicit_only() from another module
+        stored_id = submit_ok(http, reordered(explicit_only().body, 41), model_name="someone-else")
         stored = next((svc.data_dir / "uploads").glob(f"{stored_id}*"))
         upload_root = svc.data_dir / "gradio-uploads"
         foreign = {
