@@ -16,13 +16,20 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 class EndpointError(ValueError):
     pass
+
+
+class PublicEndpoint(TypedDict):
+    """What a result records of an endpoint (EndpointConfig.public)."""
+
+    endpoint: str  # its registered name
+    served_model: str  # the model id it is asked for
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ class EndpointConfig:
             )
         return key
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PublicEndpoint:
         """What a result may record about the endpoint: no URL (it may be private), no key."""
         return {"endpoint": self.name, "served_model": self.model}
 

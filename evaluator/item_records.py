@@ -55,6 +55,39 @@ class CheckpointEntry(TypedDict, total=False):
     prompt_sha256: str
 
 
+class Judgment(TypedDict, total=False):
+    """One verdict of a rating judge on one conversation (RealPref's judge_by_score and
+    judge_by_logprobs): the score (None: none could be read, after a retry), the judge's
+    rationale, how many times it was asked, and its reply or its label probabilities."""
+
+    score: Required[float | None]
+    rationale: Required[str]
+    attempts: Required[int]
+    reply: str  # judge_score: the judge's last reply
+    probabilities: dict[str, float]  # rating_logprobs: label -> probability
+
+
+class JudgeCall(TypedDict, total=False):
+    """One line of a judge's transcript (evaluator/judge.py Judge.keep): the item, the prompt as
+    sent (capped: capped_messages) and what came back, then, in the per-item details
+    (submissions/details.py), one entry of the item's `judge` column, without the id (the row is
+    the item). PrefEval's checks write `check`, the reply as `output` and the <answer> text the
+    rule read as `parsed` (None: none); RealPref's rubrics write `rubric` and their Judgment's
+    fields (a test keeps the two alike)."""
+
+    id: str
+    prompt: Required[list[dict[str, str]]]
+    check: str  # PrefEval
+    output: str
+    parsed: str | None
+    rubric: str  # RealPref, with its Judgment's fields
+    score: float | None
+    rationale: str
+    attempts: int
+    reply: str
+    probabilities: dict[str, float]
+
+
 def cap_text(text: str, limit: int = TEXT_CHARS) -> str:
     """`text` up to `limit` characters; a longer one ends with a note saying how long it was."""
     if len(text) <= limit:

@@ -26,6 +26,7 @@ from evaluator.backends.base import Backend, BackendError
 from evaluator.settings import JUDGE_ENV, EvaluatorSettings, load_evaluator_settings
 
 if TYPE_CHECKING:
+    from evaluator.item_records import JudgeCall
     from evaluator.suite import Task
 
 
@@ -97,7 +98,7 @@ class Judge:
         """This judge, keeping its transcript at `path`."""
         return dataclasses.replace(self, transcript=path)
 
-    def keep(self, records: list[dict[str, Any]]) -> None:
+    def keep(self, records: list[JudgeCall]) -> None:
         """Write the judge's transcript (one JSON object per line), replacing an earlier one whole
         (a rescored result keeps its last scoring only)."""
         if self.transcript is None:

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypedDict
 
-from evaluator.backends.base import Backend, BackendError, EngineCall, Messages
+from evaluator.backends.base import (
+    Backend,
+    BackendDescription,
+    BackendError,
+    EngineCall,
+    Messages,
+)
 from evaluator.item_records import CheckpointEntry, checkpoint_entry
 from evaluator.package import package_version
 from evaluator.phases import ITEMS, WARMING, report_phase
@@ -373,11 +379,39 @@ class ProgressMeter:
         }
 
 
+class RetrievalStats(TypedDict, total=False):
+    """What a `rag` row records of its retriever (submissions/jobs.py retrieval_stats)."""
+
+    retrieval_model: str
+    retrieval_deviation: str  # where the suite's paper names another retriever
+
+
+class RunStats(BackendDescription, RetrievalStats, total=False):
+    """What a model run records of itself (run_model), then what the job adds (submissions/jobs.py
+    _evaluate_model); the result's provenance holds it all (its `model` is the job's own)."""
+
+    protocol: str
+    protocol_version: str
+    package_version: str  # what `personaboard evaluate` re-runs it with
+    prompt_template_sha256: str
+    items: int
+    items_resumed: int
+    unparsed: int  # items whose output no answer could be read from (scored wrong)
+    prompt_tokens: int
+    seconds: float
+    not_applicable: dict[str, str]  # why items were left out (n/a), by reason
+    tiers_not_covered: dict[str, list[str]]  # a limited run: group -> tiers it has no item of
+    # added by the job:
+    answers_sha256: str  # two runs with the same answers are one row
+    engine_warm: bool  # loaded by an earlier job of this worker
+    seeds: dict[str, Any]
+
+
 @dataclass
 class ModelRun:
     split: Split  # the items evaluated (the whole split, or a deterministic subset for --limit)
     answers: dict[str, str | None]
-    stats: dict[str, Any]
+    stats: RunStats
     partial: bool
 
 
@@ -596,7 +630,7 @@ def run_model(
                 "(never truncated)"
             ),
         }
-    stats = {
+    stats: RunStats = {
         "protocol": protocol,
         "protocol_version": PROTOCOL_VERSION,
         "package_version": package_version(),  # what `personaboard evaluate` re-runs it with

@@ -68,6 +68,15 @@ class JudgeProvenance(TypedDict, total=False):
     revision: str
 
 
+class Timings(TypedDict, total=False):
+    """When a result was asked for and how long it took (`timings` of the record)."""
+
+    submitted_at: str
+    started_at: str | None
+    scoring_seconds: float | None
+    job_seconds: float
+
+
 class Provenance(TypedDict, total=False):
     """What a record's number depends on (`provenance` of the record). Open: jobs add keys for
     audit (timings, release, not_applicable, retrieval, ...), which readers need not know. Keys
@@ -171,7 +180,7 @@ class RecordData(TypedDict, total=False):
     row_kind: RowKind
     submitted_at: Required[str]
     provenance: Provenance
-    timings: dict[str, Any] | None
+    timings: Timings | None
     n_items: int
     metrics: Required[MetricsData]
 

@@ -29,6 +29,7 @@ from evaluator.comparison import ComparisonError, compare_answers
 from evaluator.predictions import iter_lines, read_predictions
 from evaluator.registry import get_task
 from evaluator.settings import load_evaluator_settings
+from evaluator.statistics import MetricStats
 from evaluator.suite import Task
 from submissions.identity import IdentityStore
 from submissions.intake import SubmissionError, Submitter, quota_error
@@ -63,18 +64,22 @@ def _read_answers(task: Task, submission: Submission) -> dict[str, Any]:
         )
 
 
-def _released_primary(submission: Submission) -> dict[str, Any]:
+def _released_primary(submission: Submission) -> MetricStats | dict[str, Any]:
     result = submission.result or {}
-    return (result.get("total") or {}).get(result.get("metric"), {})
+    metric = result.get("metric")
+    return (result.get("total") or {}).get(metric, {}) if metric else {}
 
 
 def is_partial(submission: Submission) -> bool:
-    """A model run on a subset of the split (`limit`), or one that skipped items it cannot run."""
-    result = submission.result or {}
-    split = result.get("split") or {}
-    return bool((submission.details or {}).get("limit")) or (
-        split.get("n_items", 0) < split.get("full_n_items", 0)
-    )
+    """A model run on a subset of the split (`limit`), or one that skipped items it cannot run
+    (n/a: e.g. prompts over its context window). A finished run's progress_total is the count of
+    items it scored; an upload answers every item or is refused."""
+    if (submission.details or {}).get("limit"):
+        return True
+    if submission.kind != "model":
+        return False
+    full = len(get_task(submission.suite, submission.task).load_split().items)
+    return submission.progress_total < full
 
 
 def hidden_split_comparison(a: Submission, b: Submission) -> dict[str, Any]:

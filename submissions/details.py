@@ -24,11 +24,11 @@ import logging
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import pandas as pd
 
-from evaluator.item_records import CheckpointEntry
+from evaluator.item_records import CheckpointEntry, JudgeCall
 from evaluator.metrics import get_metric
 from evaluator.registry import UnknownSuiteError, get_task
 from evaluator.scoring import item_arrays
@@ -160,7 +160,7 @@ def build_details(
     task: Task,
     answers: dict[str, Any],
     runs: dict[str, list[CheckpointEntry]] | None = None,
-    judged: dict[str, list[dict[str, Any]]] | None = None,
+    judged: dict[str, list[JudgeCall]] | None = None,
 ) -> pd.DataFrame:
     """One row per answered item: `item_id`, one column per tier group, `input` (the public fields
     as JSON), `gold`, `answer` (null: none could be read), `score` (the item's value of the primary
@@ -237,21 +237,20 @@ def runs_by_item(checkpoint: Path) -> dict[str, list[CheckpointEntry]]:
     return runs
 
 
-def judge_calls_by_item(transcript: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every call of the judge on each item (several per item), from its transcript; a torn last
-    line is ignored."""
-    judged: dict[str, list[dict[str, Any]]] = {}
+def judge_calls_by_item(transcript: Path) -> dict[str, list[JudgeCall]]:
+    """Every call of the judge on each item (several per item, without the id), from its
+    transcript; a torn last line is ignored."""
+    judged: dict[str, list[JudgeCall]] = {}
     for call in _jsonl(transcript):
         if isinstance(call, dict) and "id" in call:
-            judged.setdefault(str(call["id"]), []).append(
-                {k: v for k, v in call.items() if k != "id"}
-            )
+            item = str(call.pop("id"))
+            judged.setdefault(item, []).append(cast(JudgeCall, call))
     return judged
 
 
 def item_runs(
     submission: Submission,
-) -> tuple[dict[str, list[CheckpointEntry]], dict[str, list[dict[str, Any]]]]:
+) -> tuple[dict[str, list[CheckpointEntry]], dict[str, list[JudgeCall]]]:
     """What the service keeps of each item beyond its answer, by item id: a model run's checkpoint
     records (prompt, raw output, rule, log-probabilities) and the judge's transcript (its prompts
     and replies, for a judge-scored task, an upload's too)."""

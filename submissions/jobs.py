@@ -28,7 +28,13 @@ from evaluator.settings import EvaluatorSettings, load_evaluator_settings
 from evaluator.suite import Task
 from leaderboard.head_signal import RedisHeadSignal
 from leaderboard.outbox import OnPublished, Outbox, OutboxEntry, OutboxPayload, Withhold
-from leaderboard.result_record import KIND_COMPUTED, KIND_PARTIAL, ResultRecord, new_record
+from leaderboard.result_record import (
+    KIND_COMPUTED,
+    KIND_PARTIAL,
+    ResultRecord,
+    Timings,
+    new_record,
+)
 from leaderboard.results import open_outbox
 from leaderboard.store import StoreUnavailable
 from submissions import queue
@@ -40,7 +46,7 @@ from submissions.remote import RemoteLedger, ensure_pinned_split, note_released,
 from submissions.settings import load_submission_settings
 
 if TYPE_CHECKING:  # loaded by a model run only (_evaluate_model)
-    from evaluator.model_eval import Progress
+    from evaluator.model_eval import Progress, RetrievalStats, RunStats
 
 log = logging.getLogger(__name__)
 
@@ -162,8 +168,8 @@ def _report_progress(done: int, total: int) -> None:
 def result_record(
     submission: Submission,
     metrics: Scores,
-    timings: dict[str, Any],
-    run: dict[str, Any] | None = None,
+    timings: Timings,
+    run: RunStats | None = None,
 ) -> ResultRecord:
     """The published record: the result with everything needed to reproduce or audit it."""
     provenance = {
@@ -182,12 +188,11 @@ def result_record(
     if submission.kind == "model":
         details = submission.details or {}
         model = {k: v for k, v in details["model"].items() if k != "path"}
-        provenance.update(
-            {**(run or {}), "model": model}
-        )  # the run's own "model" (a bare name) must not replace this
+        provenance.update(run or {})
+        provenance["model"] = model  # the run's own "model" (a bare name) must not replace this
         # a limited run, or one that skipped items the model cannot run (n/a: e.g. contexts longer than its window)
         partial = (
-            bool(details.get("limit")) or bool((run or {}).get("not_applicable"))
+            bool(details.get("limit")) or bool(run and run.get("not_applicable"))
         ) and metrics["n_items"] < metrics["split"]["full_n_items"]
         source, row_kind = (
             f"model run ({provenance.get('protocol')})",
@@ -231,7 +236,7 @@ def _judge(task: Task, settings: EvaluatorSettings, submission_id: str) -> Judge
 
 def _evaluate_model(
     submission: Submission, task: Task, submissions: SubmissionStore | RemoteLedger
-) -> tuple[Scores, dict[str, Any]]:
+) -> tuple[Scores, RunStats]:
     """Run the model on the hidden split (resuming from the checkpoint) and score its answers."""
     from evaluator.backends import ModelSpec
     from evaluator.backends.pool import shared_pool
@@ -281,7 +286,7 @@ def _evaluate_model(
     metrics = score_answers(task, run.split, run.answers, _judge(task, settings, submission.id))
     full = task.load_split()
     metrics.update(split_provenance(task, run.split, full))
-    stats = dict(run.stats)
+    stats = run.stats.copy()
     # two runs with the same answers are one row (an upload of the same answers too)
     stats["answers_sha256"] = answers_sha256(run.answers)
     if warm is not None:
@@ -297,15 +302,17 @@ def _evaluate_model(
     return metrics, stats
 
 
-def retrieval_stats(task: Task, settings: EvaluatorSettings) -> dict[str, str]:
+def retrieval_stats(task: Task, settings: EvaluatorSettings) -> RetrievalStats:
     """What a `rag` row records of its retriever: the model, and where the suite's paper names
     another (task option `paper_retriever`), that deviation."""
     from evaluator.backends.embedding import retriever_name
 
     used = retriever_name(settings)
     paper = task.options.get("paper_retriever")
-    deviation = {"retrieval_deviation": f"the paper's retriever is {paper}"} if paper else {}
-    return {"retrieval_model": used, **(deviation if used != paper else {})}
+    stats: RetrievalStats = {"retrieval_model": used}
+    if paper and used != paper:
+        stats["retrieval_deviation"] = f"the paper's retriever is {paper}"
+    return stats
 
 
 def _wait_for_gate(gate: Path, limit_s: float = 600) -> None:
@@ -356,7 +363,7 @@ def evaluate_submission(
             record_job(_connection(), "withheld", time.time() - started)
             return None
         metrics = released
-    timings = {
+    timings: Timings = {
         "submitted_at": submission.created_at,
         "started_at": submission.started_at,
         "scoring_seconds": metrics.get("scoring_seconds"),

@@ -33,7 +33,7 @@ from leaderboard.outbox import Outbox, OutboxPayload
 from leaderboard.result_record import RecordData
 from leaderboard.store import StoreError
 from submissions import queue
-from submissions.records import ACTIVE_STATES, SubmissionStore
+from submissions.records import ACTIVE_STATES, AuditEntry, SubmissionStore
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,13 @@ class ActionError(ValueError):
         self.status, self.field = status, field
 
 
+class ActionEntry(AuditEntry, total=False):
+    """What an operator action returns: its audit entry, and the results revision it published
+    (None: nothing changed there, or the store is down and the outbox publishes it later)."""
+
+    revision: str | None
+
+
 def apply(
     action: str,
     submission_id: str,
@@ -60,7 +67,7 @@ def apply(
     records: SubmissionStore,
     outbox: Outbox,
     redis: Redis | None,
-) -> dict[str, Any]:
+) -> ActionEntry:
     """Do one operator action; returns its audit entry, with the results `revision` it published
     (None if nothing changed there or the store is down: the outbox publishes it later, in order).
     Raises ActionError (404/409/422)."""
@@ -82,8 +89,11 @@ def apply(
     if submission.visibility == "deleted" and action != "flag":
         raise ActionError(409, f"submission {submission_id} was deleted", "submission_id")
 
-    def record(details: dict | None = None, **changes: Any) -> dict[str, Any]:
-        return records.record_action(submission_id, actor, action, reason, details, **changes)
+    def record(details: dict | None = None, **changes: Any) -> ActionEntry:
+        entry: ActionEntry = {
+            **records.record_action(submission_id, actor, action, reason, details, **changes)
+        }
+        return entry
 
     if action == "hide":
         if submission.visibility == "hidden":

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypedDict, cast
 
+from evaluator.statistics import MetricStats
 from leaderboard.layout import RequestModel, RequestRecord, RequestStatus
 
 STATES = ("queued", "running", "finished", "failed", "cancelled")
@@ -159,6 +160,33 @@ class ModelDetails(TypedDict, total=False):
     quota_cost: float  # what it took of the daily model-run quota (submissions/quotas.py)
 
 
+class SubmissionResult(TypedDict, total=False):
+    """Submission.result: a finished run's published metrics (the record's `metrics`,
+    leaderboard/result_record.py MetricsData), or, where the Ladder withheld a hidden split's
+    score, why (evaluator/release.py Withheld.as_result: `released` False and its `message`)."""
+
+    metric: str | None
+    total: dict[str, MetricStats]
+    tiers: dict[str, dict[str, dict[str, MetricStats]]]
+    release: dict[str, Any] | None
+    released: bool  # withheld only
+    best: float | None
+    step: float
+    mechanism: str
+    message: str
+
+
+class AuditEntry(TypedDict):
+    """One operator action on a submission (the audit log: record_action, history)."""
+
+    at: str
+    actor: str
+    action: str
+    submission_id: str
+    reason: str
+    details: dict[str, Any] | None
+
+
 class PublicSubmission(TypedDict):
     """Submission.public(): what the API and the UI show of a submission (no server-side paths,
     keys, or the request record's bookkeeping)."""
@@ -180,7 +208,7 @@ class PublicSubmission(TypedDict):
     progress_done: int
     progress_total: int
     error: str | None
-    result: dict[str, Any] | None
+    result: SubmissionResult | None
     revision: str | None
     started_at: str | None
     finished_at: str | None
@@ -213,7 +241,7 @@ class Submission:
     progress_done: int = 0
     progress_total: int = 0
     error: str | None = None
-    result: dict[str, Any] | None = field(default=None)
+    result: SubmissionResult | None = field(default=None)
     revision: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
@@ -553,16 +581,16 @@ class SubmissionStore:
         reason: str,
         details: dict[str, Any] | None = None,
         **changes: Any,
-    ) -> dict[str, Any]:
+    ) -> AuditEntry:
         """An operator action: the submission's `changes` and its audit entry, in one transaction."""
-        entry = {
-            "at": utc_now(),
-            "actor": actor,
-            "action": action,
-            "submission_id": submission_id,
-            "reason": reason,
-            "details": json.dumps(details) if details else None,
-        }
+        entry = AuditEntry(
+            at=utc_now(),
+            actor=actor,
+            action=action,
+            submission_id=submission_id,
+            reason=reason,
+            details=details,
+        )
         with closing(self._connect()) as db, db:
             if changes:
                 assignments = ", ".join(f"{name} = :{name}" for name in changes)
@@ -573,18 +601,26 @@ class SubmissionStore:
             db.execute(
                 "INSERT INTO audit_log (at, actor, action, submission_id, reason, details) "
                 "VALUES (:at, :actor, :action, :submission_id, :reason, :details)",
-                entry,
+                {**entry, "details": json.dumps(details) if details else None},
             )
-        return {**entry, "details": details}
+        return entry
 
-    def history(self, submission_id: str) -> builtins.list[dict[str, Any]]:
+    def history(self, submission_id: str) -> builtins.list[AuditEntry]:
         """The operator actions on a submission, oldest first."""
         with closing(self._connect()) as db:
             rows = db.execute(
                 "SELECT * FROM audit_log WHERE submission_id = ? ORDER BY seq", (submission_id,)
             ).fetchall()
         return [
-            {**dict(r), "details": json.loads(r["details"]) if r["details"] else None} for r in rows
+            AuditEntry(
+                at=r["at"],
+                actor=r["actor"],
+                action=r["action"],
+                submission_id=r["submission_id"],
+                reason=r["reason"],
+                details=json.loads(r["details"]) if r["details"] else None,
+            )
+            for r in rows
         ]
 
     def withdrawn_ids(self) -> builtins.list[str]:

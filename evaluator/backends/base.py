@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Required, Sequence, TypedDict
 
 import numpy as np
 
@@ -37,6 +37,26 @@ class EngineCall:
     prompts: list[list[int]]
     choice_ids: list[int] = field(default_factory=list)
     max_new_tokens: int = 0
+
+
+class BackendDescription(TypedDict, total=False):
+    """What a result's provenance records of the engine that ran it (Backend.describe): which
+    engine, model and revision, then what each engine adds."""
+
+    backend: Required[str]
+    model: Required[str]
+    revision: Required[str | None]
+    backend_version: str  # transformers / vLLM
+    device: str  # transformers: cpu / cuda
+    dtype: str
+    prefix_caching: bool  # vLLM
+    endpoint: str  # an OpenAI-compatible endpoint: its registered name (EndpointConfig.public)
+    served_model: str  # the model id asked for
+    served_model_ids: list[str]  # the ids the server answered with
+    system_fingerprints: list[str]
+    prompts_refused_too_long: int
+    refusal: str
+    endpoint_usage: dict[str, Any]  # tokens, cost_usd, prices_per_million
 
 
 class Backend(ABC):
@@ -136,5 +156,5 @@ class Backend(ABC):
             )
         return ids
 
-    def describe(self) -> dict:
+    def describe(self) -> BackendDescription:
         return {"backend": self.name, "model": self.spec.name, "revision": self.spec.revision}

@@ -21,7 +21,13 @@ import numpy as np
 import torch
 from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
-from evaluator.backends.base import Backend, BackendError, ModelSpec, Progress
+from evaluator.backends.base import (
+    Backend,
+    BackendDescription,
+    BackendError,
+    ModelSpec,
+    Progress,
+)
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +233,7 @@ class TransformersBackend(Backend):
         tensors = [*self.model.parameters(), *self.model.buffers()]
         return sum(t.numel() * t.element_size() for t in tensors)
 
-    def describe(self) -> dict:
+    def describe(self) -> BackendDescription:
         return {
             **super().describe(),
             "backend_version": self.version,

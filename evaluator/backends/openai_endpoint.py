@@ -28,7 +28,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evaluator.backends.base import Backend, BackendError, Messages, ModelSpec, Progress
+from evaluator.backends.base import (
+    Backend,
+    BackendDescription,
+    BackendError,
+    Messages,
+    ModelSpec,
+    Progress,
+)
 from evaluator.endpoints import EndpointConfig
 
 log = logging.getLogger(__name__)
@@ -243,19 +250,14 @@ class EndpointBackend(Backend):
             + self.usage["completion_tokens"] * self.config.price_output_per_million
         ) / 1e6
 
-    def describe(self) -> dict:
-        return {
+    def describe(self) -> BackendDescription:
+        described: BackendDescription = {
             "backend": self.name,
             "model": self.config.name,
             "revision": self.spec.revision,
             **self.config.public(),
             "served_model_ids": sorted(self.served_models),
             "system_fingerprints": sorted(self.fingerprints),
-            **(
-                {"prompts_refused_too_long": self.refused_too_long, "refusal": self.refusal_message}
-                if self.refused_too_long
-                else {}
-            ),
             "endpoint_usage": {
                 **self.usage,
                 "cost_usd": round(self.cost_usd(), 6),
@@ -265,6 +267,10 @@ class EndpointBackend(Backend):
                 ],
             },
         }
+        if self.refused_too_long:
+            described["prompts_refused_too_long"] = self.refused_too_long
+            described["refusal"] = self.refusal_message
+        return described
 
 
 def label_logprobs(top_logprobs, labels: list[str]) -> list[float]:

@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.backends.base import Backend, BackendError, EngineCall, ModelSpec
+from evaluator.backends.base import (
+    Backend,
+    BackendDescription,
+    BackendError,
+    EngineCall,
+    ModelSpec,
+)
 
 
 class VLLMBackend(Backend):
@@ -70,7 +76,7 @@ class VLLMBackend(Backend):
         config = getattr(getattr(self.llm, "llm_engine", None), "model_config", None)
         return getattr(config, "max_model_len", None)
 
-    def describe(self) -> dict:
+    def describe(self) -> BackendDescription:
         return {**super().describe(), "backend_version": self.version, "prefix_caching": True}
 
     @staticmethod

@@ -193,3 +193,23 @@ def test_an_item_asked_in_both_orders_keeps_each_orders_prompt_and_output(mcq):
     assert json.loads(row["prompt"]) == {"ab": chat, "ba": chat} and pd.isna(row["logprobs"])
     page = render_items(frame, ["form", "topic"], 0, 1)
     assert "order ab:" in page and "order ba:" in page and "(ba)" in page
+
+
+def test_judge_transcript_lines_are_judge_calls():
+    """What the judges write to a transcript is what JudgeCall (evaluator/item_records.py) names:
+    PrefEval's records, and RealPref's rubric plus each field of its Judgment; a field added to a
+    writer and not to the type fails here."""
+    from evaluator.item_records import JudgeCall, Judgment
+    from evaluator.suites.prefeval.open_ended import judge_transcript
+
+    task = get_task("prefeval", "open_ended")
+    items = task.load_split().items[:1]
+    chat = [{"role": "user", "content": "Q"}]
+    lines = judge_transcript(
+        items, {0: {"helpful": "<answer>Yes</answer>"}}, {(0, "helpful"): chat}
+    )
+    assert lines and all(set(line) <= set(JudgeCall.__annotations__) for line in lines)
+    assert lines[0]["parsed"] == "Yes" and lines[0]["id"] == items[0].id
+    assert set(Judgment.__annotations__) | {"id", "rubric", "prompt"} <= set(
+        JudgeCall.__annotations__
+    )

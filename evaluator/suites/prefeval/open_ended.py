@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluator.item_records import JudgeCall
 from evaluator.predictions import PredictionProblem, missing
 from evaluator.suite import Item, Task
 from evaluator.suites.prefeval import mcq
@@ -337,13 +338,13 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
 
 def judge_transcript(
     items, by_index: dict[int, dict[str, str]], asked: dict[tuple[int, str], list]
-) -> list[dict]:
+) -> list[JudgeCall]:
     """One record per judge call: the item, the check, the prompt as sent and the reply (capped:
     evaluator/item_records.py), and the <answer> text the rule read (None: none, read as upstream
     reads it)."""
     from evaluator.item_records import cap_text, capped_messages
 
-    records = []
+    records: list[JudgeCall] = []
     for index, texts in sorted(by_index.items()):
         for check, text in texts.items():
             answer = tag_text(text, "answer")

@@ -24,10 +24,10 @@ import hashlib
 import json
 import logging
 import re
-from typing import Any
 
 import numpy as np
 
+from evaluator.item_records import JudgeCall, Judgment
 from evaluator.predictions import PredictionProblem, missing
 
 # The hooks shared by the three tasks, re-exported as this task's (__all__ below keeps linters
@@ -159,13 +159,13 @@ def _generate(backend, conversations: list[list[dict[str, str]]], limit: int) ->
     return replies
 
 
-def judge_by_score(backend, asks: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
+def judge_by_score(backend, asks: list[list[dict[str, str]]]) -> list[Judgment]:
     """judge_score: one judgment per conversation: {score (1-5 or None), rationale, attempts}.
     A reply without a score is asked again once, the judge's reply and `judge_retry` appended."""
     p = prompts()
     limit = int(p["judge_max_tokens"])
     replies = _generate(backend, asks, limit)
-    judgments: list[dict[str, Any]] = []
+    judgments: list[Judgment] = []
     for reply in replies:
         score, rationale = parse_judgment(reply)
         judgments.append({"score": score, "rationale": rationale, "attempts": 1, "reply": reply})
@@ -184,15 +184,15 @@ def judge_by_score(backend, asks: list[list[dict[str, str]]]) -> list[dict[str, 
     )
     for k, reply in zip(again, retried):
         score, rationale = parse_judgment(reply)
-        judgments[k].update(score=score, rationale=rationale, attempts=2, reply=reply)
+        judgments[k].update({"score": score, "rationale": rationale, "attempts": 2, "reply": reply})
     return judgments
 
 
-def judge_by_logprobs(backend, asks: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
+def judge_by_logprobs(backend, asks: list[list[dict[str, str]]]) -> list[Judgment]:
     """rating_logprobs: the expected rating under the judge's distribution over "1".."5"."""
     from evaluator.protocols import ChoiceRequest, choose_by_logprobs, expected_rating
 
-    judgments = []
+    judgments: list[Judgment] = []
     for start in range(0, len(asks), JUDGE_BATCH):
         requests = [
             ChoiceRequest(str(k), messages, LABELS)
@@ -234,7 +234,7 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
     judgments = run(judge.backend, asks) if asks else []
     arrays = {rubric: np.ones(len(items), dtype=float) for rubric in RUBRICS}
     arrays["judge_failed"] = np.zeros(len(items), dtype=float)
-    transcript = []
+    transcript: list[JudgeCall] = []
     from evaluator.item_records import capped_messages
 
     for (index, rubric), judgment, prompt in zip(owners, judgments, asks):
