@@ -28,6 +28,7 @@ from typing import Any
 from evaluator.comparison import ComparisonError, compare_answers
 from evaluator.predictions import iter_lines, read_predictions
 from evaluator.registry import get_task
+from evaluator.scoring import private_part_ids
 from evaluator.settings import load_evaluator_settings
 from evaluator.statistics import MetricStats
 from evaluator.suite import Task
@@ -73,13 +74,17 @@ def _released_primary(submission: Submission) -> MetricStats | dict[str, Any]:
 def is_partial(submission: Submission) -> bool:
     """A model run on a subset of the split (`limit`), or one that skipped items it cannot run
     (n/a: e.g. prompts over its context window). A finished run's progress_total is the count of
-    items it scored; an upload answers every item or is refused."""
+    items it scored, which on a hidden split with a private part counts the public part only
+    (evaluator/scoring.py); an upload answers every item or is refused. Not seen: a run whose
+    skipped items were all in the private part."""
     if (submission.details or {}).get("limit"):
         return True
     if submission.kind != "model":
         return False
-    full = len(get_task(submission.suite, submission.task).load_split().items)
-    return submission.progress_total < full
+    task = get_task(submission.suite, submission.task)
+    private = private_part_ids(task)
+    scored_when_whole = sum(1 for item in task.load_split().items if item.id not in private)
+    return submission.progress_total < scored_when_whole
 
 
 def hidden_split_comparison(a: Submission, b: Submission) -> dict[str, Any]:
