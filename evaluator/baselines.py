@@ -13,12 +13,32 @@ no reference line.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from evaluator.suite import Split, Task
 
 if TYPE_CHECKING:
-    from evaluator.scoring import Scores
+    from evaluator.scoring import Scores, TierCells
+    from evaluator.statistics import MetricStats
+
+
+class LineMetrics(TypedDict):
+    """A reference line's numbers, shaped as a record's `metrics` (the primary metric only)."""
+
+    metric: str
+    total: dict[str, MetricStats]
+    tiers: TierCells
+
+
+class ReferenceLine(TypedDict):
+    """One reference line of a task (reference_lines), the board's row of it made from it
+    (leaderboard/reference.py)."""
+
+    kind: Literal["chance", "majority"]
+    label: str | None  # majority: the constant answer
+    n_items: int
+    metrics: LineMetrics
 
 
 def _constant(split: Split, label: str) -> dict[str, str]:
@@ -26,16 +46,16 @@ def _constant(split: Split, label: str) -> dict[str, str]:
     return {item.id: label for item in split.items}
 
 
-def _value(block: dict[str, Any], metric: str) -> float | None:
+def _value(block: Mapping[str, MetricStats], metric: str) -> float | None:
     stats = block.get(metric)
     return None if stats is None else stats.get("value")
 
 
-def _mean_line(scores: list[Scores], metric: str) -> dict[str, Any]:
+def _mean_line(scores: list[Scores], metric: str) -> LineMetrics:
     """The average of several constant answers' results, total and per tier (no interval: an expectation)."""
     first = scores[0]
 
-    def average(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def average(blocks: list[Mapping[str, MetricStats]]) -> MetricStats | None:
         values = [_value(b, metric) for b in blocks]
         known = [v for v in values if v is not None]
         if len(known) < len(values):
@@ -46,10 +66,10 @@ def _mean_line(scores: list[Scores], metric: str) -> dict[str, Any]:
             "n": blocks[0][metric]["n"],
         }
 
-    total = {}
+    total: dict[str, MetricStats] = {}
     if (line := average([s["total"] for s in scores])) is not None:
         total[metric] = line
-    tiers: dict[str, dict[str, Any]] = {}
+    tiers: TierCells = {}
     for group, by_tier in first["tiers"].items():
         for tier in by_tier:
             line = average([s["tiers"][group][tier] for s in scores])
@@ -64,7 +84,7 @@ def has_reference_lines(task: Task) -> bool:
     return task.answer_kind == "label" and len(task.answer_labels) >= 2 and not task.judge
 
 
-def reference_lines(task: Task) -> list[dict[str, Any]]:
+def reference_lines(task: Task) -> list[ReferenceLine]:
     """[{"kind": "chance"|"majority", "label": ..., "metrics": {...}, "n_items": ...}] for a label task
     whose split is available; [] otherwise."""
     if not has_reference_lines(task) or not task.split_available():

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import evaluator
-from evaluator.baselines import has_reference_lines, reference_lines
+from evaluator.baselines import LineMetrics, ReferenceLine, has_reference_lines, reference_lines
 from evaluator.registry import all_suites
 from evaluator.settings import cache_dir
 from leaderboard.result_record import KIND_REFERENCE, REFERENCE_SETTING, RecordData, make_record
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 REFERENCE_PREFIX = "reference-"
 
 
-def _released(task, line: dict[str, Any]) -> dict[str, Any]:
+def _released(task, line: ReferenceLine) -> LineMetrics | dict[str, Any]:
     """On a hidden split the lines go out as any score does there: rounded to the noise level,
     small tiers left out (evaluator/release.py), so the per-tier label distribution stays inside."""
     if not task.suite.split_hidden:
@@ -43,7 +43,7 @@ def _released(task, line: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in released.items() if k != "n_items"}
 
 
-def _row(task, line: dict[str, Any], split_sha: str) -> RecordData:
+def _row(task, line: ReferenceLine, split_sha: str) -> RecordData:
     if line["kind"] == "chance":
         name = f"Chance (uniform over {len(task.answer_labels)})"
         description = "Expected score of answering uniformly at random: the mean of the constant answers' scores."
