@@ -10,18 +10,30 @@ import functools
 import io
 import threading
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display on a server
-import matplotlib.pyplot as plt  # noqa: E402
-
-plt.rcParams.update(
-    {"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
-)
 MAX_SERIES = 8  # results compared in one plot: beyond this its series stop being readable
 # pyplot's figure registry and mathtext's parser are not thread-safe: plots requested together (in
 # the server's thread pool) broke each other's tick labels
 _DRAWING = threading.RLock()
+
+
+@functools.cache
+def pyplot():
+    """matplotlib's pyplot, set up for SVG on a server: imported on the first drawing, not with the
+    app (~0.4 CPU s of every web start, and the plot is on one page only)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on a server
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(
+        {
+            "svg.fonttype": "none",
+            "font.size": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
+    return plt
 
 
 def one_at_a_time(draw):
@@ -30,7 +42,7 @@ def one_at_a_time(draw):
 
     @functools.wraps(draw)
     def drawn(*args, **kwargs):
-        with _DRAWING, plt.rc_context({"text.parse_math": False}):
+        with _DRAWING, pyplot().rc_context({"text.parse_math": False}):
             return draw(*args, **kwargs)
 
     return drawn
@@ -40,12 +52,12 @@ def _svg(figure) -> bytes:
     buffer = io.BytesIO()
     figure.tight_layout()
     figure.savefig(buffer, format="svg")
-    plt.close(figure)
+    pyplot().close(figure)
     return buffer.getvalue()
 
 
 def _empty(message: str) -> bytes:
-    figure, axis = plt.subplots(figsize=(6, 1.2))
+    figure, axis = pyplot().subplots(figsize=(6, 1.2))
     axis.axis("off")
     axis.text(0.5, 0.5, message, ha="center", va="center")
     return _svg(figure)
