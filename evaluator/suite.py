@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Required, TypedDict
 
 from evaluator.hooks import GENERIC_HOOKS, TaskHooks, bind_hooks
 from evaluator.manifest import SuiteManifest, read_manifest
@@ -63,6 +63,64 @@ class SplitInfo(TypedDict, total=False):
     sha256: str  # of the whole split, whatever part of it was scored
     n_items: int  # the items scored
     full_n_items: int  # the whole split's
+
+
+class TierDescription(TypedDict):
+    name: str
+    label: str
+
+
+class TierGroupDescription(TypedDict):
+    name: str
+    label: str
+    tiers: list[TierDescription]
+
+
+class TaskDescription(TypedDict):
+    """Task.describe(): a task as GET /api/v1/suites shows it."""
+
+    name: str
+    title: str
+    description: str
+    metric: str
+    metrics: list[str]
+    model_protocols: list[str]
+    answer_field: str
+    answer_labels: list[str]
+    bootstrap_unit: str
+    tier_groups: list[TierGroupDescription]
+
+
+class SplitStatus(TypedDict, total=False):
+    """Suite.split_status(): where the suite's split comes from, whether it is here, and whether
+    its scores are released through the Ladder."""
+
+    source: Required[str]  # bundled | installed
+    installed: Required[bool]
+    visibility: Required[str]
+    visibility_note: Required[str]
+    hub_id: str | None
+    revision: str | None  # installed: the Hub revision
+    fixture: bool
+    installed_at: str | None
+    install: str  # not installed: the command that installs it
+
+
+class SuiteDescription(TypedDict):
+    """Suite.describe(): a suite as GET /api/v1/suites shows it."""
+
+    name: str
+    title: str
+    version: str
+    description: str
+    citation: str
+    license: str
+    homepage: str
+    paper_url: str
+    bibtex: str
+    settings: list[dict[str, str]]  # name, description
+    split: SplitStatus
+    tasks: list[TaskDescription]
 
 
 @dataclass
@@ -163,7 +221,7 @@ class Task:
                 return group
         raise KeyError(name)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> TaskDescription:
         return {
             "name": self.name,
             "title": self.title,
@@ -247,17 +305,23 @@ class Suite:
         """Scores on a hidden split are released through the Ladder (evaluator/release.py)."""
         return split_visibility(self) == "hidden"
 
-    def split_status(self) -> dict[str, Any]:
+    def split_status(self) -> SplitStatus:
         visibility = split_visibility(self)
-        shown = {"visibility": visibility, "visibility_note": VISIBILITY_NOTES[visibility]}
+        note = VISIBILITY_NOTES[visibility]
         if self.split_spec.get("source", "bundled") == "bundled":
-            return {"source": "bundled", "installed": True, **shown}
+            return {
+                "source": "bundled",
+                "installed": True,
+                "visibility": visibility,
+                "visibility_note": note,
+            }
         info = installed_info(self)
-        status = {
+        status: SplitStatus = {
             "source": "installed",
             "installed": info is not None,
             "hub_id": self.split_spec.get("hub_id"),
-            **shown,
+            "visibility": visibility,
+            "visibility_note": note,
         }
         if info:
             status.update(
@@ -276,7 +340,7 @@ class Suite:
         """Our field name -> the split's field name, as the manifest declares them."""
         return dict(self.split_spec.get("fields", {}))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> SuiteDescription:
         return {
             "name": self.name,
             "title": self.title,
