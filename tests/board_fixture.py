@@ -127,3 +127,28 @@ def minimal_record(submission_id: str, value: float, n: int = 10) -> dict:
         "submitted_at": "2026-01-01T00:00:00+00:00",
         "metrics": {"metric": "accuracy", "total": stats, "tiers": {"form": {"explicit": stats}}},
     }
+
+
+def finished_run(
+    scored: int,
+    kind: str = "model",
+    limit: int | None = None,
+    suite: str = SUITE,
+    task: str = TASK,
+):
+    """A finished submission that scored `scored` items (its progress_total once it finished)."""
+    from submissions.records import Submission
+
+    return Submission(
+        id="s1",
+        created_at="2026-01-01T00:00:00+00:00",
+        kind=kind,
+        suite=suite,
+        task=task,
+        setting="zero_shot",
+        model_name="m",
+        state="finished",
+        progress_done=scored,
+        progress_total=scored,
+        details={"limit": limit} if kind == "model" else None,
+    )

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from evaluator.registry import get_task
 from submissions.compare import is_partial
-from submissions.records import Submission
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-def _run(kind: str, scored: int, limit: int | None = None) -> Submission:
-    return Submission(
-        id="s1",
-        created_at="2026-01-01T00:00:00+00:00",
-        kind=kind,
-        suite="prefeval",
-        task="mcq",
-        setting="zero_shot",
-        model_name="m",
-        state="finished",
-        progress_done=scored,
-        progress_total=scored,
-        details={"limit": limit} if kind == "model" else None,
-    )
+from board_fixture import finished_run  # noqa: E402
 
 
 def test_a_run_that_skipped_items_is_partial_as_a_limited_one_is():
@@ -28,7 +18,7 @@ def test_a_run_that_skipped_items_is_partial_as_a_limited_one_is():
     context window) is partial though it had no limit; the typed result (the record's metrics)
     holds no split counts, so this was read from a key it never had and passed as full."""
     full = len(get_task("prefeval", "mcq").load_split().items)
-    assert not is_partial(_run("model", full))
-    assert is_partial(_run("model", full - 1))
-    assert is_partial(_run("model", 10, limit=10))
-    assert not is_partial(_run("predictions", full))
+    assert not is_partial(finished_run(full))
+    assert is_partial(finished_run(full - 1))
+    assert is_partial(finished_run(10, limit=10))
+    assert not is_partial(finished_run(full, kind="predictions"))

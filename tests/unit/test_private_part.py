@@ -426,26 +426,13 @@ def test_a_whole_run_on_a_split_with_a_private_part_is_not_partial(hidden):
     """A finished run records the items scored, the public part's on such a split
     (score_answers): a hidden comparison takes a whole run as whole, one that skipped an item as
     partial (submissions/compare.py is_partial)."""
+    from board_fixture import finished_run
+
     from submissions.compare import is_partial
-    from submissions.records import Submission
 
     task, gold, _ = hidden
     scored = score_answers(task, task.load_split(), gold)["n_items"]
     assert scored < len(task.load_split().items)  # the private part is not counted
-
-    def run(progress_total: int) -> Submission:
-        return Submission(
-            id="s1",
-            created_at="2026-01-01T00:00:00+00:00",
-            kind="model",
-            suite="recentering",
-            task="relevance",
-            setting="zero_shot",
-            model_name="m",
-            state="finished",
-            progress_total=progress_total,
-            details={"limit": None},
-        )
-
-    assert not is_partial(run(scored))
-    assert is_partial(run(scored - 1))
+    whole = finished_run(scored, limit=None, suite="recentering", task="relevance")
+    assert not is_partial(whole)
+    assert is_partial(finished_run(scored - 1, suite="recentering", task="relevance"))

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluator.item_records import JudgeCall
+from evaluator.item_records import JudgeCall, cap_text, capped_messages
 from evaluator.predictions import PredictionProblem, missing
 from evaluator.suite import Item, Task
 from evaluator.suites.prefeval import mcq
@@ -342,8 +342,6 @@ def judge_transcript(
     """One record per judge call: the item, the check, the prompt as sent and the reply (capped:
     evaluator/item_records.py), and the <answer> text the rule read (None: none, read as upstream
     reads it)."""
-    from evaluator.item_records import cap_text, capped_messages
-
     records: list[JudgeCall] = []
     for index, texts in sorted(by_index.items()):
         for check, text in texts.items():

@@ -27,7 +27,7 @@ import re
 
 import numpy as np
 
-from evaluator.item_records import JudgeCall, Judgment
+from evaluator.item_records import JudgeCall, Judgment, capped_messages
 from evaluator.predictions import PredictionProblem, missing
 
 # The hooks shared by the three tasks, re-exported as this task's (__all__ below keeps linters
@@ -235,8 +235,6 @@ def item_arrays(task, items, answers, judge) -> dict[str, np.ndarray]:
     arrays = {rubric: np.ones(len(items), dtype=float) for rubric in RUBRICS}
     arrays["judge_failed"] = np.zeros(len(items), dtype=float)
     transcript: list[JudgeCall] = []
-    from evaluator.item_records import capped_messages
-
     for (index, rubric), judgment, prompt in zip(owners, judgments, asks):
         score = judgment["score"]
         arrays[rubric][index] = float("nan") if score is None else float(score)
